@@ -1,0 +1,131 @@
+"""From summed counts to the published tables: ratios, oracle subsets, p-values."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import polars as pl
+
+from transforms.significance import AR_TRIALS, approximate_randomization, mcnemar_exact
+
+MAX_ALL_SUBSETS = 10
+
+
+def _ratio(num: str, den: str) -> pl.Expr:
+    return pl.when(pl.col(den) > 0).then(pl.col(num) / pl.col(den)).otherwise(0.0)
+
+
+def sum_counts(frames: list[pl.DataFrame], keys: list[str]) -> pl.DataFrame:
+    """Sum shard partials by ``keys`` (every other column is a count)."""
+    frames = [f for f in frames if f.height]
+    if not frames:
+        return pl.DataFrame()
+    df = pl.concat(frames)
+    counts = [c for c in df.columns if c not in keys]
+    return df.group_by(keys, maintain_order=True).agg(pl.col(counts).sum())
+
+
+def scores_table(counts: pl.DataFrame) -> pl.DataFrame:
+    """Accuracy and sentence exact match per system."""
+    return counts.with_columns(
+        _ratio("n_correct", "n_units").alias("accuracy"),
+        _ratio("n_sents_exact", "n_sents").alias("sent_exact"),
+    )
+
+
+def labels_table(counts: pl.DataFrame) -> pl.DataFrame:
+    """Per-gold-label accuracy of every system."""
+    return counts.with_columns(_ratio("n_correct", "n").alias("accuracy"))
+
+
+def pairs_table(counts: pl.DataFrame, scores: pl.DataFrame, sentences: pl.DataFrame,
+                trials: int = AR_TRIALS, seed: int = 0) -> pl.DataFrame:
+    """diff, delta accuracy and both significance tests for every ordered pair."""
+    acc = dict(zip(scores["system"], scores["accuracy"], strict=True))
+    by_sys = {s: g.sort("sent") for (s,), g in sentences.group_by(["system"])}
+    mcnemar, ar = [], []
+    for a, b, fixed, broken in counts.select("sys1", "sys2", "corrections", "new_errors").rows():
+        mcnemar.append(mcnemar_exact(fixed, broken))
+        s1, s2 = by_sys[a], by_sys[b]
+        ar.append(approximate_randomization(
+            s1["n_correct"].to_numpy(), s2["n_correct"].to_numpy(), s1["n_units"].to_numpy(),
+            trials, seed))
+    return counts.with_columns(
+        _ratio("n_diff", "n_units").alias("diff"),
+        pl.Series("delta_acc", [acc[b] - acc[a] for a, b in counts.select("sys1", "sys2").rows()],
+                  dtype=pl.Float64),
+        pl.Series("mcnemar_p", mcnemar, dtype=pl.Float64),
+        pl.Series("ar_p", ar, dtype=pl.Float64),
+    )
+
+
+def subsets(systems: list[str]) -> list[tuple[int, ...]]:
+    """Every subset when N <= 10; else subsets of size <= 3, all N-1 subsets and the full set."""
+    n = len(systems)
+    if n <= MAX_ALL_SUBSETS:
+        return [c for k in range(1, n + 1) for c in combinations(range(n), k)]
+    small = [c for k in range(1, 4) for c in combinations(range(n), k)]
+    leave_one_out = [tuple(i for i in range(n) if i != j) for j in range(n)]
+    return small + leave_one_out + [tuple(range(n))]
+
+
+def _subset_masks(subs: list[tuple[int, ...]]) -> np.ndarray:
+    return np.array([sum(1 << i for i in s) for s in subs], dtype=np.uint64)
+
+
+def oracle_tables(masks: pl.DataFrame, systems: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Oracle of every subset overall and per gold label, from the bitmask histogram."""
+    subs = subsets(systems)
+    sub_masks = _subset_masks(subs)
+    hist = masks.group_by("gold_label", "mask").agg(pl.col("n").sum())
+    m = hist["mask"].to_numpy().astype(np.uint64)
+    n = hist["n"].to_numpy()
+    hit = (m[None, :] & sub_masks[:, None]) != 0  # (subsets, histogram rows)
+    names = [sorted(systems[i] for i in s) for s in subs]
+    total = int(n.sum())
+    overall = pl.DataFrame({
+        "systems": names, "n_systems": [len(s) for s in subs],
+        "n_units": [total] * len(subs), "n_correct": (hit * n[None, :]).sum(axis=1),
+    }, schema_overrides={"systems": pl.List(pl.String), "n_correct": pl.Int64})
+    labels = hist["gold_label"].to_list()
+    label_ids, inv = np.unique(np.array(labels, dtype=object), return_inverse=True)
+    per_label_n = np.bincount(inv, weights=n).astype(np.int64)
+    rows = []
+    for s_idx, name in enumerate(names):
+        ok = np.bincount(inv, weights=hit[s_idx] * n, minlength=len(label_ids)).astype(np.int64)
+        rows.append(pl.DataFrame({
+            "systems": [name] * len(label_ids), "gold_label": label_ids.tolist(),
+            "n": per_label_n, "n_correct": ok,
+        }, schema_overrides={"systems": pl.List(pl.String)}))
+    return _with_gains(overall, systems), pl.concat(rows)
+
+
+def _with_gains(overall: pl.DataFrame, systems: list[str]) -> pl.DataFrame:
+    """Accuracy, best single member and the oracle's gain over it."""
+    single = {row[0][0]: row[1] for row in overall.filter(pl.col("n_systems") == 1)
+              .select("systems", "n_correct").rows()}
+    best = [max(single[s] for s in names) for names in overall["systems"].to_list()]
+    return overall.with_columns(
+        _ratio("n_correct", "n_units").alias("accuracy"),
+        pl.Series("best_single", best, dtype=pl.Int64),
+    ).with_columns(
+        ((pl.col("n_correct") - pl.col("best_single")) / pl.col("n_units").clip(1))
+        .alias("gain"),
+    )
+
+
+def difficulty_table(masks: pl.DataFrame) -> pl.DataFrame:
+    """Histogram of k = number of systems correct, overall (gold_label null) and per label."""
+    k = masks.with_columns(pl.col("mask").map_batches(_popcount, return_dtype=pl.Int32)
+                           .alias("k_correct"))
+    per_label = k.group_by("k_correct", "gold_label").agg(pl.col("n").sum())
+    overall = k.group_by("k_correct").agg(pl.col("n").sum()).with_columns(
+        pl.lit(None, pl.String).alias("gold_label"))
+    return pl.concat([overall.select(per_label.columns), per_label]).sort(
+        "gold_label", "k_correct", nulls_last=False)
+
+
+def _popcount(s: pl.Series) -> pl.Series:
+    a = s.to_numpy().astype(np.uint64)
+    return pl.Series(np.bitwise_count(a).astype(np.int32))
