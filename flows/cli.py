@@ -1,0 +1,186 @@
+"""The ``sysdiff`` command line. It only parses options and calls flows or read-only queries.
+
+Read-only commands (``sql``, ``show``) never import Prefect. Bad input is one line on stderr
+and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from flows.render import FORMATS, to_text
+from flows.warehouse import resolve_warehouse
+from schemas.errors import InputError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="sysdiff: in-depth comparative evaluation of NLP system outputs.")
+DATA = Path(__file__).resolve().parent.parent / "data"
+Warehouse = Annotated[str | None, typer.Option(
+    "--warehouse", "-w", help="Warehouse folder (default: $SYSDIFF_WAREHOUSE, else "
+    "./data/warehouse).")]
+Fmt = Annotated[str, typer.Option("--format", "-f", help="table, csv, json, markdown, latex.")]
+
+
+def quiet_prefect(verbose: bool) -> None:
+    """Prefect settings for a CLI run: embedded ephemeral server, no telemetry, quiet logs."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_UI_ENABLED", "false")
+    if not verbose:
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
+        os.environ.setdefault("PREFECT_LOGGING_LOG_PRINTS", "false")
+        os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
+
+
+def parse_mappings(items: list[str]) -> dict[str, dict[str, str]]:
+    """``--map SYSTEM:OLD=NEW`` (SYSTEM may be @key) into {system: {old: new}}."""
+    out: dict[str, dict[str, str]] = {}
+    for item in items:
+        who, sep, rule = item.partition(":")
+        old, eq, new = rule.partition("=")
+        if not (sep and eq and who and old):
+            raise InputError(f"--map '{item}': expected SYSTEM:OLD=NEW (SYSTEM may be @key)")
+        out.setdefault(who, {})[old] = new
+    return out
+
+
+def run_spec(spec, warehouse: str | None, verbose: bool) -> Path:
+    """Run the evaluation flow for ``spec`` and return the warehouse it wrote."""
+    quiet_prefect(verbose)
+    from flows.run import evaluate
+
+    root = resolve_warehouse(warehouse)
+    evaluate(spec, root)
+    return root
+
+
+@app.command()
+def run(
+    config: Annotated[str | None, typer.Argument(help="A TOML run file (instead of options).")]
+    = None,
+    key: Annotated[str | None, typer.Option(help="The gold key file.")] = None,
+    system: Annotated[list[str] | None, typer.Option(
+        help="NAME=FILE or NAME@VERSION=FILE; repeat for each system.")] = None,
+    corpus: Annotated[str | None, typer.Option(help="Corpus name.")] = None,
+    task: Annotated[str, typer.Option(help="pos, dep, coref, unl or nl.")] = "dep",
+    fmt: Annotated[str | None, typer.Option("--format", help="Input format (default: "
+                   "auto): conllu, conllx, tsv; conll2012, corefud, jsonlines; unl.")] = None,
+    mapping: Annotated[list[str] | None, typer.Option(
+        "--map", help="Label mapping SYSTEM:OLD=NEW (SYSTEM may be @key); repeatable.")] = None,
+    ar_trials: Annotated[int, typer.Option(help="Approximate randomization trials.")] = 10_000,
+    seed: Annotated[int, typer.Option(help="Seed of the randomization test.")] = 0,
+    warehouse: Warehouse = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")]
+    = False,
+) -> None:
+    """Ingest a key and systems, compute every table, and store them in the warehouse."""
+    from flows.spec import build_spec, load_config
+
+    if config:
+        spec = load_config(config)
+    else:
+        if not (key and corpus and system):
+            raise InputError("give a TOML run file, or --key, --corpus and at least one "
+                             "--system NAME=FILE")
+        spec = build_spec(corpus, task, key, system, fmt, mappings=parse_mappings(mapping or []),
+                          ar_trials=ar_trials, seed=seed)
+    root = run_spec(spec, warehouse, verbose)
+    summary(root, spec.corpus)
+
+
+def summary(root: Path, corpus: str) -> None:
+    """Print the headline scores of a corpus."""
+    from flows.show import headline
+
+    typer.echo(to_text(headline(root, corpus), "table", title=f"sysdiff: {corpus}"))
+    typer.echo(f"warehouse: {root}  (query it: sysdiff sql \"select * from scores\")")
+
+
+@app.command()
+def sql(
+    query: Annotated[str, typer.Argument(help="A read-only SQL query over the tables.")],
+    warehouse: Warehouse = None,
+    fmt: Fmt = "table",
+) -> None:
+    """Run a read-only SQL query (DuckDB) over the warehouse tables."""
+    from flows.queries import query as run_query
+
+    _check_format(fmt)
+    typer.echo(to_text(run_query(resolve_warehouse(warehouse), query), fmt), nl=False)
+
+
+@app.command()
+def show(
+    table: Annotated[str, typer.Argument(help="scores, pairs, changes, labels, oracles, "
+                                         "difficulty, conll18.")],
+    corpus: Annotated[str | None, typer.Option(help="Corpus (default: the only one).")] = None,
+    view: Annotated[str, typer.Option(help="View: upos, xpos, feats, lemma, head, deprel, "
+                                      "las.")] = "las",
+    sys1: Annotated[str | None, typer.Option(help="First system of a pair.")] = None,
+    sys2: Annotated[str | None, typer.Option(help="Second system of a pair.")] = None,
+    punct: Annotated[bool | None, typer.Option(
+        "--punct/--no-punct", help="Punctuation included (default: the view's default).")]
+    = None,
+    top: Annotated[int, typer.Option(help="Rows per class in change tables.")] = 5,
+    warehouse: Warehouse = None,
+    fmt: Fmt = "table",
+) -> None:
+    """Paper-style tables from the warehouse."""
+    from flows.show import show_table
+
+    _check_format(fmt)
+    typer.echo(show_table(resolve_warehouse(warehouse), table, corpus, view, sys1, sys2, punct,
+                          top, fmt), nl=False)
+
+
+@app.command()
+def demo(warehouse: Warehouse = None,
+         verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+    """Evaluate the bundled UD French-Sequoia sample (key + 4 real parsers) end to end."""
+    from flows.spec import load_config
+
+    spec = load_config(DATA / "sequoia" / "sequoia.toml")
+    root = run_spec(spec, warehouse, verbose)
+    summary(root, spec.corpus)
+    from flows.show import show_table
+
+    typer.echo(show_table(root, "pairs", spec.corpus, "las", None, None, None, 5, "table"),
+               nl=False)
+
+
+def _check_format(fmt: str) -> None:
+    if fmt not in FORMATS:
+        raise InputError(f"unknown output format '{fmt}'; expected one of {', '.join(FORMATS)}")
+
+
+def main() -> None:
+    """Entry point: run the app; InputError is one line on stderr and exit status 2."""
+    try:
+        app(standalone_mode=False)
+    except InputError as e:
+        typer.echo(f"sysdiff: error: {e}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        typer.echo("sysdiff: interrupted; the warehouse keeps its previous results", err=True)
+        sys.exit(130)
+    except (typer.Abort, typer.Exit) as e:
+        sys.exit(getattr(e, "exit_code", 1))
+    except Exception as e:  # click usage errors
+        import click
+
+        if isinstance(e, click.ClickException):
+            e.show()
+            sys.exit(2)
+        if "--verbose" in sys.argv or "-v" in sys.argv:
+            raise
+        typer.echo(f"sysdiff: internal error: {type(e).__name__}: {e} (rerun with --verbose "
+                   "for details; the warehouse keeps its previous results)", err=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

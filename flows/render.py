@@ -1,0 +1,63 @@
+"""Render result frames for people and pipelines: terminal table, CSV, JSON, Markdown, LaTeX."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import polars as pl
+from rich.console import Console
+from rich.table import Table
+
+FORMATS = ("table", "csv", "json", "markdown", "latex")
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+}
+
+
+def cell(value: object) -> str:
+    """One value as text: floats with 4 decimals, lists comma-joined, null as empty."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    return str(value)
+
+
+def latex_escape(text: str) -> str:
+    """Escape LaTeX's special characters."""
+    return "".join(_LATEX_SPECIAL.get(c, c) for c in text)
+
+
+def to_text(df: pl.DataFrame, fmt: str, title: str | None = None) -> str:
+    """A frame in one of FORMATS (``table`` is rendered for a terminal)."""
+    if fmt == "csv":
+        flat = df.with_columns(pl.col(c).list.join(",") for c, t in df.schema.items()
+                               if isinstance(t, pl.List))
+        return flat.write_csv()
+    if fmt == "json":
+        return json.dumps(df.to_dicts(), default=str, indent=1) + "\n"
+    rows = [[cell(v) for v in r] for r in df.rows()]
+    if fmt == "markdown":
+        head = "| " + " | ".join(df.columns) + " |"
+        sep = "|" + "|".join("---" for _ in df.columns) + "|"
+        body = ["| " + " | ".join(r) + " |" for r in rows]
+        return "\n".join([f"**{title}**", ""] * bool(title) + [head, sep, *body]) + "\n"
+    if fmt == "latex":
+        cols = "l" * len(df.columns)
+        lines = [r"\begin{tabular}{" + cols + "}", r"\hline",
+                 " & ".join(latex_escape(c) for c in df.columns) + r" \\", r"\hline"]
+        lines += [" & ".join(latex_escape(v) for v in r) + r" \\" for r in rows]
+        lines += [r"\hline", r"\end{tabular}"]
+        return "\n".join(lines) + "\n"
+    table = Table(title=title, show_lines=False)
+    for c in df.columns:
+        table.add_column(c, justify="right" if df.schema[c].is_numeric() else "left")
+    for r in rows:
+        table.add_row(*r)
+    buf = io.StringIO()
+    Console(file=buf, width=200, force_terminal=False).print(table)
+    return buf.getvalue()

@@ -1,0 +1,115 @@
+"""Paper-style views of the warehouse tables (read-only; DuckDB over the Parquet files)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from flows.queries import query
+from flows.render import to_text
+from schemas.errors import InputError
+
+SHOWABLE = ("scores", "pairs", "changes", "labels", "oracles", "difficulty", "conll18")
+
+
+def _lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def only_corpus(root: Path, corpus: str | None) -> str:
+    """The corpus asked for, or the only one in the warehouse."""
+    names = query(root, "select distinct corpus from systems order by 1")["corpus"].to_list()
+    if corpus:
+        if corpus not in names:
+            raise InputError(f"no corpus '{corpus}' in the warehouse; it has: "
+                             f"{', '.join(names) or 'none'}", root)
+        return corpus
+    if len(names) != 1:
+        raise InputError(f"the warehouse has {len(names)} corpora ({', '.join(names)}); "
+                         "choose one with --corpus", root)
+    return names[0]
+
+
+def headline(root: Path, corpus: str) -> pl.DataFrame:
+    """Accuracy per system for each view at its default punctuation setting."""
+    return query(root, f"""
+        select system, view, punct, n_correct, n_units, round(100 * accuracy, 2) as acc,
+               round(100 * sent_exact, 2) as sent_exact
+        from scores where corpus = {_lit(corpus)}
+          and ((view in ('head', 'deprel', 'las') and not punct)
+               or view not in ('head', 'deprel', 'las'))
+        order by view, system""")
+
+
+def _where(corpus: str, view: str | None, punct: bool | None) -> str:
+    parts = [f"corpus = {_lit(corpus)}"]
+    if view:
+        parts.append(f"view = {_lit(view)}")
+        default = view not in ("head", "deprel", "las")
+        parts.append(f"punct = {str(default if punct is None else punct).lower()}")
+    return " and ".join(parts)
+
+
+def show_table(root: Path, table: str, corpus: str | None, view: str, sys1: str | None,
+               sys2: str | None, punct: bool | None, top: int, fmt: str) -> str:
+    """Render one of SHOWABLE for a corpus and view."""
+    if table not in SHOWABLE:
+        raise InputError(f"unknown table '{table}'; expected one of {', '.join(SHOWABLE)}")
+    corpus = only_corpus(root, corpus)
+    where = _where(corpus, view, punct)
+    pair = ""
+    if sys1:
+        pair += f" and sys1 = {_lit(sys1)}"
+    if sys2:
+        pair += f" and sys2 = {_lit(sys2)}"
+    if table == "changes":
+        return _changes(root, where, pair, sys1, sys2, top, fmt)
+    sql = {
+        "scores": f"select system, n_correct, n_units, accuracy, n_sents_exact, n_sents, "
+                  f"sent_exact from scores where {where} order by accuracy desc",
+        "pairs": f"select sys1, sys2, n_units, n_diff, diff, corrections, new_errors, "
+                 f"changed_errors, delta_acc, mcnemar_p, ar_p from pairs where {where}{pair} "
+                 f"and sys1 < sys2 order by diff desc",
+        "labels": f"select gold_label, any_value(n) as n, "
+                  f"list(system || '=' || round(100 * accuracy, 2)::varchar order by system) "
+                  f"as accuracy from labels where {where} group by gold_label order by n desc",
+        "oracles": f"select systems, n_systems, n_correct, n_units, accuracy, gain "
+                   f"from oracles where {where} order by n_systems, accuracy desc",
+        "difficulty": f"select k_correct, n from difficulty where {where} and gold_label "
+                      f"is null order by k_correct",
+        "conll18": f"select system, metric, round(100*precision, 2) as precision, "
+                   f"round(100*recall, 2) as recall, round(100*f1, 2) as f1 from conll18 "
+                   f"where corpus = {_lit(corpus)} order by system",
+    }[table]
+    return to_text(query(root, sql), fmt, title=f"{table}: {corpus} {view}")
+
+
+def _changes(root: Path, where: str, pair: str, sys1: str | None, sys2: str | None, top: int,
+             fmt: str) -> str:
+    if not (sys1 and sys2):
+        raise InputError("show changes needs --sys1 and --sys2")
+    p = query(root, f"select * from pairs where {where}{pair}")
+    if p.is_empty():
+        raise InputError(f"no pair {sys1} -> {sys2} for this corpus and view")
+    r = p.row(0, named=True)
+    d = max(r["n_diff"], 1)
+    head = (f"Difference: {100 * r['diff']:.2f}% ({r['n_diff']}/{r['n_units']})\n"
+            f"Corrections: {100 * r['corrections'] / d:.2f}% ({r['corrections']})  "
+            f"New errors: {100 * r['new_errors'] / d:.2f}% ({r['new_errors']})  "
+            f"Changed errors: {100 * r['changed_errors'] / d:.2f}% ({r['changed_errors']})\n"
+            f"Delta accuracy: {100 * r['delta_acc']:+.2f}  McNemar p = {r['mcnemar_p']:.3g}  "
+            f"AR p = {r['ar_p']:.3g}\n")
+    rows = query(root, f"""
+        with c as (select class, case when class = 'changed_error'
+                          then gold || ' -> ' || l1 || ' -> ' || l2 else l1 || ' -> ' || l2 end
+                          || case when attachment then ' (attachment)' else '' end as change,
+                          sum(count) as count
+                   from changes where {where}{pair} group by all)
+        select class, change, count,
+               round(100.0 * count / sum(count) over (partition by class), 2) as share
+        from c qualify row_number() over (partition by class order by count desc, change)
+                       <= {int(top)}
+        order by class, count desc, change""")
+    body = to_text(rows, fmt, title=f"top {top} changes per class")
+    return (head + body) if fmt in ("table", "markdown") else body

@@ -1,0 +1,251 @@
+"""The warehouse: Parquet partitions (system of record), a manifest, and a DuckDB catalog.
+
+Layout::
+
+    <warehouse>/manifest.json                 live partitions of every table (written last)
+    <warehouse>/tables/<table>/<partition>/<signature>.parquet
+    <warehouse>/sysdiff.duckdb                one view per table over the live files
+
+A run stages its files outside the warehouse, then ``commit`` moves them in, replaces the
+manifest atomically (temp file + rename), rebuilds the catalog and deletes superseded files.
+A run that fails or is killed before the manifest is replaced leaves the previous results
+readable; one that fails on bad input leaves the warehouse byte-identical.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pyarrow.parquet as pq
+
+from schemas.errors import InputError
+from schemas.tables import all_tables, conform
+
+MANIFEST = "manifest.json"
+CATALOG = "sysdiff.duckdb"
+DEFAULT_WAREHOUSE = Path("data") / "warehouse"
+
+
+def resolve_warehouse(option: str | None) -> Path:
+    """``--warehouse``, else ``$SYSDIFF_WAREHOUSE``, else ``./data/warehouse``."""
+    return Path(option or os.environ.get("SYSDIFF_WAREHOUSE") or DEFAULT_WAREHOUSE).absolute()
+
+
+def signature(*parts: object) -> str:
+    """A short content hash of inputs and options (stable across runs and machines)."""
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_manifest(root: Path) -> dict:
+    """The live partitions: {table: {partition: {"file": rel, "sig": sig}}}."""
+    path = root / MANIFEST
+    if not path.exists():
+        return {"version": 1, "tables": {}}
+    return json.loads(path.read_text())
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write a file through a temporary sibling and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def warehouse_lock(root: Path) -> Iterator[None]:
+    """Serialise runs on one warehouse (an advisory lock on its folder, or its parent)."""
+    target = root if root.exists() else _existing_parent(root)
+    fd = os.open(target, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(
+                "another sysdiff run is writing to this warehouse; wait for it to finish "
+                "(runs on one warehouse are serialised)", root,
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _existing_parent(path: Path) -> Path:
+    while not path.exists():
+        path = path.parent
+    return path
+
+
+@dataclass
+class Staging:
+    """Partitions written by a run, waiting to be committed into the warehouse."""
+
+    root: Path
+    manifest: dict
+    dir: Path
+    staged: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+
+    def has(self, table: str, partition: str, sig: str) -> bool:
+        """True when the live (or staged) partition already has this signature."""
+        staged = self.staged.get((table, partition))
+        if staged:
+            return staged[1] == sig
+        live = self.manifest["tables"].get(table, {}).get(partition)
+        return bool(live) and live["sig"] == sig and (self.root / live["file"]).exists()
+
+    def live_file(self, table: str, partition: str) -> Path | None:
+        """The committed file of a partition, if any."""
+        live = self.manifest["tables"].get(table, {}).get(partition)
+        return self.root / live["file"] if live else None
+
+    def write(self, table: str, partition: str, sig: str, df: pl.DataFrame) -> Path:
+        """Stage one partition (conformed to the table's Arrow schema)."""
+        schema = all_tables()[table]
+        rel = f"tables/{table}/{partition}/{sig}.parquet"
+        path = self.dir / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(conform(df, schema), path, compression="zstd")
+        self.staged[(table, partition)] = (rel, sig)
+        return path
+
+    def staged_path(self, table: str, partition: str) -> Path | None:
+        """Where a partition staged by this run lies before commit."""
+        staged = self.staged.get((table, partition))
+        return self.dir / staged[0] if staged else None
+
+
+@contextlib.contextmanager
+def open_run(root: Path) -> Iterator[Staging]:
+    """Lock the warehouse, stage a run's files and commit them only if the run succeeds."""
+    with warehouse_lock(root):
+        stage_dir = Path(tempfile.mkdtemp(prefix=f".sysdiff-staging-{root.name}-",
+                                          dir=_existing_parent(root.parent)))
+        try:
+            staging = Staging(root, read_manifest(root), stage_dir)
+            yield staging
+            if staging.staged:
+                commit(staging)
+            elif not (root / CATALOG).exists() and root.exists():
+                refresh_catalog(root, staging.manifest)
+        finally:
+            shutil.rmtree(stage_dir, ignore_errors=True)
+
+
+def commit(staging: Staging) -> None:
+    """Move staged files in, replace the manifest, rebuild the catalog, drop stale files."""
+    root = staging.root
+    manifest = json.loads(json.dumps(staging.manifest))
+    for (table, partition), (rel, sig) in staging.staged.items():
+        dest = root / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging.dir / rel, dest)
+        manifest["tables"].setdefault(table, {})[partition] = {"file": rel, "sig": sig}
+    atomic_write_bytes(root / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
+    refresh_catalog(root, manifest)
+    collect_garbage(root, manifest)
+    staging.manifest = manifest
+
+
+def live_files(root: Path, manifest: dict, table: str) -> list[Path]:
+    """The committed Parquet files of a table."""
+    parts = manifest["tables"].get(table, {})
+    return [root / parts[p]["file"] for p in sorted(parts)]
+
+
+def collect_garbage(root: Path, manifest: dict) -> None:
+    """Delete Parquet files the manifest no longer names (superseded or orphaned)."""
+    keep = {str(root / p["file"]) for t in manifest["tables"].values() for p in t.values()}
+    tables = root / "tables"
+    if not tables.exists():
+        return
+    for path in tables.rglob("*.parquet"):
+        if str(path) not in keep:
+            path.unlink(missing_ok=True)
+    for d in sorted(tables.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        if d.is_dir() and not any(d.iterdir()):
+            d.rmdir()
+
+
+def _sql_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def catalog_statements(root: Path, manifest: dict) -> list[tuple[str, object]]:
+    """(SQL, arrow table or None) to build one view (or empty typed table) per table."""
+    statements: list[tuple[str, object]] = []
+    for table, schema in all_tables().items():
+        files = live_files(root, manifest, table)
+        if files:
+            listing = ", ".join(_sql_literal(str(f)) for f in files)
+            statements.append((f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listing}], "
+                               "union_by_name = true)", None))
+        else:
+            statements.append((f"CREATE TABLE {table} AS SELECT * FROM empty_arrow",
+                               schema.empty_table()))
+    return statements
+
+
+def refresh_catalog(root: Path, manifest: dict) -> None:
+    """Rebuild ``sysdiff.duckdb`` (through a temporary file and a rename)."""
+    root.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=root, prefix=".catalog.", suffix=".duckdb")
+    os.close(fd)
+    os.unlink(tmp)
+    try:
+        con = duckdb.connect(tmp)
+        try:
+            for sql, empty_arrow in catalog_statements(root, manifest):
+                if empty_arrow is not None:
+                    con.register("empty_arrow", empty_arrow)
+                con.execute(sql)
+                if empty_arrow is not None:
+                    con.unregister("empty_arrow")
+        finally:
+            con.close()
+        os.replace(tmp, root / CATALOG)
+    finally:
+        for leftover in (tmp, tmp + ".wal"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(leftover)
+
+
+def read_table(root: Path, table: str, manifest: dict | None = None,
+               where: pl.Expr | None = None) -> pl.DataFrame:
+    """Read a table's live partitions into polars (optionally filtered while scanning)."""
+    manifest = manifest or read_manifest(root)
+    files = live_files(root, manifest, table)
+    if not files:
+        return pl.DataFrame(schema=pl.Schema(all_tables()[table]))
+    lf = pl.scan_parquet(files)
+    if where is not None:
+        lf = lf.filter(where)
+    return lf.collect()
