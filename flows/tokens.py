@@ -45,14 +45,14 @@ def _partition(corpus: str, system: str) -> str:
 
 @task(name="ingest {source.name}", cache_policy=NONE)
 def ingest_file(spec: RunSpec, source: Source, role: str, sha: str, stage: Staging,
-                key_doc: ConllDoc | None) -> tuple[Ingested, ConllDoc, dict]:
+                key_doc: ConllDoc | None, key_sha: str) -> tuple[Ingested, ConllDoc, dict]:
     """Read and validate one file, check it against the key, stage its units and sentences."""
     doc = read_conll(source.path, source.fmt)
     if key_doc is not None:
         check_same_words(key_doc, doc)
     sid = KEY_ID if role == "key" else source.id
     part = _partition(spec.corpus, sid)
-    sig = signature(sha, doc.fmt, key_doc and key_doc.path)
+    sig = signature(sha, doc.fmt, None if role == "key" else key_sha)
     tag = dict(corpus=spec.corpus, system=sid)
     units = stage.write("units", part, sig, doc.tokens.with_columns(**_lits(tag)))
     sents = stage.write("sents", part, sig, doc.sents.with_columns(**_lits(tag)))
@@ -77,10 +77,10 @@ def _live(stage: Staging, spec: RunSpec, sid: str, sha: str, fmt: str) -> Ingest
                     True)
 
 
-def _load_doc(ing: Ingested) -> ConllDoc:
+def _load_doc(ing: Ingested, source_path: Path) -> ConllDoc:
     units = pl.read_parquet(ing.units).drop("corpus", "system")
     sents = pl.read_parquet(ing.sents).drop("corpus", "system")
-    return ConllDoc(str(ing.units), ing.fmt, units, sents)
+    return ConllDoc(str(source_path), ing.fmt, units, sents)
 
 
 def _unchanged(stage: Staging, spec: RunSpec, sid: str, sha: str, key_sha: str | None) -> bool:
@@ -112,8 +112,8 @@ def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
                 out[sid] = _live(stage, spec, sid, sha, fmt)
             else:
                 if key_doc is None and role == "system":
-                    key_doc = _load_doc(out[KEY_ID])
-                ing, doc, _ = ingest_file(spec, source, role, sha, stage, key_doc)
+                    key_doc = _load_doc(out[KEY_ID], spec.key.path)
+                ing, doc, _ = ingest_file(spec, source, role, sha, stage, key_doc, key_sha)
                 out[sid] = ing
                 if role == "key":
                     key_doc = doc

@@ -8,6 +8,7 @@ naming the file, the 1-based line and what was expected.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -166,11 +167,13 @@ def classify_rows(df: pl.DataFrame, fmt: str) -> pl.DataFrame:
     return df.filter(~pl.col("_blank")).drop("_blank")
 
 
-def _first_bad(path: str | Path, df: pl.DataFrame, mask: pl.Expr, message: pl.Expr) -> None:
+def _first_bad(path: str | Path, df: pl.DataFrame, mask: pl.Expr,
+               message: Callable[[dict], str]) -> None:
+    """Raise an InputError for the first row where ``mask`` holds (message from that row)."""
     bad = df.filter(mask)
     if not bad.is_empty():
-        row = bad.select(pl.col("line"), message.alias("msg")).row(0)
-        raise InputError(row[1], path, row[0])
+        row = bad.row(0, named=True)
+        raise InputError(message(row), path, row["line"])
 
 
 def parse_ids(path: str | Path, toks: pl.DataFrame) -> pl.DataFrame:
@@ -185,7 +188,8 @@ def parse_ids(path: str | Path, toks: pl.DataFrame) -> pl.DataFrame:
     )
     df = toks.with_columns(kind.alias("kind"), num.alias("id"))
     _first_bad(path, df, pl.col("kind").is_null() | (pl.col("id") < 0),
-               pl.format("ID '{}' is not an integer, a range (1-2) or an empty node (1.1)", tid))
+               lambda r: f"ID '{r['token_id']}' is not an integer, a range (1-2) or an empty "
+               "node (1.1)")
     df = df.with_columns(
         pl.col("id").fill_null(tid.str.extract(r"^([0-9]+)", 1).cast(pl.Int32))
     )
@@ -193,15 +197,14 @@ def parse_ids(path: str | Path, toks: pl.DataFrame) -> pl.DataFrame:
     new_sent = pl.col("sent") != pl.col("sent").shift(1, fill_value=-1)
     expected = pl.when(new_sent).then(1).otherwise(pl.col("id").shift(1) + 1)
     words = words.with_columns(expected.alias("_expected"))
-    _first_bad(
-        path, words, pl.col("id") != pl.col("_expected"),
-        pl.when(pl.col("id") < pl.col("_expected"))
-        .then(pl.format("duplicate word ID {}; expected ID {} (IDs run 1, 2, 3, ... in each "
-                        "sentence)", pl.col("id"), pl.col("_expected")))
-        .otherwise(pl.format("skipped word ID: found {}, expected {} (IDs run 1, 2, 3, ... in "
-                             "each sentence)", pl.col("id"), pl.col("_expected"))),
-    )
+    _first_bad(path, words, pl.col("id") != pl.col("_expected"), _id_message)
     return df
+
+
+def _id_message(r: dict) -> str:
+    kind = "duplicate word ID" if r["id"] < r["_expected"] else "skipped word ID"
+    return (f"{kind}: found {r['id']}, expected {r['_expected']} (IDs run 1, 2, 3, ... in each "
+            "sentence)")
 
 
 def parse_heads(path: str | Path, df: pl.DataFrame, sents: pl.DataFrame) -> pl.DataFrame:
@@ -212,13 +215,13 @@ def parse_heads(path: str | Path, df: pl.DataFrame, sents: pl.DataFrame) -> pl.D
     df = df.with_columns(pl.when(is_word).then(num).otherwise(None).alias("_h"))
     odd = df.filter(is_word & (pl.col("_h").is_null() | (pl.col("_h") < 0)))
     _first_bad(path, odd, (h != "_") & pl.col("_h").is_null(),
-               pl.format("HEAD '{}' is not an integer; expected 0 (root) or a word ID", h))
+               lambda r: f"HEAD '{r['head']}' is not an integer; expected 0 (root) or a word ID")
     _first_bad(path, odd, pl.col("_h") < 0,
-               pl.format("HEAD {} is negative; expected 0 (root) or a word ID", h))
+               lambda r: f"HEAD {r['head']} is negative; expected 0 (root) or a word ID")
     n_words = sents.select("sent", pl.col("n_words").alias("_n"))
     high = df.join(n_words, on="sent", how="left")
     _first_bad(path, high, pl.col("_h") > pl.col("_n"),
-               pl.format("HEAD {} is out of range; the sentence has {} words", h, pl.col("_n")))
+               lambda r: f"HEAD {r['head']} is out of range; the sentence has {r['_n']} words")
     return df.with_columns(pl.col("_h").cast(pl.Int32).alias("head")).drop("_h")
 
 
@@ -253,8 +256,8 @@ def sentence_table(comments: pl.DataFrame, toks: pl.DataFrame) -> pl.DataFrame:
 
 def _check_nonempty_sentences(path: str | Path, sents: pl.DataFrame) -> None:
     _first_bad(path, sents, pl.col("n_words") == 0,
-               pl.lit("sentence has no words (only comments or multiword ranges); expected "
-                      "token lines after the comments"))
+               lambda r: "sentence has no words (only comments or multiword ranges); expected "
+               "token lines after the comments")
 
 
 def read_table(path: str | Path, data: bytes, fmt: str, fields: list[str]) -> pl.DataFrame:

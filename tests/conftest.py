@@ -1,0 +1,59 @@
+"""Shared fixtures: one Prefect test harness per session, CLI runner, warehouse snapshots."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
+
+REPO = Path(__file__).resolve().parent.parent
+SEQUOIA = REPO / "data" / "sequoia"
+TEST_DATA = REPO / "tests" / "data"
+
+
+@pytest.fixture(scope="session")
+def prefect_harness():
+    """A temporary Prefect API for the whole session (started once, ~10 s)."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    """Run ``sysdiff ARGS`` in-process; return (exit status, stdout, stderr)."""
+    from flows.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    old = sys.argv
+    sys.argv = ["sysdiff", *args]
+    code = 0
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            main()
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    finally:
+        sys.argv = old
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def cli(prefect_harness):
+    return run_cli
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every file under ``root`` with the SHA-256 of its bytes."""
+    if not root.exists():
+        return {}
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}

@@ -1,0 +1,159 @@
+"""Every bad input of issue 2: one clear line (file, line, what was expected), exit 2,
+no traceback, and the warehouse byte-identical afterwards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import snapshot
+
+GOOD = """# sent_id = s1
+# text = Le chat dort .
+1\tLe\tle\tDET\t_\t_\t2\tdet\t_\t_
+2\tchat\tchat\tNOUN\t_\t_\t3\tnsubj\t_\t_
+3\tdort\tdormir\tVERB\t_\t_\t0\troot\t_\t_
+4\t.\t.\tPUNCT\t_\t_\t3\tpunct\t_\t_
+
+# sent_id = s2
+1-2\tdu\t_\t_\t_\t_\t_\t_\t_\t_
+1\tde\tde\tADP\t_\t_\t2\tcase\t_\t_
+2\tle\tle\tDET\t_\t_\t0\troot\t_\t_
+
+"""
+
+
+def edit(text: str, old: str, new: str) -> str:
+    assert old in text, old
+    return text.replace(old, new, 1)
+
+
+CASES = {
+    # name: (file content as bytes or None for a missing file, expected phrase, line)
+    "missing_file": (None, "no such file", None),
+    "empty_file": (b"", "file is empty", None),
+    "not_utf8": (GOOD.encode().replace(b"chat\tchat", b"ch\xe9t\tchat"), "not valid UTF-8", 4),
+    "binary": (b"\x00\x01\x02binary\n", "binary data", 1),
+    "wrong_column_count": (edit(GOOD, "3\tdort\tdormir\tVERB\t_\t_\t0", "3\tdort\tVERB\t_\t_\t0"),
+                           "columns; expected 10", 5),
+    "spaces_not_tabs": (edit(GOOD, "2\tchat\tchat\tNOUN\t_\t_\t3\tnsubj\t_\t_",
+                             "2 chat chat NOUN _ _ 3 nsubj _ _"), "separated by spaces", 4),
+    "non_integer_id": (edit(GOOD, "3\tdort", "x\tdort"), "is not an integer", 5),
+    "non_integer_head": (edit(GOOD, "VERB\t_\t_\t0", "VERB\t_\t_\tzero"), "HEAD 'zero'", 5),
+    "head_out_of_range": (edit(GOOD, "NOUN\t_\t_\t3", "NOUN\t_\t_\t9"), "out of range", 4),
+    "negative_head": (edit(GOOD, "NOUN\t_\t_\t3", "NOUN\t_\t_\t-1"), "negative", 4),
+    "duplicate_id": (edit(GOOD, "3\tdort", "2\tdort"), "duplicate word ID", 5),
+    "skipped_id": (edit(GOOD, "3\tdort", "5\tdort"), "skipped word ID", 5),
+    "truncated_last_line": (GOOD.rstrip("\n").rsplit("\n", 1)[0] + "\n2\tle\tle\tDE",
+                            "truncated", 11),
+}
+
+
+def write(tmp: Path, name: str, content: bytes | str | None) -> Path:
+    path = tmp / f"{name}.conllu"
+    if content is not None:
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return path
+
+
+@pytest.fixture(scope="module")
+def populated(tmp_path_factory, prefect_harness):
+    """A warehouse holding one good run, to prove that failed runs leave it untouched."""
+    from tests.conftest import run_cli
+
+    tmp = tmp_path_factory.mktemp("wh")
+    key = write(tmp, "key", GOOD)
+    sys_ok = write(tmp, "ok", GOOD)
+    code, _, err = run_cli("run", "--key", str(key), "--system", f"a={sys_ok}", "--corpus",
+                           "c", "--task", "dep", "--ar-trials", "50", "-w", str(tmp / "wh"))
+    assert code == 0, err
+    return tmp, key
+
+
+def assert_one_line_error(code: int, out: str, err: str, path: Path, phrase: str,
+                          line: int | None) -> None:
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("sysdiff: error: ")
+    assert "Traceback" not in err + out
+    assert str(path) in lines[0]
+    assert phrase in lines[0]
+    if line is not None:
+        assert f"{path}:{line}:" in lines[0]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_system_file(case, populated, cli):
+    tmp, key = populated
+    content, phrase, line = CASES[case]
+    bad = write(tmp, case, content)
+    before = snapshot(tmp / "wh")
+    code, out, err = cli("run", "--key", str(key), "--system", f"b={bad}", "--corpus", "c",
+                         "-w", str(tmp / "wh"))
+    assert_one_line_error(code, out, err, bad, phrase, line)
+    assert snapshot(tmp / "wh") == before
+
+
+@pytest.mark.parametrize("case", ["empty_file", "head_out_of_range"])
+def test_bad_key_on_fresh_warehouse_creates_nothing(case, tmp_path, cli):
+    content, phrase, line = CASES[case]
+    bad = write(tmp_path, case, content)
+    ok = write(tmp_path, "ok", GOOD)
+    code, out, err = cli("run", "--key", str(bad), "--system", f"a={ok}", "--corpus", "c",
+                         "-w", str(tmp_path / "fresh"))
+    assert_one_line_error(code, out, err, bad, phrase, line)
+    assert not (tmp_path / "fresh").exists()
+    assert [p.name for p in tmp_path.iterdir() if "staging" in p.name] == []
+
+
+MISMATCHES = {
+    "more_sentences": (GOOD + "# sent_id = s3\n1\tx\tx\tX\t_\t_\t0\troot\t_\t_\n\n",
+                       "has 3 sentences but the key", 13),
+    "fewer_sentences": (GOOD.split("\n\n")[0] + "\n\n", "has 1 sentences but the key", None),
+    "form_differs": (edit(GOOD, "2\tchat\tchat", "2\tchien\tchat"),
+                     "sentence s1, word 2: form 'chien' differs from the key's 'chat'", 4),
+    "word_missing": (edit(GOOD, "4\t.\t.\tPUNCT\t_\t_\t3\tpunct\t_\t_\n", ""),
+                     "sentence s1 has 3 words but the key has 4: a word is missing", 1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MISMATCHES))
+def test_system_does_not_match_key(case, populated, cli):
+    tmp, key = populated
+    content, phrase, line = MISMATCHES[case]
+    bad = write(tmp, case, content)
+    before = snapshot(tmp / "wh")
+    code, out, err = cli("run", "--key", str(key), "--system", f"b={bad}", "--corpus", "c",
+                         "-w", str(tmp / "wh"))
+    assert_one_line_error(code, out, err, bad, phrase, line)
+    assert snapshot(tmp / "wh") == before
+
+
+@pytest.mark.parametrize("args, phrase", [
+    (["--system", "bad name=x"], "invalid system name"),
+    (["--system", "a=x", "--system", "a=y"], "given twice"),
+    (["--system", "nofile"], "expected NAME=FILE"),
+    (["--system", "a=x", "--task", "parse"], "unknown task"),
+    (["--system", "a=x", "--map", "oops"], "expected SYSTEM:OLD=NEW"),
+])
+def test_bad_options(args, phrase, populated, cli):
+    tmp, key = populated
+    code, out, err = cli("run", "--key", str(key), "--corpus", "c", "-w", str(tmp / "wh"),
+                         *args)
+    assert code == 2
+    assert phrase in err and len(err.strip().splitlines()) == 1
+
+
+def test_sql_refuses_writes(populated, cli):
+    tmp, _ = populated
+    before = snapshot(tmp / "wh")
+    code, _, err = cli("sql", "-w", str(tmp / "wh"), "drop view scores")
+    assert code == 2 and "read-only" in err
+    assert snapshot(tmp / "wh") == before
+
+
+def test_sql_on_missing_warehouse(tmp_path, cli):
+    code, _, err = cli("sql", "-w", str(tmp_path / "none"), "select 1")
+    assert code == 2 and "no sysdiff warehouse" in err

@@ -1,0 +1,106 @@
+"""Invariants of METRICS section 1 on random label matrices (hypothesis), and sharding."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.helpers import as_dict, evaluate, words
+from transforms import tokens
+from transforms.views import view_matrix
+
+LABELS = list("ABCD")
+
+
+@st.composite
+def corpora(draw):
+    n_units = draw(st.integers(1, 40))
+    n_sys = draw(st.integers(2, 5))
+    key = draw(st.lists(st.sampled_from(LABELS), min_size=n_units, max_size=n_units))
+    systems = {f"S{i}": draw(st.lists(st.sampled_from(LABELS), min_size=n_units,
+                                      max_size=n_units)) for i in range(n_sys)}
+    sent = sorted(draw(st.lists(st.integers(0, 5), min_size=n_units, max_size=n_units)))
+    return key, systems, sent
+
+
+def _eval(key, systems, sent):
+    return evaluate("upos", words(key, sent), {k: words(v, sent) for k, v in systems.items()},
+                    punct=True, trials=50)
+
+
+@settings(max_examples=60, deadline=None)
+@given(corpora())
+def test_pair_invariants(corpus):
+    key, systems, sent = corpus
+    out = _eval(key, systems, sent)
+    acc = as_dict(out["scores"], "system", "accuracy")
+    p = {(r["sys1"], r["sys2"]): r for r in out["pairs"].rows(named=True)}
+    for (a, b), r in p.items():
+        back = p[(b, a)]
+        assert r["n_diff"] == back["n_diff"]  # diff is symmetric
+        assert r["corrections"] == back["new_errors"]
+        assert acc[b] - acc[a] == pytest.approx((r["corrections"] - r["new_errors"])
+                                                / len(key))
+        naive = sum(x != y for x, y in zip(systems[a], systems[b], strict=True))
+        assert r["n_diff"] == naive
+        assert r["corrections"] + r["new_errors"] + r["changed_errors"] == r["n_diff"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(corpora())
+def test_oracle_invariants(corpus):
+    key, systems, sent = corpus
+    out = _eval(key, systems, sent)
+    oracle = {tuple(s): n for s, n in zip(out["oracles"]["systems"].to_list(),
+                                          out["oracles"]["n_correct"].to_list(), strict=True)}
+    for subset, n in oracle.items():
+        naive = sum(any(systems[s][t] == key[t] for s in subset) for t in range(len(key)))
+        assert n == naive
+        assert n >= max(oracle[(s,)] for s in subset)  # oracle >= best single
+        for k in range(1, len(subset)):
+            for sub in combinations(subset, k):
+                assert n >= oracle[sub]  # monotone in the set
+
+
+@settings(max_examples=40, deadline=None)
+@given(corpora(), st.integers(1, 4))
+def test_sharding_does_not_change_counts(corpus, n_shards):
+    key, systems, sent = corpus
+    m = view_matrix("upos", words(key, sent), {k: words(v, sent) for k, v in systems.items()})
+    prio = list(range(len(systems)))
+    whole = tokens.merge_partials([tokens.shard_partials(m, prio, {})])
+    shard_of = np.asarray(sent) % n_shards
+    parts = tokens.merge_partials(tokens.shard_partials(m.select(shard_of == k), prio, {})
+                                  for k in range(n_shards))
+    for name in ("scores", "labels", "pairs", "changes", "masks", "majority"):
+        a, b = whole[name], parts[name]
+        assert a.sort(a.columns).equals(b.select(a.columns).sort(a.columns)), name
+
+
+def test_difficulty_counts_every_unit_once():
+    key, systems = list("ABCAB"), {"x": list("ABCCC"), "y": list("AACAB")}
+    out = _eval(key, systems, [0, 0, 0, 1, 1])
+    d = out["difficulty"].filter(out["difficulty"]["gold_label"].is_null())
+    # units: A (both right), B (x), C (both), A (y), B (y) -> k = 2, 1, 2, 1, 1
+    assert as_dict(d, "k_correct", "n") == {1: 3, 2: 2}
+
+
+def test_label_mapping_is_applied_before_comparison():
+    key, sys_ = words(list("ABC")), words(list("AXC"))
+    plain = evaluate("upos", key, {"s": sys_}, punct=True)
+    mapped = evaluate("upos", key, {"s": sys_}, punct=True, mappings={"s": {"X": "B"}})
+    assert plain["scores"]["n_correct"][0] == 2
+    assert mapped["scores"]["n_correct"][0] == 3
+
+
+def test_unknown_view_and_head_mapping_are_refused():
+    from schemas.errors import InputError
+
+    with pytest.raises(InputError, match="unknown view 'pos'"):
+        view_matrix("pos", words(["A"]), {"s": words(["A"])})
+    with pytest.raises(InputError, match="cannot apply to the 'head' view"):
+        view_matrix("head", words(["A"]), {"s": words(["A"])}, mappings={"s": {"1": "2"}})

@@ -1,0 +1,271 @@
+"""Standard coreference scores as the reference scorer v8.01 computes them (METRICS 2.2).
+
+Scoring is split into additive per-document counts (``coref_counts``: one row per document
+and metric with recall/precision numerators and denominators) and a reduce
+(``coref_scores``) that sums them over documents (micro-average) and computes the ratios, so
+documents can be scored in shards. All counts derive from the sparse entity overlap table
+``n_ij = |K_i ∩ R_j|`` (mentions matched by exact span); CEAF solves one optimal assignment
+per connected group of overlapping entities (``scipy.optimize.linear_sum_assignment``).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import polars as pl
+from scipy.optimize import linear_sum_assignment
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+METRICS = ["muc", "bcub", "ceafm", "ceafe", "blanc", "lea", "conll"]
+COUNT_METRICS = ["muc", "bcub", "ceafm", "ceafe", "blanc_c", "blanc_n", "lea"]
+_DOC = ["doc", "part"]
+_SPAN = ["d", "start", "end"]
+_NUMS = ["recall_num", "recall_den", "precision_num", "precision_den"]
+
+
+def _c2(x: pl.Expr) -> pl.Expr:
+    """Number of unordered pairs among x items."""
+    return (x * (x - 1) / 2).cast(pl.Float64)
+
+
+def _encode(key: pl.DataFrame, resp: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame,
+                                                                 pl.DataFrame]:
+    """Integer document ids ``d`` shared by key and response, entity ids ``e`` per side."""
+    docs = (
+        pl.concat([key.select(_DOC), resp.select(_DOC)]).unique().sort(_DOC)
+        .with_columns(d=pl.int_range(pl.len(), dtype=pl.Int32))
+    )
+
+    def side(m: pl.DataFrame) -> pl.DataFrame:
+        m = m.select(*_DOC, "start", "end", "entity").join(docs, on=_DOC)
+        return m.with_columns(
+            e=pl.struct("d", "entity").rank("dense").cast(pl.Int64) - 1
+        ).select("d", "start", "end", "e")
+
+    return side(key), side(resp), docs
+
+
+def drop_singletons(mentions: pl.DataFrame) -> pl.DataFrame:
+    """Mentions of entities with at least two mentions."""
+    return mentions.filter(pl.len().over("doc", "part", "entity") > 1)
+
+
+def coref_counts(
+    key: pl.DataFrame, resp: pl.DataFrame, keep_singletons: bool = True
+) -> pl.DataFrame:
+    """Per-document additive counts of every metric.
+
+    Columns: doc, part, metric (``COUNT_METRICS``; BLANC as ``blanc_c`` coreference links
+    and ``blanc_n`` non-coreference links), recall_num, recall_den, precision_num,
+    precision_den (Float64). Mentions need doc, part, start, end, entity.
+    """
+    if not keep_singletons:
+        key, resp = drop_singletons(key), drop_singletons(resp)
+    k, r, docs = _encode(key, resp)
+    ksize = k.group_by("e").agg(d=pl.col("d").first(), ks=pl.len())
+    rsize = r.group_by("e").agg(d=pl.col("d").first(), rs=pl.len())
+    pairs = (
+        k.join(r, on=_SPAN, suffix="_r")
+        .group_by("d", "e", "e_r").agg(n=pl.len())
+        .rename({"e": "ek", "e_r": "er"})
+        .join(ksize.select(ek="e", ks="ks"), on="ek")
+        .join(rsize.select(er="e", rs="rs"), on="er")
+    )
+    per_doc = [
+        _entity_totals(ksize, "ks", "k"), _entity_totals(rsize, "rs", "r"),
+        _pair_totals(pairs), _ceaf_totals(pairs),
+    ]
+    tot = docs.select("d")
+    for t in per_doc:
+        tot = tot.join(t, on="d", how="left")
+    tot = tot.fill_null(0)
+    return _count_rows(tot, docs)
+
+
+def _entity_totals(sizes: pl.DataFrame, col: str, p: str) -> pl.DataFrame:
+    """Per document: mentions, entities, coreference links (pairs within an entity)."""
+    s = pl.col(col)
+    return sizes.group_by("d").agg(
+        pl.len().alias(f"ent_{p}"), s.sum().cast(pl.Float64).alias(f"men_{p}"),
+        _c2(s).sum().alias(f"link_{p}"),
+    )
+
+
+def _pair_totals(pairs: pl.DataFrame) -> pl.DataFrame:
+    """Per document sums over overlapping entity pairs (MUC, B3, LEA, BLANC terms)."""
+    n, ks, rs = pl.col("n").cast(pl.Float64), pl.col("ks"), pl.col("rs")
+    # LEA: a singleton entity is resolved iff it is a singleton on the other side too
+    lea_r = pl.when(ks == 1).then((rs == 1).cast(pl.Float64)).otherwise(_c2(n) / _c2(ks)) * ks
+    lea_p = pl.when(rs == 1).then((ks == 1).cast(pl.Float64)).otherwise(_c2(n) / _c2(rs)) * rs
+    per_ent_k = pairs.group_by("d", "ek").agg(a=pl.col("n").sum()).group_by("d").agg(
+        sum_a2=_c2(pl.col("a")).sum())
+    per_ent_r = pairs.group_by("d", "er").agg(b=pl.col("n").sum()).group_by("d").agg(
+        sum_b2=_c2(pl.col("b")).sum())
+    return (
+        pairs.group_by("d").agg(
+            matched=n.sum(), n_pairs=pl.len().cast(pl.Float64),
+            b3_r=(n * n / ks).sum(), b3_p=(n * n / rs).sum(),
+            lea_r=lea_r.sum(), lea_p=lea_p.sum(), both_c=_c2(n).sum(),
+        )
+        .join(per_ent_k, on="d").join(per_ent_r, on="d")
+    )
+
+
+def _ceaf_totals(pairs: pl.DataFrame, batch_rows: int = 150) -> pl.DataFrame:
+    """Per document optimal CEAF-m (phi3) and CEAF-e (phi4) similarity sums.
+
+    Entities that overlap nothing add 0; a key and a response entity that overlap only each
+    other align trivially. The remaining connected groups of overlapping entities are
+    packed into block-diagonal matrices of about ``batch_rows`` rows, one assignment each:
+    the optimum of a block-diagonal matrix is the sum of the blocks' optima.
+    """
+    if pairs.height == 0:
+        return pl.DataFrame(schema={"d": pl.Int32, "ceafm": pl.Float64, "ceafe": pl.Float64})
+    ek, er = pairs["ek"].to_numpy(), pairs["er"].to_numpy()
+    n = pairs["n"].to_numpy().astype(np.float64)
+    phi4 = 2 * n / (pairs["ks"].to_numpy() + pairs["rs"].to_numpy())
+    d = pairs["d"].to_numpy()
+    comp = _components(ek, er)
+    size = np.bincount(comp)
+    single = size[comp] == 1
+    m_sum = np.where(single, n, 0.0)
+    e_sum = np.where(single, phi4, 0.0)
+    multi = np.flatnonzero(~single)
+    if len(multi):
+        order = multi[np.lexsort((ek[multi], comp[multi], d[multi]))]
+        c, dd = comp[order], d[order]
+        row = _run_rank(c, ek[order])
+        col = _dense_rank(c, er[order])
+        # batches: whole components, within one document, about batch_rows rows each
+        block = row // batch_rows
+        step = np.r_[True, (c[1:] != c[:-1]) & ((dd[1:] != dd[:-1]) | (block[1:] != block[:-1]))]
+        bounds = np.flatnonzero(np.r_[step, True])
+        for lo, hi in itertools.pairwise(bounds):
+            r, q, idx = row[lo:hi], col[lo:hi], order[lo:hi]
+            shape = (r.max() - r.min() + 1, q.max() - q.min() + 1)
+            for target, sim in ((m_sum, n), (e_sum, phi4)):
+                mat = np.zeros(shape)
+                mat[r - r.min(), q - q.min()] = sim[idx]
+                a, b = linear_sum_assignment(mat, maximize=True)
+                target[idx[0]] += mat[a, b].sum()
+    out = pl.DataFrame({"d": d, "ceafm": m_sum, "ceafe": e_sum})
+    return out.group_by("d").agg(pl.col("ceafm").sum(), pl.col("ceafe").sum())
+
+
+def _run_rank(group: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """0-based rank of the runs of equal (group, value) in an array sorted by them."""
+    return np.cumsum(np.r_[True, (group[1:] != group[:-1]) | (value[1:] != value[:-1])]) - 1
+
+
+def _dense_rank(group: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """0-based dense rank of (group, value) pairs, ordered by group then value."""
+    order = np.lexsort((value, group))
+    g, v = group[order], value[order]
+    new = np.r_[True, (g[1:] != g[:-1]) | (v[1:] != v[:-1])]
+    rank = np.empty(len(group), dtype=np.int64)
+    rank[order] = np.cumsum(new) - 1
+    return rank
+
+
+def _components(ek: np.ndarray, er: np.ndarray) -> np.ndarray:
+    """Connected component of each overlap edge in the key/response entity graph."""
+    nk = int(ek.max()) + 1
+    nodes = int(er.max()) + 1 + nk
+    graph = coo_matrix((np.ones(len(ek)), (ek, er + nk)), shape=(nodes, nodes))
+    _, labels = connected_components(graph, directed=False)
+    return labels[ek]
+
+
+def _count_rows(t: pl.DataFrame, docs: pl.DataFrame) -> pl.DataFrame:
+    """Long table of (doc, part, metric, numerators, denominators) from per-doc totals."""
+    c = pl.col
+    muc = c("matched") - c("n_pairs")
+    all_k, all_r = _c2(c("men_k")), _c2(c("men_r"))
+    both_n = _c2(c("matched")) - c("sum_a2") - c("sum_b2") + c("both_c")
+    spec = {
+        "muc": (muc, c("men_k") - c("ent_k"), muc, c("men_r") - c("ent_r")),
+        "bcub": (c("b3_r"), c("men_k"), c("b3_p"), c("men_r")),
+        "ceafm": (c("ceafm"), c("men_k"), c("ceafm"), c("men_r")),
+        "ceafe": (c("ceafe"), c("ent_k"), c("ceafe"), c("ent_r")),
+        "blanc_c": (c("both_c"), c("link_k"), c("both_c"), c("link_r")),
+        "blanc_n": (both_n, all_k - c("link_k"), both_n, all_r - c("link_r")),
+        "lea": (c("lea_r"), c("men_k"), c("lea_p"), c("men_r")),
+    }
+    frames = [
+        t.select("d", metric=pl.lit(name), **{
+            col: expr.cast(pl.Float64) for col, expr in zip(_NUMS, exprs, strict=True)})
+        for name, exprs in spec.items()
+    ]
+    return (
+        pl.concat(frames).join(docs, on="d").sort("d", "metric")
+        .select(*_DOC, "metric", *_NUMS)
+    )
+
+
+def _ratio(num: pl.Expr, den: pl.Expr) -> pl.Expr:
+    return pl.when(den != 0).then(num / den).otherwise(0.0)
+
+
+def _f1(r: pl.Expr, p: pl.Expr) -> pl.Expr:
+    return pl.when(r + p != 0).then(2 * r * p / (r + p)).otherwise(0.0)
+
+
+def coref_scores(counts: pl.DataFrame) -> pl.DataFrame:
+    """Micro-averaged scores from ``coref_counts`` rows (summed over documents).
+
+    Columns: metric (``METRICS``), recall_num, recall_den, precision_num, precision_den,
+    recall, precision, f1. Grouped additionally by ``corpus``/``system``/``sys1``/``sys2``
+    when present. BLANC = mean of the coreference- and non-coreference-link scores, or one
+    of them alone when the key has no link of the other kind (reference scorer); its
+    numerator/denominator columns are null, as are those of ``conll`` (mean F1 of MUC, B3,
+    CEAF-e; its recall/precision are the means of theirs).
+    """
+    by = [g for g in ("corpus", "system", "sys1", "sys2", "criterion") if g in counts.columns]
+    if not by and counts.height == 0:       # nothing to score: every count is 0
+        counts = pl.DataFrame({"metric": COUNT_METRICS, **{c: [0.0] * len(COUNT_METRICS)
+                                                           for c in _NUMS}})
+    sums = counts.group_by(*by, "metric").agg(pl.col(_NUMS).sum())
+    sums = sums.with_columns(
+        recall=_ratio(pl.col("recall_num"), pl.col("recall_den")),
+        precision=_ratio(pl.col("precision_num"), pl.col("precision_den")),
+    ).with_columns(f1=_f1(pl.col("recall"), pl.col("precision")))
+    plain = sums.filter(~pl.col("metric").str.starts_with("blanc"))
+    conll = (
+        plain.filter(pl.col("metric").is_in(["muc", "bcub", "ceafe"]))
+        .group_by(by or pl.lit(0).alias("_g"))
+        .agg(pl.col("recall", "precision", "f1").mean())
+        .with_columns(metric=pl.lit("conll"))
+    )
+    rows = [plain, _blanc(sums, by), conll]
+    out = pl.concat([r.select(*by, "metric", *[
+        pl.col(x).cast(pl.Float64) if x in r.columns else pl.lit(None, pl.Float64).alias(x)
+        for x in [*_NUMS, "recall", "precision", "f1"]]) for r in rows])
+    order = pl.col("metric").replace_strict(METRICS, list(range(len(METRICS))))
+    return out.sort(*by, order)
+
+
+def _blanc(sums: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """BLANC from the summed coreference (c) and non-coreference (n) link counts."""
+    c = sums.filter(pl.col("metric") == "blanc_c")
+    n = sums.filter(pl.col("metric") == "blanc_n")
+    if not by:
+        c, n = c.with_columns(_g=pl.lit(0)), n.with_columns(_g=pl.lit(0))
+    keys = by or ["_g"]
+    j = c.join(n, on=keys, suffix="_n")
+    has_c, has_n = pl.col("recall_den") != 0, pl.col("recall_den_n") != 0
+
+    def pick(col: str) -> pl.Expr:
+        both = (pl.col(col) + pl.col(f"{col}_n")) / 2
+        return (pl.when(has_c & has_n).then(both).when(has_c).then(pl.col(col))
+                .when(has_n).then(pl.col(f"{col}_n")).otherwise(0.0))
+
+    return j.select(*by, metric=pl.lit("blanc"), recall=pick("recall"),
+                    precision=pick("precision"), f1=pick("f1"))
+
+
+def score_response(key: pl.DataFrame, resp: pl.DataFrame, keep_singletons: bool = True
+                   ) -> pl.DataFrame:
+    """``coref_scores(coref_counts(key, resp))``: all metrics of one response."""
+    return coref_scores(coref_counts(key, resp, keep_singletons))

@@ -1,0 +1,775 @@
+"""UNL F-measure (METRICS 3): UNLization and NLization scoring, corpus scores, version comparison.
+
+Pure functions over parsed sentences (``schemas.unl``) and polars frames. Parsing and the
+per-graph verdicts (RETURNED) are computed per sentence in Python; items are exploded into one
+polars table ``(sent, side, kind, item)`` and all set/multiset arithmetic is group-bys.
+Discrepancies are exact: integer numerators/denominators, reduced fraction strings, and the
+``D < threshold`` tests by integer cross-multiplication.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
+
+import numpy as np
+import polars as pl
+
+from schemas.unl import KNOWN_RELATIONS, TABLES, NlSentence, UnlSentence
+
+ACTUAL, EXPECTED = 0, 1
+SEP = "\x1f"
+_ALIGN_MODES = ("auto", "id", "position")
+
+# --------------------------------------------------------------------------------------------
+# Options
+
+
+def _as_fraction(x: Fraction | int | float | str) -> Fraction:
+    """Exact value of a threshold; floats go through their shortest repr (0.3 -> 3/10)."""
+    return Fraction(repr(x)) if isinstance(x, float) else Fraction(x)
+
+
+def _fmt(x: Fraction) -> str:
+    """``0.3`` for 3/10, ``1/3`` when there is no finite decimal."""
+    d = Decimal(x.numerator) / Decimal(x.denominator)
+    return str(d.normalize()) if Fraction(d) == x else f"{x.numerator}/{x.denominator}"
+
+
+@dataclass(frozen=True)
+class UnlOptions:
+    """UNLization scoring options; :meth:`signature` is stored with every row."""
+
+    multiset: bool = False
+    keep_scope_ids: bool = False
+    threshold: Fraction = Fraction(3, 10)
+    overall_threshold: Fraction = Fraction(3, 10)
+    optional_attrs: frozenset[str] = frozenset({"@def", "@indef"})
+    align: str = "auto"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "threshold", _as_fraction(self.threshold))
+        object.__setattr__(self, "overall_threshold", _as_fraction(self.overall_threshold))
+        object.__setattr__(self, "optional_attrs", frozenset(self.optional_attrs))
+        if self.align not in _ALIGN_MODES:
+            raise ValueError(f"align must be one of {_ALIGN_MODES}, not {self.align!r}")
+
+    @classmethod
+    def legacy_2013(cls, **kwargs: object) -> UnlOptions:
+        """The older UNLarium page (2013): overall discrepancy < 0.5."""
+        return cls(overall_threshold=Fraction(1, 2), **kwargs)  # type: ignore[arg-type]
+
+    def signature(self) -> str:
+        return "|".join(
+            [
+                "sem:" + ("multiset" if self.multiset else "set"),
+                "scope:" + ("keep" if self.keep_scope_ids else "ignore"),
+                f"thr:{_fmt(self.threshold)}",
+                f"thr_all:{_fmt(self.overall_threshold)}",
+                "opt:" + ",".join(sorted(self.optional_attrs)),
+                f"align:{self.align}",
+            ]
+        )
+
+
+@dataclass(frozen=True)
+class NlOptions:
+    """NLization scoring options (words are always multisets, METRICS 3.3)."""
+
+    threshold: Fraction = Fraction(3, 10)
+    align: str = "auto"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "threshold", _as_fraction(self.threshold))
+        if self.align not in _ALIGN_MODES:
+            raise ValueError(f"align must be one of {_ALIGN_MODES}, not {self.align!r}")
+
+    def signature(self) -> str:
+        thr = _fmt(self.threshold)
+        return f"sem:multiset|words:ws,strip-PS,casefold|thr:{thr}|align:{self.align}"
+
+
+# --------------------------------------------------------------------------------------------
+# Alignment
+
+
+@dataclass
+class Alignment:
+    """``partner[i]`` = index of the actual sentence aligned with expected sentence i."""
+
+    partner: list[int | None]
+    by: str
+    unmatched_actual: list[int]
+    notes: list[str] = field(default_factory=list)
+
+
+def _ids(sentences: Sequence[UnlSentence | NlSentence]) -> list[str | None]:
+    return [s.sent_id for s in sentences]
+
+
+def align_sentences(
+    expected: Sequence[UnlSentence | NlSentence],
+    actual: Sequence[UnlSentence | NlSentence],
+    mode: str = "auto",
+) -> Alignment:
+    """Align by id when every sentence of both sides has a unique id (``auto``), else by
+    position. ``id``/``position`` force a mode."""
+    eids, aids = _ids(expected), _ids(actual)
+    notes: list[str] = []
+    have_ids = all(eids) and all(aids) and bool(eids) and bool(aids)
+    unique = len(set(eids)) == len(eids) and len(set(aids)) == len(aids)
+    if mode == "auto" and have_ids and not unique:
+        notes.append("duplicate sentence ids: aligned by position instead of id")
+    if mode == "auto" and not have_ids and any(eids) and any(aids):
+        notes.append("some sentences have no id: aligned by position instead of id")
+    if mode == "id" or (mode == "auto" and have_ids and unique):
+        index = {sid: k for k, sid in enumerate(aids) if sid is not None}
+        partner = [index.get(sid) if sid is not None else None for sid in eids]
+        matched = {p for p in partner if p is not None}
+        unmatched = [k for k in range(len(actual)) if k not in matched]
+        missing = [eids[i] for i, p in enumerate(partner) if p is None]
+        if missing:
+            notes.append(
+                f"{len(missing)} expected sentence id(s) not found in actual: "
+                + _preview(missing)
+            )
+        if expected and actual and not matched:
+            notes.append(
+                "no sentence id matches between expected and actual; "
+                "use align='position' if the files are in the same order"
+            )
+        return Alignment(partner, "id", unmatched, notes)
+    partner = [i if i < len(actual) else None for i in range(len(expected))]
+    if len(actual) != len(expected):
+        notes.append(f"aligned by position: {len(expected)} expected, {len(actual)} actual")
+    return Alignment(partner, "position", list(range(len(expected), len(actual))), notes)
+
+
+def _preview(xs: Sequence[object], k: int = 5) -> str:
+    head = ", ".join(str(x) for x in xs[:k])
+    return head + (f", ... ({len(xs)} in all)" if len(xs) > k else "")
+
+
+def _sent_ids(expected: Sequence[UnlSentence | NlSentence]) -> list[str]:
+    return [s.sent_id if s.sent_id is not None else f"#{k + 1}" for k, s in enumerate(expected)]
+
+
+# --------------------------------------------------------------------------------------------
+# RETURNED verdicts (per sentence, Python)
+
+
+def unl_status(s: UnlSentence | None) -> tuple[bool, str | None, int | None]:
+    """(returned, reason, line) of an actual UNL sentence (METRICS 3.2 RETURNED)."""
+    if s is None:
+        return False, "no actual sentence", None
+    if s.error is not None:
+        return False, f"parse error: {s.error}", s.error_line
+    g = s.graph
+    if g is None:
+        return False, "no graph", s.line
+    if not g.relations and not g.nodes:
+        return False, "empty graph", s.line
+    words = g.nl_words()
+    if words:
+        return False, "natural-language word in graph: " + ", ".join(words[:3]), s.line
+    k = g.n_components()
+    if k > 1:
+        return False, f"graph not connected ({k} components)", s.line
+    return True, None, None
+
+
+def nl_words(text: str) -> list[str]:
+    """METRICS 3.3 words: split on white space, strip leading/trailing P*/S* characters,
+    drop empties, casefold."""
+    out = []
+    for tok in text.split():
+        i, j = 0, len(tok)
+        while i < j and unicodedata.category(tok[i])[0] in "PS":
+            i += 1
+        while j > i and unicodedata.category(tok[j - 1])[0] in "PS":
+            j -= 1
+        if i < j:
+            out.append(tok[i:j].casefold())
+    return out
+
+
+_KNOWN = "|".join(sorted(KNOWN_RELATIONS, key=len, reverse=True))
+_UW_IN_TEXT = re.compile(
+    r"\w\s?\(\s*[a-z]{2,3}\s*[<>]"  # word(icl>...)
+    r"|\.@[\w\-]+"  # .@attribute
+    r"|\[\[[^\]]*\]\]"  # [[UW]]
+    rf"|\b(?:{_KNOWN})(?::\w{{2}})?\([^(),;]*[,;][^()]*\)"  # rel(a, b)
+)
+
+
+def nl_status(text: str | None, error: str | None) -> tuple[bool, str | None]:
+    """(returned, reason) of an actual NLization sentence (METRICS 3.3 RETURNED)."""
+    if error is not None:
+        return False, error
+    if text is None:
+        return False, "no actual sentence"
+    m = _UW_IN_TEXT.search(text)
+    if m is not None:
+        start = max(text.rfind(" ", 0, m.start()) + 1, 0)
+        end = text.find(" ", m.end())
+        return False, f"UW in output: {text[start : end if end >= 0 else None]!r}"
+    if not nl_words(text):
+        return False, "no words"
+    return True, None
+
+
+# --------------------------------------------------------------------------------------------
+# Items
+
+
+def _scope_key(node_id: str | None, keep: bool) -> str:
+    return f"[scope:{node_id}]" if keep else "[scope]"
+
+
+def unl_item_rows(
+    graphs: Sequence[tuple[int, UnlSentence]], side: int, options: UnlOptions
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Relations and relation-less nodes of the given (sent, sentence) pairs as two frames;
+    attributes are joined with ``.`` (``@entry.@past``) and exploded in polars."""
+    keep = options.keep_scope_ids
+    rs: dict[str, list] = {k: [] for k in ("sent", "label", "src", "tgt", "sref", "tref")}
+    rs.update(sattr=[], tattr=[])
+    ns: dict[str, list] = {"sent": [], "uw": [], "attr": []}
+    for i, s in graphs:
+        g = s.graph
+        if g is None:
+            continue
+        for r in g.relations:
+            a, b = r.source, r.target
+            rs["sent"].append(i)
+            rs["label"].append(f"{r.label}:{r.scope}" if keep and r.scope else r.label)
+            sref, tref = a.kind == "scope", b.kind == "scope"
+            rs["src"].append(_scope_key(a.node_id, keep) if sref else a.uw)
+            rs["tgt"].append(_scope_key(b.node_id, keep) if tref else b.uw)
+            rs["sref"].append(sref)
+            rs["tref"].append(tref)
+            rs["sattr"].append(".".join(a.attrs))
+            rs["tattr"].append(".".join(b.attrs))
+        if not g.relations:
+            for n in g.nodes:
+                ns["sent"].append(i)
+                ns["uw"].append(n.uw)
+                ns["attr"].append(".".join(n.attrs))
+    st = pl.String
+    rel = pl.DataFrame(
+        rs,
+        schema={"sent": pl.Int32, "label": st, "src": st, "tgt": st,
+                "sref": pl.Boolean, "tref": pl.Boolean, "sattr": st, "tattr": st},
+    )  # fmt: skip
+    nodes = pl.DataFrame(ns, schema={"sent": pl.Int32, "uw": st, "attr": st})
+    side_col = pl.lit(side, dtype=pl.Int8).alias("side")
+    return rel.with_columns(side_col), nodes.with_columns(side_col)
+
+
+def unl_items(rel: pl.DataFrame, nodes: pl.DataFrame, options: UnlOptions) -> pl.DataFrame:
+    """Explode relations/nodes into ``(sent, side, kind, item)``; kind R (relations),
+    U (UWs, by position S/T/N) and A (non-optional attributes, by position)."""
+    opt = sorted(options.optional_attrs)
+
+    def tagged(kind: str, *parts: pl.Expr | str) -> list[pl.Expr]:
+        exprs = [pl.lit(p) if isinstance(p, str) else p for p in parts]
+        return [
+            pl.col("sent"),
+            pl.col("side"),
+            pl.lit(kind).alias("kind"),
+            pl.concat_str(exprs, separator=SEP).alias("item"),
+        ]
+
+    def attrs(frame: pl.DataFrame, pos: str, key: str, col: str) -> pl.DataFrame:
+        ex = frame.filter(pl.col(col) != "").select(
+            "sent", "side", key, pl.col(col).str.split(".")
+        )
+        ex = ex.explode(col).filter(~pl.col(col).is_in(opt))
+        return ex.select(tagged("A", pos, pl.col(key), pl.col(col)))
+
+    parts = [
+        rel.select(tagged("R", pl.col("label"), pl.col("src"), pl.col("tgt"))),
+        rel.filter(~pl.col("sref")).select(tagged("U", "S", pl.col("src"))),
+        rel.filter(~pl.col("tref")).select(tagged("U", "T", pl.col("tgt"))),
+        nodes.select(tagged("U", "N", pl.col("uw"))),
+        attrs(rel, "S", "src", "sattr"),
+        attrs(rel, "T", "tgt", "tattr"),
+        attrs(nodes, "N", "uw", "attr"),
+    ]
+    return pl.concat(parts, how="vertical")
+
+
+def item_counts(items: pl.DataFrame, multiset: bool) -> pl.DataFrame:
+    """Per (sent, kind, item): exceeding / missing / total contributions."""
+    # side is 0 (actual) or 1 (expected): e = sum(side), a = count - e
+    c = items.group_by("sent", "kind", "item").agg(
+        n=pl.len().cast(pl.Int64), e=pl.col("side").cast(pl.Int64).sum()
+    )
+    c = c.select("sent", "kind", "item", a=pl.col("n") - pl.col("e"), e=pl.col("e"))
+    if not multiset:
+        c = c.with_columns(pl.col("a").clip(upper_bound=1), pl.col("e").clip(upper_bound=1))
+    return c.with_columns(
+        exc=(pl.col("a") - pl.col("e")).clip(lower_bound=0),
+        miss=(pl.col("e") - pl.col("a")).clip(lower_bound=0),
+        tot=pl.col("a") + pl.col("e"),
+    )
+
+
+_KIND_PREFIX = {"R": "rel", "U": "uw", "A": "attr", "W": "word"}
+
+
+def count_table(counts: pl.DataFrame, kinds: str) -> pl.DataFrame:
+    """One row per sentence: ``<kind>_exc/_miss/_tot`` for the given kinds."""
+    aggs = []
+    for k in kinds:
+        p = _KIND_PREFIX[k]
+        sel = pl.col("kind") == k
+        for what in ("exc", "miss", "tot"):
+            aggs.append(pl.col(what).filter(sel).sum().alias(f"{p}_{what}"))
+    return counts.group_by("sent").agg(aggs)
+
+
+def error_digests(counts: pl.DataFrame) -> pl.DataFrame:
+    """Per sentence, a stable 16-hex fingerprint of its exceeding/missing items."""
+    wrong = counts.filter((pl.col("exc") > 0) | (pl.col("miss") > 0)).select(
+        "sent",
+        pl.concat_str(
+            [pl.col("kind"), pl.col("exc").cast(pl.String), pl.col("miss").cast(pl.String),
+             pl.col("item")],
+            separator=SEP,
+        ).alias("tag"),
+    )  # fmt: skip
+    joined = wrong.group_by("sent").agg(pl.col("tag").sort().str.join("\x1e"))
+    digests = [
+        hashlib.blake2b(t.encode(), digest_size=8).hexdigest() for t in joined["tag"].to_list()
+    ]
+    return joined.select("sent").with_columns(error_digest=pl.Series(digests, dtype=pl.String))
+
+
+# --------------------------------------------------------------------------------------------
+# Exact discrepancies
+
+
+def with_fraction(df: pl.DataFrame, name: str, num: pl.Expr, den: pl.Expr) -> pl.DataFrame:
+    """Add ``d_<name>`` (DOUBLE) and ``d_<name>_frac`` (reduced exact fraction; 0 when the
+    denominator is 0)."""
+    nd = df.select(num.alias("n"), den.alias("d"))
+    n = nd["n"].to_numpy().astype(np.int64)
+    d = nd["d"].to_numpy().astype(np.int64)
+    g = np.gcd(n, d)
+    g[g == 0] = 1
+    red = pl.DataFrame({"rn": n // g, "rd": d // g})
+    frac = (
+        pl.when(pl.col("rn") == 0)
+        .then(pl.lit("0"))
+        .when(pl.col("rd") == 1)
+        .then(pl.col("rn").cast(pl.String))
+        .otherwise(pl.concat_str([pl.col("rn"), pl.lit("/"), pl.col("rd")]))
+    )
+    dbl = pl.when(pl.col("rd") == 0).then(0.0).otherwise(pl.col("rn") / pl.col("rd"))
+    extra = red.select(dbl.alias(f"d_{name}"), frac.alias(f"d_{name}_frac"))
+    return pl.concat([df, extra], how="horizontal")
+
+
+def below(num: pl.Expr, den: pl.Expr, threshold: Fraction) -> pl.Expr:
+    """Exact ``num/den < threshold`` (D = 0 when den = 0), by cross-multiplication."""
+    p, q = threshold.numerator, threshold.denominator
+    return pl.when(den == 0).then(pl.lit(p > 0)).otherwise(num * q < den * p)
+
+
+def _reason_expr(parts: list[tuple[str, pl.Expr]]) -> pl.Expr:
+    """``discrepancy d_rel=1/2, ...`` for the failing tests, null if none fails."""
+    exprs = [
+        pl.when(failed).then(pl.concat_str([pl.lit(f"{name}="), pl.col(f"{name}_frac")]))
+        for name, failed in parts
+    ]
+    joined = pl.concat_str(exprs, separator=", ", ignore_nulls=True)
+    any_failed = pl.any_horizontal([f for _, f in parts])
+    return pl.when(any_failed).then(pl.concat_str([pl.lit("not correct: "), joined]))
+
+
+# --------------------------------------------------------------------------------------------
+# UNLization
+
+
+def score_unlization(
+    expected: Sequence[UnlSentence],
+    actual: Sequence[UnlSentence],
+    options: UnlOptions | None = None,
+) -> pl.DataFrame:
+    """One ``unl_sentences`` row per expected sentence (without corpus/system)."""
+    options = options or UnlOptions()
+    al = align_sentences(expected, actual, options.align)
+    base = _base_frame(expected, al, actual, unl_status)
+    pairs_a = [(i, actual[p]) for i, p in enumerate(al.partner) if p is not None]
+    rel_a, nodes_a = unl_item_rows(pairs_a, ACTUAL, options)
+    rel_e, nodes_e = unl_item_rows(list(enumerate(expected)), EXPECTED, options)
+    items = unl_items(pl.concat([rel_a, rel_e]), pl.concat([nodes_a, nodes_e]), options)
+    counts = item_counts(items, options.multiset)
+    df = _join_counts(base, counts, "RUA")
+    nr = pl.col("rel_exc") + pl.col("rel_miss")
+    nu = pl.col("uw_exc") + pl.col("uw_miss")
+    na = pl.col("attr_exc") + pl.col("attr_miss")
+    n_all = 3 * nr + 2 * nu + na
+    d_all = 3 * pl.col("rel_tot") + 2 * pl.col("uw_tot") + pl.col("attr_tot")
+    df = with_fraction(df, "rel", nr, pl.col("rel_tot"))
+    df = with_fraction(df, "uw", nu, pl.col("uw_tot"))
+    df = with_fraction(df, "all", n_all, d_all)
+    tests = [
+        ("d_rel", ~below(nr, pl.col("rel_tot"), options.threshold)),
+        ("d_uw", ~below(nu, pl.col("uw_tot"), options.threshold)),
+        ("d_all", ~below(n_all, d_all, options.overall_threshold)),
+    ]
+    df = df.with_columns(
+        correct=pl.col("returned") & ~pl.any_horizontal([f for _, f in tests]),
+        reason=pl.coalesce(pl.col("reason"), _reason_expr(tests)),
+    )
+    return _finalise(df, "unlization", options.signature())
+
+
+def _base_frame(expected, al: Alignment, actual, status) -> pl.DataFrame:
+    """sent, sent_id, returned, reason, reason_line for each expected sentence."""
+    rows = []
+    for i, (e, p) in enumerate(zip(expected, al.partner, strict=True)):
+        a = actual[p] if p is not None else None
+        returned, reason, line = status(a)
+        if e.error is not None:
+            reason = f"expected sentence malformed: {e.error}" + (f"; {reason}" if reason else "")
+        rows.append((i, returned, reason, line))
+    sent, returned, reason, line = zip(*rows, strict=True) if rows else ((), (), (), ())
+    return pl.DataFrame(
+        {"sent": list(sent), "sent_id": _sent_ids(expected), "returned": list(returned),
+         "reason": list(reason), "reason_line": list(line)},
+        schema={"sent": pl.Int32, "sent_id": pl.String, "returned": pl.Boolean,
+                "reason": pl.String, "reason_line": pl.Int32},
+    )  # fmt: skip
+
+
+def _join_counts(base: pl.DataFrame, counts: pl.DataFrame, kinds: str) -> pl.DataFrame:
+    table = count_table(counts, kinds)
+    df = base.join(table, on="sent", how="left").join(error_digests(counts), on="sent", how="left")
+    cols = [f"{_KIND_PREFIX[k]}_{w}" for k in kinds for w in ("exc", "miss", "tot")]
+    return df.with_columns(pl.col(cols).fill_null(0).cast(pl.Int64)).sort("sent")
+
+
+def _finalise(df: pl.DataFrame, task: str, signature: str) -> pl.DataFrame:
+    """Columns of ``unl_sentences`` (minus corpus/system) in schema order."""
+    schema = pl.Schema(TABLES["unl_sentences"])
+    df = df.rename({"sent": "sent_index"}).with_columns(
+        task=pl.lit(task), options=pl.lit(signature)
+    )
+    cols = []
+    for name, dtype in schema.items():
+        if name in ("corpus", "system"):
+            continue
+        cols.append(pl.col(name).cast(dtype) if name in df.columns else pl.lit(None, dtype))
+        cols[-1] = cols[-1].alias(name)
+    return df.select(cols)
+
+
+# --------------------------------------------------------------------------------------------
+# NLization
+
+
+def _as_nl(xs: Sequence[NlSentence | str]) -> list[NlSentence]:
+    return [x if isinstance(x, NlSentence) else NlSentence(None, k, k + 1, x) for k, x in
+            enumerate(xs)]  # fmt: skip
+
+
+def score_nlization(
+    expected: Sequence[NlSentence | str],
+    actual: Sequence[NlSentence | str],
+    options: NlOptions | None = None,
+) -> pl.DataFrame:
+    """One ``unl_sentences`` row (task ``nlization``) per expected sentence."""
+    options = options or NlOptions()
+    exp, act = _as_nl(expected), _as_nl(actual)
+    al = align_sentences(exp, act, options.align)
+
+    def status(a: NlSentence | None) -> tuple[bool, str | None, int | None]:
+        if a is None:
+            return False, "no actual sentence", None
+        ok, why = nl_status(a.text, a.error)
+        return ok, why, None if ok else a.line
+
+    base = _base_frame(exp, al, act, status)
+    sent, side, word = [], [], []
+    for i, p in enumerate(al.partner):
+        sides = [(EXPECTED, exp[i])] + ([(ACTUAL, act[p])] if p is not None else [])
+        for sd, s in sides:
+            ws = nl_words(s.text) if s.text else []
+            sent.extend([i] * len(ws))
+            side.extend([sd] * len(ws))
+            word.extend(ws)
+    items = pl.DataFrame(
+        {"sent": sent, "side": side, "kind": ["W"] * len(word), "item": word},
+        schema={"sent": pl.Int32, "side": pl.Int8, "kind": pl.String, "item": pl.String},
+    )
+    counts = item_counts(items, multiset=True)
+    df = _join_counts(base, counts, "W")
+    nw = pl.col("word_exc") + pl.col("word_miss")
+    df = with_fraction(df, "words", nw, pl.col("word_tot"))
+    tests = [("d_words", ~below(nw, pl.col("word_tot"), options.threshold))]
+    df = df.with_columns(
+        correct=pl.col("returned") & ~tests[0][1],
+        reason=pl.coalesce(pl.col("reason"), _reason_expr(tests)),
+    )
+    return _finalise(df, "nlization", options.signature())
+
+
+# --------------------------------------------------------------------------------------------
+# Corpus scores
+
+
+def _micro_f1(prefix: str) -> pl.Expr:
+    """1 - D on summed counts (null when nothing was counted)."""
+    tot = pl.col(f"{prefix}_tot").sum()
+    err = pl.col(f"{prefix}_exc").sum() + pl.col(f"{prefix}_miss").sum()
+    return pl.when(tot > 0).then(1 - err / tot).otherwise(None).alias(f"{prefix}_f1")
+
+
+def unl_scores(sentences: pl.DataFrame) -> pl.DataFrame:
+    """Corpus P/R/F per (corpus, system,) task and options, plus micro F1 of relations, UWs,
+    attributes and words. P = correct/returned, R = correct/expected, F = 2PR/(P+R)
+    = 2 correct/(returned + expected)."""
+    keys = [k for k in ("corpus", "system", "task", "options") if k in sentences.columns]
+    agg = sentences.group_by(keys, maintain_order=True).agg(
+        n_expected=pl.len().cast(pl.Int64),
+        n_returned=pl.col("returned").sum().cast(pl.Int64),
+        n_correct=pl.col("correct").sum().cast(pl.Int64),
+        **{f"{p}_f1": _micro_f1(p) for p in ("rel", "uw", "attr", "word")},
+    )
+    c, r, e = pl.col("n_correct"), pl.col("n_returned"), pl.col("n_expected")
+    agg = agg.with_columns(
+        precision=pl.when(r > 0).then(c / r).otherwise(0.0),
+        recall=pl.when(e > 0).then(c / e).otherwise(0.0),
+        f1=pl.when(c > 0).then(2 * c / (r + e)).otherwise(0.0),
+    )
+    names = [n for n in TABLES["unl_scores"].names if n in agg.columns]
+    return agg.select(names)
+
+
+# --------------------------------------------------------------------------------------------
+# Comparison of versions
+
+
+def _stack(sentences_by_system: dict[str, pl.DataFrame]) -> tuple[pl.DataFrame, list[str]]:
+    frames = [
+        df.with_columns(system=pl.lit(name, pl.String)) for name, df in sentences_by_system.items()
+    ]
+    if not frames:
+        raise ValueError("compare_versions needs at least one system")
+    common = set.intersection(*(set(f.columns) for f in frames))
+    keys = ["corpus", "task"] if "corpus" in common else ["task"]
+    cols = [*keys, "system", "sent_index", "sent_id", "returned", "correct", "reason",
+            "error_digest", "d_all_frac", "d_words_frac", "options"]  # fmt: skip
+    stacked = pl.concat([f.select(cols) for f in frames], how="vertical_relaxed")
+    mixed = stacked.group_by(keys).agg(pl.col("options").n_unique().alias("n")).filter(
+        pl.col("n") > 1
+    )
+    if mixed.height:
+        raise ValueError(
+            "systems were scored with different options; verdicts are not comparable: "
+            + str(stacked.select("system", "options").unique().sort("system").rows())
+        )
+    stacked = stacked.with_columns(
+        profile=pl.concat_str(
+            [pl.col("returned").cast(pl.String), pl.col("reason").fill_null(""),
+             pl.col("error_digest").fill_null("")],
+            separator=SEP,
+        ),  # fmt: skip
+        d_frac=pl.coalesce("d_all_frac", "d_words_frac"),
+    )
+    return stacked, keys
+
+
+def compare_versions(sentences_by_system: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """Versions of a grammar compared sentence by sentence (METRICS 3.4).
+
+    Returns ``pairs`` (every ordered pair: corrections, new errors, changed errors, diff,
+    oracle of the pair), ``oracle`` (all versions) and ``moved`` (one row per sentence and
+    ordered pair whose verdict or error profile moved). A sentence is matched across systems
+    by (task, sent_index, sent_id); a changed error is incorrect in both with a different
+    profile (returned, reason, error digest)."""
+    stacked, keys = _stack(sentences_by_system)
+    on = [*keys, "sent_index", "sent_id"]
+    pair = stacked.join(stacked, on=on, suffix="_b").filter(pl.col("system") != pl.col("system_b"))
+    ca, cb = pl.col("correct"), pl.col("correct_b")
+    pair = pair.with_columns(
+        change=pl.when(~ca & cb)
+        .then(pl.lit("correction"))
+        .when(ca & ~cb)
+        .then(pl.lit("new_error"))
+        .when(~ca & ~cb & (pl.col("profile") != pl.col("profile_b")))
+        .then(pl.lit("changed_error"))
+    ).rename({"system": "system_a"})
+    n_changed = pl.col("change").is_not_null().sum()
+    pairs = (
+        pair.group_by([*keys, "system_a", "system_b"])
+        .agg(
+            n_sentences=pl.len(),
+            n_correct_a=ca.sum(),
+            n_correct_b=cb.sum(),
+            n_changed=n_changed,
+            corrections=(pl.col("change") == "correction").sum(),
+            new_errors=(pl.col("change") == "new_error").sum(),
+            changed_errors=(pl.col("change") == "changed_error").sum(),
+            diff=n_changed / pl.len(),
+            oracle=(ca | cb).mean(),
+        )
+        .sort([*keys, "system_a", "system_b"])
+    )
+    moved = (
+        pair.filter(pl.col("change").is_not_null())
+        .select(
+            *keys, "system_a", "system_b", "sent_id", "sent_index", "change",
+            pl.col("returned").alias("returned_a"), "returned_b",
+            pl.col("correct").alias("correct_a"), "correct_b",
+            pl.col("d_frac").alias("d_all_frac_a"), pl.col("d_frac_b").alias("d_all_frac_b"),
+            pl.col("reason").alias("reason_a"), "reason_b",
+        )  # fmt: skip
+        .sort([*keys, "system_a", "system_b", "sent_index"])
+    )
+    return {
+        "pairs": _cast_to(pairs, "unl_pairs"),
+        "oracle": _cast_to(oracle_table(stacked, keys), "unl_oracle"),
+        "moved": _cast_to(moved, "unl_moved"),
+    }
+
+
+def oracle_table(stacked: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """Share of sentences (present for every system) that at least one system gets CORRECT,
+    with the best single system and the oracle's gain over it."""
+    n_sys = stacked.group_by(keys).agg(pl.col("system").n_unique().alias("n_sys"))
+    per_sent = (
+        stacked.group_by([*keys, "sent_index", "sent_id"])
+        .agg(pl.col("correct").any().alias("any"), pl.col("system").n_unique().alias("k"))
+        .join(n_sys, on=keys)
+        .filter(pl.col("k") == pl.col("n_sys"))
+    )
+    complete = per_sent.select(*keys, "sent_index", "sent_id")
+    best = (
+        stacked.join(complete, on=[*keys, "sent_index", "sent_id"])
+        .group_by([*keys, "system"])
+        .agg(pl.col("correct").sum().alias("best_correct"))
+        .sort([*keys, "best_correct", "system"], descending=[False] * len(keys) + [True, False])
+        .group_by(keys, maintain_order=True)
+        .first()
+        .rename({"system": "best_system"})
+    )
+    systems = stacked.group_by(keys).agg(pl.col("system").unique().sort().str.join(","))
+    out = (
+        per_sent.group_by(keys)
+        .agg(n_sentences=pl.len(), n_oracle=pl.col("any").sum())
+        .join(systems.rename({"system": "systems"}), on=keys)
+        .join(best, on=keys, how="left")
+    )
+    n = pl.col("n_sentences")
+    return out.with_columns(
+        oracle=pl.col("n_oracle") / n,
+        gain=(pl.col("n_oracle") - pl.col("best_correct")) / n,
+    ).sort(keys)
+
+
+def _cast_to(df: pl.DataFrame, table: str) -> pl.DataFrame:
+    schema = pl.Schema(TABLES[table])
+    return df.select(
+        [pl.col(c).cast(schema[c]) for c in schema.names() if c in df.columns]
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Warnings
+
+
+def _encoding(sentences: Sequence[UnlSentence]) -> tuple[int, int]:
+    """(numeric UCL UWs, readable UWs) over all node occurrences."""
+    c: Counter[str] = Counter()
+    for s in sentences:
+        if s.graph is not None:
+            c.update(n.kind for n in s.graph.all_nodes)
+    return c["ucl"], c["uw"]
+
+
+def _label_warnings(side: str, sentences: Sequence[UnlSentence]) -> list[str]:
+    unknown: Counter[str] = Counter()
+    first: dict[str, str] = {}
+    for k, s in enumerate(sentences):
+        if s.graph is None:
+            continue
+        for r in s.graph.relations:
+            if r.label not in KNOWN_RELATIONS:
+                unknown[r.label] += 1
+                first.setdefault(r.label, f"{s.sent_id or '#' + str(k + 1)} line {r.line}")
+    return [
+        f"{side}: unknown relation label {lab!r} ({n}x, first in sentence {first[lab]})"
+        for lab, n in sorted(unknown.items())
+    ]
+
+
+def unl_warnings(
+    expected: Sequence[UnlSentence | NlSentence],
+    actual: Sequence[UnlSentence | NlSentence],
+    align: str = "auto",
+) -> list[str]:
+    """Things a user should know before trusting the scores: alignment problems, actual
+    sentences with no expected partner, malformed expected sentences, reader warnings,
+    unknown relation labels and different UW encodings (numeric UCL ids vs readable UCN)."""
+    al = align_sentences(expected, actual, align)
+    out = list(al.notes)
+    if al.unmatched_actual:
+        ids = [actual[k].sent_id or f"#{k + 1}" for k in al.unmatched_actual]
+        out.append(
+            f"{len(ids)} actual sentence(s) have no expected partner (ignored): {_preview(ids)}"
+        )
+    for side, xs in (("expected", expected), ("actual", actual)):
+        for k, s in enumerate(xs):
+            out.extend(f"{side}: {w}" for w in getattr(s, "warnings", ()))
+            if side == "expected" and s.error is not None:
+                line = getattr(s, "error_line", None) or s.line
+                out.append(
+                    f"expected sentence {s.sent_id or '#' + str(k + 1)} (line {line}) "
+                    f"is malformed: {s.error}"
+                )
+    unl_e = [s for s in expected if isinstance(s, UnlSentence)]
+    unl_a = [s for s in actual if isinstance(s, UnlSentence)]
+    out += _label_warnings("expected", unl_e) + _label_warnings("actual", unl_a)
+    out += _encoding_warnings(unl_e, unl_a)
+    return out
+
+
+def _encoding_warnings(expected: Sequence[UnlSentence], actual: Sequence[UnlSentence]) -> list[str]:
+    (eu, en), (au, an) = _encoding(expected), _encoding(actual)
+
+    def name(ucl: int, ucn: int) -> str | None:
+        if ucl + ucn == 0:
+            return None
+        return "numeric UCL ids" if ucl > ucn else "readable UCN UWs"
+
+    ne, na = name(eu, en), name(au, an)
+    if ne and na and ne != na:
+        return [
+            f"UW encodings differ: expected uses {ne} ({eu} UCL / {en} UCN), actual uses {na} "
+            f"({au} UCL / {an} UCN); UWs will not match (near 100% discrepancy)"
+        ]
+    return []
+
+
+__all__ = [
+    "Alignment",
+    "NlOptions",
+    "UnlOptions",
+    "align_sentences",
+    "compare_versions",
+    "nl_words",
+    "score_nlization",
+    "score_unlization",
+    "unl_scores",
+    "unl_warnings",
+]
