@@ -160,10 +160,7 @@ def shard_masks(sents: pl.DataFrame, sent_of_word: np.ndarray, shard_sents: int
                 ) -> list[np.ndarray]:
     """Word masks of shards: whole documents, or runs of ``shard_sents`` sentences."""
     doc = sents.sort("sent")["doc"].to_numpy()
-    if np.unique(doc).size > 1:
-        group = doc
-    else:
-        group = np.arange(doc.size) // max(1, shard_sents)
+    group = doc if np.unique(doc).size > 1 else np.arange(doc.size) // max(1, shard_sents)
     shard_of_word = group[sent_of_word]
     return [shard_of_word == g for g in np.unique(group)]
 

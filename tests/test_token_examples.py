@@ -6,8 +6,12 @@ import pytest
 
 from tests.helpers import as_dict, evaluate, words
 
-KEY_A = "A B C D E".split()
-SYS_A = {"S1": "A B C X Y".split(), "S2": "Z B C D U".split(), "S3": "Z W C D E".split()}
+KEY_A = ["A", "B", "C", "D", "E"]
+SYS_A = {
+    "S1": ["A", "B", "C", "X", "Y"],
+    "S2": ["Z", "B", "C", "D", "U"],
+    "S3": ["Z", "W", "C", "D", "E"],
+}
 
 
 @pytest.fixture(scope="module")
