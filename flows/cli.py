@@ -30,6 +30,7 @@ def quiet_prefect(verbose: bool) -> None:
     """Prefect settings for a CLI run: embedded ephemeral server, no telemetry, quiet logs."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_UI_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
     if not verbose:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
         os.environ.setdefault("PREFECT_LOGGING_LOG_PRINTS", "false")
@@ -48,13 +49,14 @@ def parse_mappings(items: list[str]) -> dict[str, dict[str, str]]:
     return out
 
 
-def run_spec(spec, warehouse: str | None, verbose: bool) -> Path:
+def run_spec(spec, warehouse: str | None, verbose: bool, dask_address: str | None = None,
+             dask_local: int = 0) -> Path:
     """Run the evaluation flow for ``spec`` and return the warehouse it wrote."""
     quiet_prefect(verbose)
-    from flows.run import evaluate
+    from flows.run import run_evaluation
 
     root = resolve_warehouse(warehouse)
-    evaluate(spec, root)
+    run_evaluation(spec, root, dask_address, dask_local)
     return root
 
 
@@ -73,6 +75,12 @@ def run(
         "--map", help="Label mapping SYSTEM:OLD=NEW (SYSTEM may be @key); repeatable.")] = None,
     ar_trials: Annotated[int, typer.Option(help="Approximate randomization trials.")] = 10_000,
     seed: Annotated[int, typer.Option(help="Seed of the randomization test.")] = 0,
+    shard_sents: Annotated[int, typer.Option(
+        help="Sentences per shard when a file has no documents (# newdoc).")] = 5000,
+    dask_address: Annotated[str | None, typer.Option(
+        help="Run shard tasks on an existing Dask cluster (tcp://HOST:PORT).")] = None,
+    dask_local: Annotated[int, typer.Option(
+        help="Start a local Dask cluster of N worker processes for the shard tasks.")] = 0,
     warehouse: Warehouse = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")]
     = False,
@@ -87,8 +95,8 @@ def run(
             raise InputError("give a TOML run file, or --key, --corpus and at least one "
                              "--system NAME=FILE")
         spec = build_spec(corpus, task, key, system, fmt, mappings=parse_mappings(mapping or []),
-                          ar_trials=ar_trials, seed=seed)
-    root = run_spec(spec, warehouse, verbose)
+                          ar_trials=ar_trials, seed=seed, shard_sents=shard_sents)
+    root = run_spec(spec, warehouse, verbose, dask_address, dask_local)
     summary(root, spec.corpus)
 
 

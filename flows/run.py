@@ -9,6 +9,7 @@ from prefect import flow
 from flows import tokens
 from flows.spec import RunSpec
 from flows.warehouse import open_run
+from schemas.errors import InputError
 
 
 @flow(name="sysdiff-run", validate_parameters=False, log_prints=False)
@@ -23,3 +24,25 @@ def evaluate(spec: RunSpec, warehouse: Path) -> Path:
 
             domains.run_domain(spec, stage)
     return warehouse
+
+
+def task_runner(dask_address: str | None, dask_local: int):
+    """In-process threads by default; a Dask cluster (existing or local) when asked."""
+    if not (dask_address or dask_local):
+        return None
+    try:
+        from prefect_dask import DaskTaskRunner
+    except ImportError:
+        raise InputError("Dask needs the 'dask' extra: pip install 'sysdiff[dask]'") from None
+    if dask_address:
+        return DaskTaskRunner(address=dask_address)
+    return DaskTaskRunner(cluster_kwargs={"n_workers": dask_local, "threads_per_worker": 1,
+                                          "processes": True, "dashboard_address": None})
+
+
+def run_evaluation(spec: RunSpec, warehouse: Path, dask_address: str | None = None,
+                   dask_local: int = 0) -> Path:
+    """Run :func:`evaluate` with the chosen task runner."""
+    runner = task_runner(dask_address, dask_local)
+    flow_fn = evaluate.with_options(task_runner=runner) if runner else evaluate
+    return flow_fn(spec, warehouse)

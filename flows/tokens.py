@@ -18,9 +18,9 @@ from prefect.cache_policies import NONE
 
 from flows.progress import progress
 from flows.spec import KEY_ID, RunSpec, Source
-from flows.warehouse import Staging, file_sha256, read_table, signature
+from flows.warehouse import Staging, crash_point, file_sha256, read_table, signature
 from schemas.conll import ConllDoc, check_same_words, read_conll
-from transforms import conll18, tokens
+from transforms import conll18, reduce, tokens
 from transforms.views import DEP_VIEWS, TOKEN_VIEWS, view_matrix
 
 TASK_VIEWS = {"pos": TOKEN_VIEWS, "dep": TOKEN_VIEWS + DEP_VIEWS}
@@ -156,47 +156,92 @@ def options_string(view: str, punct: bool, mappings: dict) -> str:
     return f"view:{view}|punct:{'incl' if punct else 'excl'}|map:{maps or 'none'}"
 
 
-def shard_masks(sents: pl.DataFrame, sent_of_word: np.ndarray, shard_sents: int
-                ) -> list[np.ndarray]:
-    """Word masks of shards: whole documents, or runs of ``shard_sents`` sentences."""
-    doc = sents.sort("sent")["doc"].to_numpy()
-    group = doc if np.unique(doc).size > 1 else np.arange(doc.size) // max(1, shard_sents)
-    shard_of_word = group[sent_of_word]
-    return [shard_of_word == g for g in np.unique(group)]
+@dataclass(frozen=True)
+class Shard:
+    """A contiguous run of whole documents: sentences ``lo`` (inclusive) to ``hi``."""
+
+    index: int
+    lo: int
+    hi: int
 
 
-@task(name="compare {spec.corpus} {view}", cache_policy=NONE)
-def compare_view(view: str, systems: list[str], unit_paths: dict[str, Path], key_sents: Path,
-                 fmt: str, spec: RunSpec, pairs: list[tuple[int, int]]
-                 ) -> dict[bool, dict[str, pl.DataFrame]]:
-    """All tables of one view, for each punctuation setting, mapped over shards and reduced."""
-    key = read_words(unit_paths[KEY_ID])
-    words = {s: read_words(unit_paths[s]) for s in systems}
-    key_sents = pl.read_parquet(key_sents)
-    m_all = view_matrix(view, key, words, fmt, spec.mappings)
-    lengths = key_sents.sort("sent")["n_words"].to_numpy()
-    out = {}
-    for punct in tokens.punct_settings(view):
-        m = m_all if punct else m_all.select(~m_all.punct)
-        freq = np.bincount(m.gold_display, minlength=len(m.labels))
-        masks = shard_masks(key_sents, m.sent, spec.shard_sents)
-        first = tokens.merge_partials(
-            tokens.shard_partials(m.select(k), list(range(len(systems))), {}, [])
-            for k in masks)
-        prio = tokens.priority_from_scores(first["scores"], systems)
-        parts = []
-        for k in masks:
-            shard = m.select(k)
-            parts.append(tokens.shard_partials(
-                shard, prio, tokens.unit_buckets(shard, lengths, freq), pairs))
-        out[punct] = tokens.finalize(tokens.merge_partials(parts), systems, spec.ar_trials,
-                                     spec.seed)
+def plan_shards(key_sents: pl.DataFrame, shard_sents: int) -> list[Shard]:
+    """Group whole documents (or, without documents, sentences) into shards of about
+    ``shard_sents`` sentences; a document is never split."""
+    doc = key_sents.sort("sent")["doc"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, doc[1:] != doc[:-1]])  # first sentence of each doc
+    bounds, lo = [], 0
+    size = max(1, shard_sents)
+    cuts = starts if starts.size > 1 else np.arange(0, doc.size, size)
+    for start in cuts[1:]:
+        if start - lo >= size:
+            bounds.append((lo, int(start)))
+            lo = int(start)
+    bounds.append((lo, int(doc.size)))
+    return [Shard(i, a, b) for i, (a, b) in enumerate(bounds)]
+
+
+def read_shard_words(path: Path, shard: Shard) -> pl.DataFrame:
+    """The words of one shard (row groups outside the sentence range are skipped)."""
+    return (pl.scan_parquet(path)
+            .filter((pl.col("kind") == 0) & pl.col("sent").is_between(shard.lo, shard.hi - 1))
+            .select(WORD_COLUMNS).collect())
+
+
+def _matrices(spec: RunSpec, systems: list[str], unit_paths: dict[str, str], fmt: str,
+              shard: Shard):
+    """Yield (view, punct, matrix) for every view and punctuation setting of one shard."""
+    key = read_shard_words(Path(unit_paths[KEY_ID]), shard)
+    words = {s: read_shard_words(Path(unit_paths[s]), shard) for s in systems}
+    for view in TASK_VIEWS[spec.task]:
+        m = view_matrix(view, key, words, fmt, spec.mappings)
+        for punct in tokens.punct_settings(view):
+            yield view, punct, (m if punct else m.select(~m.punct))
+
+
+@task(name="priors {spec.corpus} shard {shard.index}", cache_policy=NONE, retries=2)
+def shard_priors(spec: RunSpec, systems: list[str], unit_paths: dict[str, str], fmt: str,
+                 shard: Shard) -> dict[tuple[str, bool], dict[str, pl.DataFrame]]:
+    """Phase 1 of the map: per-system counts and gold label counts of one shard."""
+    return {(view, punct): tokens.shard_priors(m)
+            for view, punct, m in _matrices(spec, systems, unit_paths, fmt, shard)}
+
+
+@task(name="compare {spec.corpus} shard {shard.index}", cache_policy=NONE, retries=2)
+def shard_compare(spec: RunSpec, systems: list[str], unit_paths: dict[str, str], fmt: str,
+                  shard: Shard, lengths_path: str, priors: dict, pairs: list[tuple[int, int]],
+                  conll18_systems: list[str]) -> dict:
+    """Phase 2 of the map: every additive count of one shard, for every view setting."""
+    lengths = pl.read_parquet(lengths_path).sort("sent")["n_words"].to_numpy()
+    out: dict = {}
+    for view, punct, m in _matrices(spec, systems, unit_paths, fmt, shard):
+        priority, freq = priors[(view, punct)]
+        buckets = tokens.unit_buckets(m, lengths, np.array([freq.get(x, 0) for x in m.labels]))
+        out[(view, punct)] = tokens.shard_partials(m, priority, buckets, pairs)
+    if conll18_systems:
+        key = read_shard_words(Path(unit_paths[KEY_ID]), shard)
+        out["conll18"] = {s: conll18.conll18_counts(
+            key, read_shard_words(Path(unit_paths[s]), shard)) for s in conll18_systems}
     return out
 
 
 def _tag(df: pl.DataFrame, corpus: str, view: str, punct: bool, options: str) -> pl.DataFrame:
     return df.with_columns(pl.lit(corpus).alias("corpus"), pl.lit(view).alias("view"),
                            pl.lit(punct).alias("punct"), pl.lit(options).alias("options"))
+
+
+def _gather(futures: list) -> list:
+    return [f.result() for f in futures]
+
+
+def reduce_priors(results: list[dict], systems: list[str]) -> dict:
+    """Tie order of the majority vote and gold label frequencies, per view setting."""
+    out = {}
+    for key in results[0]:
+        merged = tokens.merge_priors([r[key] for r in results])
+        out[key] = (tokens.priority_from_scores(merged["scores"], systems),
+                    dict(zip(merged["gold"]["gold_label"], merged["gold"]["n"], strict=True)))
+    return out
 
 
 def compare_tokens(spec: RunSpec, stage: Staging) -> None:
@@ -218,30 +263,52 @@ def compare_tokens(spec: RunSpec, stage: Staging) -> None:
     todo_all = not stage.has("oracles", f"corpus={corpus}", all_sig)
     if not (todo_sys or todo_pairs or todo_all):
         return
-    unit_paths = {s: _units_path(stage, corpus, s) for s in [KEY_ID, *systems]}
-    key_sents = (stage.staged_path("sents", _partition(corpus, KEY_ID))
-                 or stage.live_file("sents", _partition(corpus, KEY_ID)))
+    unit_paths = {s: str(_units_path(stage, corpus, s)) for s in [KEY_ID, *systems]}
+    sents_path = str(stage.staged_path("sents", _partition(corpus, KEY_ID))
+                     or stage.live_file("sents", _partition(corpus, KEY_ID)))
+    crash_point("compare")
+    shards = plan_shards(pl.read_parquet(sents_path), spec.shard_sents)
     index = {s: i for i, s in enumerate(systems)}
     pairs = [(index[a], index[b]) for a, b in todo_pairs]
-    collected: dict[str, list[pl.DataFrame]] = {}
-    views = TASK_VIEWS[spec.task]
-    with progress("compare", len(views)) as tick:
-        for view in views:
-            result = compare_view(view, systems, unit_paths, key_sents, fmt, spec, pairs)
-            for punct, tables in result.items():
-                options = options_string(view, punct, spec.mappings)
-                for name, df in tables.items():
-                    collected.setdefault(name, []).append(_tag(df, corpus, view, punct, options))
+    with progress("compare", 2 * len(shards)) as tick:
+        first = _gather([shard_priors.submit(spec, systems, unit_paths, fmt, sh)
+                         for sh in shards])
+        for _ in shards:
             tick()
-    tables = {name: pl.concat(frames, how="diagonal_relaxed")
-              for name, frames in collected.items()}
+        priors = reduce_priors(first, systems)
+        conll = todo_sys if spec.task == "dep" else []
+        parts = _gather([shard_compare.submit(spec, systems, unit_paths, fmt, sh, sents_path,
+                                              priors, pairs, conll) for sh in shards])
+        for _ in shards:
+            tick()
+    tables = _finalize(spec, systems, parts)
     _stage_per_system(stage, corpus, tables, todo_sys, sys_sig)
     _stage_per_pair(stage, corpus, tables, todo_pairs, pair_sig)
     if todo_all:
         for name in ("oracles", "oracle_labels", "difficulty", "majority"):
             stage.write(name, f"corpus={corpus}", all_sig, tables[name])
-    if spec.task == "dep":
-        _stage_conll18(stage, corpus, unit_paths, todo_sys, sys_sig)
+    if conll:
+        _stage_conll18(stage, corpus, [p["conll18"] for p in parts], conll, sys_sig)
+
+
+def _finalize(spec: RunSpec, systems: list[str], parts: list[dict]) -> dict[str, pl.DataFrame]:
+    """Reduce the shard partials of every view setting into tagged, sorted tables."""
+    collected: dict[str, list[pl.DataFrame]] = {}
+    for key in [k for k in parts[0] if k != "conll18"]:
+        view, punct = key
+        merged = tokens.merge_partials(p[key] for p in parts)
+        tables = tokens.finalize(merged, systems, spec.ar_trials, spec.seed)
+        options = options_string(view, punct, spec.mappings)
+        for name, df in tables.items():
+            collected.setdefault(name, []).append(_tag(df, spec.corpus, view, punct, options))
+    return {name: canonical(pl.concat(frames, how="diagonal_relaxed"))
+            for name, frames in collected.items()}
+
+
+def canonical(df: pl.DataFrame) -> pl.DataFrame:
+    """Rows in a fixed order (by every non-list column), so reruns write identical files."""
+    keys = [c for c, t in df.schema.items() if not isinstance(t, pl.List)]
+    return df.sort(keys, nulls_last=True)
 
 
 def _stage_per_system(stage: Staging, corpus: str, tables: dict[str, pl.DataFrame],
@@ -263,12 +330,10 @@ def _stage_per_pair(stage: Staging, corpus: str, tables: dict[str, pl.DataFrame]
                             tables[name].filter(both))
 
 
-def _stage_conll18(stage: Staging, corpus: str, unit_paths: dict[str, Path], todo: list[str],
-                   sigs: dict) -> None:
-    key = read_words(unit_paths[KEY_ID])
+def _stage_conll18(stage: Staging, corpus: str, shard_counts: list[dict[str, pl.DataFrame]],
+                   todo: list[str], sigs: dict) -> None:
     for s in todo:
-        counts = conll18.conll18_counts(key, read_words(unit_paths[s]))
-        scores = conll18.conll18_scores(counts)
-        df = counts.join(scores, on="metric").with_columns(
+        counts = reduce.sum_counts([c[s] for c in shard_counts], ["metric"])
+        df = counts.join(conll18.conll18_scores(counts), on="metric").with_columns(
             pl.lit(corpus).alias("corpus"), pl.lit(s).alias("system"))
         stage.write("conll18", _partition(corpus, s), sigs[s], df)

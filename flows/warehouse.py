@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -35,6 +36,12 @@ from schemas.tables import all_tables, conform
 MANIFEST = "manifest.json"
 CATALOG = "sysdiff.duckdb"
 DEFAULT_WAREHOUSE = Path("data") / "warehouse"
+
+
+def crash_point(name: str) -> None:
+    """Die here with SIGKILL when ``SYSDIFF_CRASH_AT`` names this point (crash-safety tests)."""
+    if os.environ.get("SYSDIFF_CRASH_AT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def resolve_warehouse(option: str | None) -> Path:
@@ -147,17 +154,54 @@ class Staging:
 def open_run(root: Path) -> Iterator[Staging]:
     """Lock the warehouse, stage a run's files and commit them only if the run succeeds."""
     with warehouse_lock(root):
-        stage_dir = Path(tempfile.mkdtemp(prefix=f".sysdiff-staging-{root.name}-",
+        recover(root)
+        stage_dir = Path(tempfile.mkdtemp(prefix=_staging_prefix(root),
                                           dir=_existing_parent(root.parent)))
         try:
             staging = Staging(root, read_manifest(root), stage_dir)
             yield staging
             if staging.staged:
                 commit(staging)
-            elif not (root / CATALOG).exists() and root.exists():
-                refresh_catalog(root, staging.manifest)
         finally:
             shutil.rmtree(stage_dir, ignore_errors=True)
+
+
+def _staging_prefix(root: Path) -> str:
+    return f".sysdiff-staging-{root.name}-"
+
+
+def recover(root: Path) -> None:
+    """Finish what a killed run left (called under the lock, so no other run is active):
+    drop its staging folders, rebuild a catalog that lags the manifest, delete orphans."""
+    parent = _existing_parent(root.parent)
+    for stale in parent.glob(_staging_prefix(root) + "*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    if not (root / MANIFEST).exists():
+        return
+    manifest = read_manifest(root)
+    if catalog_version(root) != manifest_digest(manifest):
+        refresh_catalog(root, manifest)
+    collect_garbage(root, manifest)
+
+
+def manifest_digest(manifest: dict) -> str:
+    """A digest of the manifest's content, recorded in the catalog it produced."""
+    return hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()
+
+
+def catalog_version(root: Path) -> str | None:
+    """The manifest digest the catalog was built from (None if absent or unreadable)."""
+    path = root / CATALOG
+    if not path.exists():
+        return None
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+        try:
+            return con.execute("select manifest from sysdiff_catalog").fetchone()[0]
+        finally:
+            con.close()
+    except duckdb.Error:
+        return None
 
 
 def commit(staging: Staging) -> None:
@@ -169,8 +213,11 @@ def commit(staging: Staging) -> None:
         dest.parent.mkdir(parents=True, exist_ok=True)
         os.replace(staging.dir / rel, dest)
         manifest["tables"].setdefault(table, {})[partition] = {"file": rel, "sig": sig}
+        crash_point("commit-moving")
     atomic_write_bytes(root / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
+    crash_point("commit-manifest")
     refresh_catalog(root, manifest)
+    crash_point("commit-catalog")
     collect_garbage(root, manifest)
     staging.manifest = manifest
 
@@ -229,6 +276,8 @@ def refresh_catalog(root: Path, manifest: dict) -> None:
                 con.execute(sql)
                 if empty_arrow is not None:
                     con.unregister("empty_arrow")
+            con.execute("create table sysdiff_catalog as select ? as manifest",
+                        [manifest_digest(manifest)])
         finally:
             con.close()
         os.replace(tmp, root / CATALOG)

@@ -49,8 +49,8 @@ def unit_buckets(m: ViewMatrix, sent_lengths: np.ndarray, label_freq: np.ndarray
                  ) -> dict[str, np.ndarray]:
     """Bucket of every unit by sentence length, dependency distance and gold label frequency.
 
-    ``sent_lengths`` is indexed by sentence; ``label_freq`` by display code (corpus-wide
-    counts, computed before sharding so that buckets do not depend on the shards).
+    ``sent_lengths`` is indexed by sentence; ``label_freq`` by the matrix's display codes,
+    holding corpus-wide counts (computed before sharding: buckets do not depend on shards).
     """
     out = {
         "sent_length": bucket_labels(LENGTH_EDGES, sent_lengths[m.sent]),
@@ -81,6 +81,22 @@ def shard_partials(m: ViewMatrix, priority: list[int], buckets: dict[str, np.nda
         if any(p.height for p in bucket_pairs) else pl.DataFrame(),
         "sentences": compare.sentence_counts(m),
     }
+
+
+def shard_priors(m: ViewMatrix) -> dict[str, pl.DataFrame]:
+    """What phase 2 needs from the whole corpus: per-system counts (for the majority vote's
+    tie order) and gold label counts (for label-frequency buckets)."""
+    labels, counts = np.unique(m.gold_display, return_counts=True)
+    gold = pl.DataFrame({"gold_label": [m.labels[k] for k in labels],
+                         "n": counts.astype(np.int64)},
+                        schema={"gold_label": pl.String, "n": pl.Int64})
+    return {"scores": compare.system_counts(m), "gold": gold}
+
+
+def merge_priors(priors: list[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:
+    """Sum the priors of several shards."""
+    return {"scores": reduce.sum_counts([p["scores"] for p in priors], ["system"]),
+            "gold": reduce.sum_counts([p["gold"] for p in priors], ["gold_label"])}
 
 
 def merge_partials(partials: Iterable[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:

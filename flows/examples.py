@@ -1,0 +1,158 @@
+"""Example sentences behind a change-table cell: the words two systems label differently.
+
+One DuckDB query over the ``units`` and ``sents`` tables (the key is system ``__key__``;
+systems' words are in key order, so words join on ``(corpus, sent, id)``). A word's label is
+its view's column; for ``head`` and ``las`` the shown label is the DEPREL (as in the
+``changes`` table) and two labels differ when the HEAD (``head``) or the (HEAD, DEPREL) pair
+(``las``) differ. Label mappings recorded in the rows' ``options`` are applied as the run did.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from flows.queries import query
+from schemas.errors import InputError
+from transforms.views import DEP_VIEWS, PTB_PUNCT, check_view, default_punct
+
+KEY = "__key__"
+CLASSES = ("correction", "new_error", "changed_error")
+
+
+def lit(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + str(text).replace("'", "''") + "'"
+
+
+def parse_mappings(options: str) -> dict[str, dict[str, str]]:
+    """The label mappings of an ``options`` string (``...|map:SYS:a>b,c>d;SYS2:...``)."""
+    maps = options.split("|map:", 1)[1] if "|map:" in options else "none"
+    out: dict[str, dict[str, str]] = {}
+    if maps == "none":
+        return out
+    for part in maps.split(";"):
+        source, _, pairs = part.partition(":")
+        out[source] = dict(p.split(">", 1) for p in pairs.split(",") if ">" in p)
+    return out
+
+
+def _mapped(column: str, mapping: dict[str, str]) -> str:
+    """SQL for a label column after a mapping, nulls shown as ``_`` (as the run encodes them)."""
+    if not mapping:
+        return f"coalesce({column}, '_')"
+    whens = " ".join(f"when {lit(a)} then {lit(b)}" for a, b in sorted(mapping.items()))
+    return f"coalesce(case {column} {whens} else {column} end, '_')"
+
+
+def _words_cte(name: str, corpus: str, system: str, view: str, mapping: dict[str, str]) -> str:
+    """One source's words: display label ``lab`` and head ``hd`` (null head = -1)."""
+    column = "deprel" if view in DEP_VIEWS else view
+    return (f"{name} as (select sent, id, form, upos, xpos, coalesce(head, -1) as hd, "
+            f"{_mapped(column, mapping)} as lab from units where corpus = {lit(corpus)} "
+            f"and system = {lit(system)} and kind = 0)")
+
+
+def _same(view: str, a: str, b: str) -> str:
+    """SQL: sources ``a`` and ``b`` agree on a word in ``view``."""
+    if view == "head":
+        return f"{a}.hd = {b}.hd"
+    if view == "las":
+        return f"({a}.hd = {b}.hd and {a}.lab = {b}.lab)"
+    return f"{a}.lab = {b}.lab"
+
+
+def _class_sql(view: str) -> str:
+    ok1, ok2 = _same(view, "a", "k"), _same(view, "b", "k")
+    return (f"case when not ({ok1}) and {ok2} then 'correction' "
+            f"when {ok1} and not ({ok2}) then 'new_error' else 'changed_error' end")
+
+
+def _punct_sql(fmt: str) -> str:
+    """SQL: the key word is punctuation (gold UPOS PUNCT; also the PTB tags for CoNLL-X)."""
+    cond = "coalesce(k.upos = 'PUNCT', false)"
+    if fmt == "conllx":
+        cond += f" or coalesce(k.xpos in ({', '.join(lit(t) for t in PTB_PUNCT)}), false)"
+    return f"({cond})"
+
+
+def examples_sql(corpus: str, view: str, punct: bool, sys1: str, sys2: str, fmt: str,
+                 mappings: dict[str, dict[str, str]], where: str, per_cell: int | None,
+                 limit: int | None, context: int) -> str:
+    """The one query: differing words of ``sys1 -> sys2`` with their class and sentence.
+
+    ``where`` filters the differing words (columns ``class``, ``gold``, ``l1``, ``l2``);
+    ``per_cell`` keeps the first words of each (class, gold, l1, l2) cell in corpus order;
+    ``context`` > 0 adds ``window``: the words within that distance, with all three labels.
+    """
+    ctes = [_words_cte(n, corpus, s, view, mappings.get(m, {}))
+            for n, s, m in (("k", KEY, "@key"), ("a", sys1, sys1), ("b", sys2, sys2))]
+    keep = "" if punct else f"and not {_punct_sql(fmt)}"
+    joined = ("j as (select k.sent, k.id, k.form, k.lab as gold, a.lab as l1, b.lab as l2, "
+              "k.hd as gold_head, a.hd as head1, b.hd as head2, "
+              f"not ({_same(view, 'a', 'b')}) as differs, {_class_sql(view)} as class "
+              f"from k join a using (sent, id) join b using (sent, id) where true {keep})")
+    rank = ("row_number() over (partition by class, gold, l1, l2 order by sent, id)"
+            if per_cell else "1")
+    cells = (f"d as (select *, {rank} as rank from j where differs and ({where or 'true'}) "
+             + (f"qualify rank <= {int(per_cell)}" if per_cell else "") + ")")
+    window = ""
+    if context > 0:
+        window = (", (select list({'id': w.id, 'form': w.form, 'gold': w.gold, 'l1': w.l1, "
+                  "'l2': w.l2, 'gold_head': w.gold_head, 'head1': w.head1, 'head2': w.head2} "
+                  f"order by w.id) from j w where w.sent = d.sent and abs(w.id - d.id) <= "
+                  f"{int(context)}) as window")
+    return (f"with {', '.join(ctes)}, {joined}, {cells} "
+            "select s.sent_id, d.sent, d.id, d.form, d.class, d.gold, d.l1, d.l2, "
+            f"d.gold_head, d.head1, d.head2, s.text{window} from d join sents s "
+            f"on s.corpus = {lit(corpus)} and s.system = {lit(KEY)} and s.sent = d.sent "
+            "order by d.sent, d.id" + (f" limit {int(limit)}" if limit is not None else ""))
+
+
+def pair_context(root: Path, corpus: str, view: str, punct: bool, sys1: str,
+                 sys2: str) -> tuple[str, dict[str, dict[str, str]]]:
+    """The key's input format and the label mappings the pair was computed with."""
+    meta = query(root, f"""
+        select (select any_value(format) from systems where corpus = {lit(corpus)}
+                and system = {lit(KEY)}) as format,
+               (select any_value(options) from pairs where corpus = {lit(corpus)}
+                and view = {lit(view)} and punct = {str(punct).lower()}
+                and sys1 = {lit(sys1)} and sys2 = {lit(sys2)}) as options""")
+    fmt, options = meta.row(0)
+    if fmt is None:
+        raise InputError(f"no corpus '{corpus}' in the warehouse", root)
+    if options is None:
+        raise InputError(f"no pair {sys1} -> {sys2} for corpus '{corpus}', view '{view}' "
+                         f"and punct={punct}", root)
+    return fmt, parse_mappings(options)
+
+
+def examples(root: Path, corpus: str, view: str, sys1: str, sys2: str, cls: str,
+             l1: str | None = None, l2: str | None = None, limit: int = 10,
+             punct: bool | None = None, gold: str | None = None,
+             context: int = 0) -> pl.DataFrame:
+    """Words of class ``cls`` in ``sys1 -> sys2`` (optionally with labels l1/l2/gold).
+
+    ``limit`` < 0 means no limit. Columns: sent_id, sent, id, form, class, gold, l1, l2,
+    gold_head, head1, head2, text (and ``window`` when ``context`` > 0).
+    """
+    check_view(view)
+    if cls not in CLASSES:
+        raise InputError(f"unknown change class '{cls}'; expected one of {', '.join(CLASSES)}")
+    punct = default_punct(view) if punct is None else punct
+    fmt, mappings = pair_context(root, corpus, view, punct, sys1, sys2)
+    conds = [f"class = {lit(cls)}"]
+    conds += [f"{c} = {lit(v)}" for c, v in (("l1", l1), ("l2", l2), ("gold", gold))
+              if v is not None]
+    sql = examples_sql(corpus, view, punct, sys1, sys2, fmt, mappings, " and ".join(conds),
+                       None, None if limit < 0 else limit, context)
+    return query(root, sql)
+
+
+def cell_examples(root: Path, corpus: str, view: str, punct: bool, sys1: str, sys2: str,
+                  per_cell: int, context: int = 6) -> pl.DataFrame:
+    """The first ``per_cell`` words of every change cell of a pair, with a word window."""
+    fmt, mappings = pair_context(root, corpus, view, punct, sys1, sys2)
+    return query(root, examples_sql(corpus, view, punct, sys1, sys2, fmt, mappings, "",
+                                    per_cell, None, context))

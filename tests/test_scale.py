@@ -1,0 +1,80 @@
+"""Scale-out: identical tables in-process, with any shard size, and on a 2-worker Dask cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from flows.warehouse import read_manifest, read_table
+from schemas.tables import TOKEN_TABLES
+from tests.conftest import SEQUOIA
+
+FILES = {"a": "fr_core_news_sm-3.8.0.conllu", "b": "seqsm_local-ud2.16.conllu",
+         "c": "fr_core_news_md-3.8.0.conllu"}
+VOLATILE = ["ingested_at", "path"]
+
+
+def first_sentences(src: Path, dst: Path, n: int) -> Path:
+    """The first ``n`` sentences of a CoNLL-U file."""
+    blocks = src.read_text(encoding="utf-8").split("\n\n")[:n]
+    dst.write_text("\n\n".join(blocks) + "\n\n", encoding="utf-8")
+    return dst
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("small")
+    files = {"key": first_sentences(SEQUOIA / "key.conllu", tmp / "key.conllu", 40)}
+    for name, f in FILES.items():
+        files[name] = first_sentences(SEQUOIA / f, tmp / f, 40)
+    return files
+
+
+def run(cli, small: dict[str, Path], root: Path, *extra: str) -> None:
+    systems = [f"--system={n}={p}" for n, p in small.items() if n != "key"]
+    code, _, err = cli("run", "--key", str(small["key"]), *systems, "--corpus", "s", "--task",
+                       "dep", "--ar-trials", "200", "-w", str(root), *extra)
+    assert code == 0, err
+
+
+def all_tables(root: Path) -> dict[str, pl.DataFrame]:
+    manifest = read_manifest(root)
+    out = {}
+    for name in TOKEN_TABLES:
+        df = read_table(root, name, manifest).drop(VOLATILE, strict=False)
+        keys = [c for c, t in df.schema.items() if not isinstance(t, pl.List)]
+        out[name] = df.sort(keys, nulls_last=True)
+    return out
+
+
+def assert_same_tables(a: Path, b: Path) -> None:
+    ta, tb = all_tables(a), all_tables(b)
+    for name in ta:
+        assert ta[name].height > 0 or name == "bucket_pairs", name
+        assert ta[name].equals(tb[name]), name
+
+
+@pytest.fixture(scope="module")
+def unsharded(small, tmp_path_factory, prefect_harness):
+    from tests.conftest import run_cli
+
+    root = tmp_path_factory.mktemp("one") / "wh"
+    run(run_cli, small, root, "--shard-sents", "1000000")
+    return root
+
+
+@pytest.mark.parametrize("shard_sents", ["1", "7"])
+def test_shard_size_does_not_change_any_table(shard_sents, small, unsharded, tmp_path, cli):
+    run(cli, small, tmp_path / "wh", "--shard-sents", shard_sents)
+    assert_same_tables(unsharded, tmp_path / "wh")
+
+
+def test_dask_cluster_gives_identical_tables(small, unsharded, tmp_path, cli):
+    import distributed
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        run(cli, small, tmp_path / "wh", "--shard-sents", "10", "--dask-address",
+            cluster.scheduler_address)
+    assert_same_tables(unsharded, tmp_path / "wh")
