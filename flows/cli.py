@@ -160,6 +160,69 @@ def demo(warehouse: Warehouse = None,
                nl=False)
 
 
+@app.command()
+def check(
+    baseline: Annotated[str, typer.Option(help="The reference system.")],
+    candidate: Annotated[str, typer.Option(help="The system under test.")],
+    corpus: Annotated[str | None, typer.Option(help="Corpus (default: the only one).")] = None,
+    view: Annotated[str, typer.Option(help="View to gate on.")] = "las",
+    punct: Annotated[bool | None, typer.Option("--punct/--no-punct")] = None,
+    max_new_errors: Annotated[int | None, typer.Option(
+        help="Fail when the candidate makes more new errors than this.")] = None,
+    min_delta: Annotated[float | None, typer.Option(
+        help="Fail when candidate - baseline accuracy is below this, in points.")] = None,
+    label: Annotated[str | None, typer.Option(
+        help="Apply --min-delta to the accuracy on this gold label.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
+    warehouse: Warehouse = None,
+) -> None:
+    """Regression gates for CI: exit 1 with a one-line reason when a gate fails."""
+    import json
+
+    from flows import gates
+
+    result = gates.check(resolve_warehouse(warehouse), corpus, baseline, candidate, view,
+                         punct, max_new_errors, min_delta, label)
+    failed = [g for g in result if not g.passed]
+    if as_json:
+        typer.echo(json.dumps(gates.as_json(result), indent=1))
+    elif failed:
+        typer.echo(f"sysdiff check: FAILED: {failed[0].reason}", err=True)
+    else:
+        typer.echo("sysdiff check: passed: " + "; ".join(g.reason for g in result))
+    if failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def serve(
+    watch: Annotated[str, typer.Option(help="Folder: <corpus>/key.* and "
+                                       "<corpus>/systems/<name>[@version].*")],
+    cron: Annotated[str, typer.Option(help="Cron schedule of the deployment.")] = "0 2 * * *",
+    once: Annotated[bool, typer.Option("--once", help="Evaluate the folder once and exit.")]
+    = False,
+    warehouse: Warehouse = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Evaluate a watched folder on a schedule (a Prefect deployment), or once."""
+    quiet_prefect(verbose)
+    root = resolve_warehouse(warehouse)
+    from flows import watch as watch_mod
+
+    folder = Path(watch).absolute()
+    watch_mod.folder_specs(folder)  # validate the folder before serving
+    if once:
+        done = watch_mod.evaluate_folder(str(folder), str(root))
+        typer.echo(f"evaluated {len(done)} corpora: {', '.join(done) or 'none'}")
+        return
+    if not os.environ.get("PREFECT_API_URL"):
+        raise InputError("a schedule needs a Prefect server: start one with 'prefect server "
+                         "start' and set PREFECT_API_URL=http://127.0.0.1:4200/api (or use "
+                         "--once from cron)")
+    typer.echo(f"serving deployment 'sysdiff-nightly' on '{cron}' for {folder}")
+    watch_mod.serve_folder(folder, root, cron)
+
+
 def _check_format(fmt: str) -> None:
     if fmt not in FORMATS:
         raise InputError(f"unknown output format '{fmt}'; expected one of {', '.join(FORMATS)}")
@@ -168,7 +231,9 @@ def _check_format(fmt: str) -> None:
 def main() -> None:
     """Entry point: run the app; InputError is one line on stderr and exit status 2."""
     try:
-        app(standalone_mode=False)
+        status = app(standalone_mode=False)
+        if isinstance(status, int) and status:
+            sys.exit(status)
     except InputError as e:
         typer.echo(f"sysdiff: error: {e}", err=True)
         sys.exit(2)

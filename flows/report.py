@@ -273,14 +273,15 @@ def _mix(t: float) -> str:
 
 def heatmap_svg(order: list[str], matrix: np.ndarray, systems: list[str],
                 marks: dict[frozenset, str]) -> str:
-    """Pairwise diff (%) heatmap, rows and columns in ``order``."""
+    """Pairwise diff (%) heatmap, rows and columns in ``order``; colour spans min..max."""
     index = {s: i for i, s in enumerate(systems)}
     n, cell = len(order), 54
     pad = 8 + 7 * max((len(s) for s in order), default=4)
-    size = pad + n * cell + 10
-    top = max(max(matrix.max(), 1e-9), 0)
-    parts = [f'<svg class="heatmap" width="{size}" height="{size}" role="img" '
-             f'viewBox="0 0 {size} {size}"><title>pairwise diff (%)</title>']
+    width, height = pad + n * cell + int(0.8 * pad), pad + n * cell + 10
+    off = matrix[~np.eye(len(systems), dtype=bool)] if len(systems) > 1 else np.zeros(1)
+    lo, hi = float(off.min()), float(off.max())
+    parts = [f'<svg class="heatmap" width="{width}" height="{height}" role="img" '
+             f'viewBox="0 0 {width} {height}"><title>pairwise diff (%)</title>']
     for i, a in enumerate(order):
         y = pad + i * cell
         parts.append(f'<text x="{pad - 6}" y="{y + cell / 2 + 4}" text-anchor="end" '
@@ -290,7 +291,7 @@ def heatmap_svg(order: list[str], matrix: np.ndarray, systems: list[str],
                      f'transform="rotate(-40 {x} {pad - 6})">{esc(a)}</text>')
         for j, b in enumerate(order):
             d = matrix[index[a], index[b]]
-            t = d / top
+            t = 0.15 + 0.85 * (d - lo) / (hi - lo) if hi > lo else (0.5 if hi > 0 else 0.0)
             mark = "" if a == b else marks.get(frozenset((a, b)), "")
             text = "" if a == b else f"{100 * d:.1f}{mark}"
             parts.append(
@@ -304,43 +305,47 @@ def heatmap_svg(order: list[str], matrix: np.ndarray, systems: list[str],
     return "".join(parts)
 
 
-def _nice_max(x: float) -> float:
-    if x <= 0:
-        return 1.0
-    step = 10 ** np.floor(np.log10(x))
-    return float(np.ceil(x / step * 2) / 2 * step)
+def ticks(top: float, n: int = 4) -> list[float]:
+    """Round tick values from 0 to at least ``top`` (steps of 1, 2, 2.5 or 5 x 10^k)."""
+    if top <= 0:
+        return [0.0, 1.0]
+    raw = top / n
+    base = 10 ** np.floor(np.log10(raw))
+    step = next(m * base for m in (1, 2, 2.5, 5, 10) if m * base >= raw)
+    count = int(np.ceil(top / step - 1e-9))
+    return [round(float(step * k), 10) for k in range(count + 1)]
 
 
 def scatter_svg(pairs: pl.DataFrame) -> str:
     """Delta accuracy (points) against diff (%) for each pair; filled = both tests p < .05."""
-    w, h, left, bottom, top, right = 560, 330, 54, 44, 16, 150
     rows = pairs.select("sys1", "sys2", "diff", "delta_acc", "mcnemar_p", "ar_p").rows()
-    xmax = _nice_max(max((100 * r[2] for r in rows), default=1))
-    ymax = _nice_max(max((abs(100 * r[3]) for r in rows), default=1))
-    pw, ph = w - left - right, h - top - bottom
+    legend = max((len(a) + len(b) + 7 for a, b, *_ in rows), default=10)
+    pw, ph, left, bottom, top = 360, 250, 54, 44, 16
+    w, h = left + pw + 20 + 6.5 * legend, top + ph + bottom
+    xt = ticks(max((100 * r[2] for r in rows), default=1))
+    yt = ticks(max((abs(100 * r[3]) for r in rows), default=1))
 
     def x(v: float) -> float:
-        return left + pw * v / xmax
+        return left + pw * v / xt[-1]
 
     def y(v: float) -> float:
-        return top + ph * (1 - v / ymax)
+        return top + ph * (1 - v / yt[-1])
 
-    out = [f'<svg class="scatter" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img">'
-           "<title>delta accuracy vs diff</title>",
+    out = [f'<svg class="scatter" width="{w:.0f}" height="{h}" viewBox="0 0 {w:.0f} {h}" '
+           'role="img"><title>delta accuracy vs diff</title>',
            f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#888"/>',
            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#888"/>']
-    for k in range(5):
-        xv, yv = xmax * k / 4, ymax * k / 4
-        out.append(f'<text x="{x(xv)}" y="{top + ph + 16}" font-size="11" '
-                   f'text-anchor="middle">{xv:.3g}</text>'
-                   f'<text x="{left - 6}" y="{y(yv) + 4}" font-size="11" '
-                   f'text-anchor="end">{yv:.3g}</text>'
-                   f'<line x1="{left}" y1="{y(yv)}" x2="{left + pw}" y2="{y(yv)}" '
-                   'stroke="#eee"/>')
+    for xv in xt:
+        out.append(f'<text x="{x(xv):.1f}" y="{top + ph + 16}" font-size="11" '
+                   f'text-anchor="middle">{xv:g}</text>')
+    for yv in yt:
+        out.append(f'<text x="{left - 6}" y="{y(yv) + 4:.1f}" font-size="11" '
+                   f'text-anchor="end">{yv:g}</text><line x1="{left}" y1="{y(yv):.1f}" '
+                   f'x2="{left + pw}" y2="{y(yv):.1f}" stroke="#eee"/>')
     out.append(f'<text x="{left + pw / 2}" y="{h - 8}" font-size="12" text-anchor="middle">'
                "diff (% of units)</text>"
                f'<text x="14" y="{top + ph / 2}" font-size="12" text-anchor="middle" '
-               f'transform="rotate(-90 14 {top + ph / 2})">delta accuracy (points)</text>')
+               f'transform="rotate(-90 14 {top + ph / 2})">Δ accuracy (points)</text>')
     for i, (a, b, d, da, pm, pa) in enumerate(rows):
         sig = pm is not None and pa is not None and pm < 0.05 and pa < 0.05
         cx, cy = x(100 * d), y(abs(100 * da))
@@ -349,7 +354,7 @@ def scatter_svg(pairs: pl.DataFrame) -> str:
                    f'{esc(a)} → {esc(b)}: diff {100 * d:.2f}%, Δacc {100 * da:+.2f}'
                    f'</title></circle><text x="{cx + 7:.1f}" y="{cy - 4:.1f}" '
                    f'font-size="10" fill="#5b6472">{i + 1}</text>')
-        out.append(f'<text x="{left + pw + 12}" y="{top + 12 + 13 * i}" font-size="10.5">'
+        out.append(f'<text x="{left + pw + 20}" y="{top + 12 + 14 * i}" font-size="11">'
                    f'{i + 1}: {esc(a)} → {esc(b)}</text>')
     out.append("</svg>")
     return "".join(out)
