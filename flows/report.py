@@ -32,6 +32,8 @@ TOP_CHANGES = 10
 LABEL_ROWS = 60
 ORACLE_ROWS = 200
 CONTEXT = 6
+PAIR_DETAILS = 28
+OPTIONAL = {"coref_scores": "coreference scores", "unl_scores": "UNL scores"}
 Read = Callable[[str], pl.DataFrame]
 
 
@@ -117,8 +119,13 @@ def load_corpus(read: Read, corpus: str, top: int = TOP_CHANGES,
 
 
 def corpora(read: Read, corpus: str | None) -> list[str]:
-    """The corpora to report: the one asked for, or all with token results."""
-    names = read("select distinct corpus from systems order by 1")["corpus"].to_list()
+    """The corpora to report: the one asked for, or every corpus with results."""
+    with_corpus = set(read("select table_name from information_schema.columns "
+                           "where column_name = 'corpus'")["table_name"])
+    sources = ["systems", *(t for t in OPTIONAL if t in with_corpus)]
+    union = " union ".join(f"select distinct corpus from {t}" for t in sources)
+    names = read(f"select corpus from ({union}) where corpus is not null order by 1")[
+        "corpus"].to_list()
     if corpus is None:
         return names
     if corpus not in names:
@@ -594,7 +601,10 @@ def view_html(read: Read, data: CorpusData, view: str, per_cell: int, ids: Ids) 
              "* p&lt;0.05, ** p&lt;0.01</p>" + pairs_html(pairs),
              f"<h4>Change classes per pair</h4>{class_bars_svg(pairs)}",
              f"<h4>Top {TOP_CHANGES} changes per class</h4>"]
-    for i, pair in enumerate(pairs.iter_rows(named=True)):
+    if pairs.height > PAIR_DETAILS:
+        parts.append(f'<p class="note">the {PAIR_DETAILS} most different of {pairs.height} '
+                     "pairs</p>")
+    for i, pair in enumerate(pairs.head(PAIR_DETAILS).iter_rows(named=True)):
         a, b = pair["sys1"], pair["sys2"]
         cell = changes.filter((pl.col("sys1") == a) & (pl.col("sys2") == b))
         ex = group_examples(pair_examples(read, data, view, punct, a, b, cell, per_cell))
@@ -654,8 +664,8 @@ def corpus_html(read: Read, corpus: str, per_cell: int, ids: Ids) -> tuple[str, 
     data = load_corpus(read, corpus)
     views = data.views()
     body = "".join(view_html(read, data, v, per_cell, ids) for v in views)
-    extra = optional_html(read, "coref_scores", f"{corpus}: coreference scores", corpus) + \
-        optional_html(read, "unl_scores", f"{corpus}: UNL scores", corpus)
+    extra = "".join(optional_html(read, t, f"{corpus}: {title}", corpus)
+                    for t, title in OPTIONAL.items())
     systems = ", ".join(esc(s) for s in data.systems)
     return (f'<section class="corpus" id="{esc(corpus)}"><h2>Corpus {esc(corpus)}</h2>'
             f'<p class="note">systems: {systems}</p>{body}{extra}</section>',

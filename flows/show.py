@@ -10,7 +10,8 @@ from flows.queries import query
 from flows.render import to_text
 from schemas.errors import InputError
 
-SHOWABLE = ("scores", "pairs", "changes", "labels", "oracles", "difficulty", "conll18")
+SHOWABLE = ("scores", "pairs", "changes", "labels", "labeldiff", "oracles", "gains",
+            "difficulty", "conll18")
 
 
 def _lit(text: str) -> str:
@@ -65,6 +66,8 @@ def show_table(root: Path, table: str, corpus: str | None, view: str, sys1: str 
         pair += f" and sys2 = {_lit(sys2)}"
     if table == "changes":
         return _changes(root, where, pair, sys1, sys2, top, fmt)
+    if table == "labeldiff":
+        return _labeldiff(root, where, sys1, sys2, top, fmt)
     sql = {
         "scores": f"select system, n_correct, n_units, accuracy, n_sents_exact, n_sents, "
                   f"sent_exact from scores where {where} order by accuracy desc",
@@ -76,6 +79,15 @@ def show_table(root: Path, table: str, corpus: str | None, view: str, sys1: str 
                   f"as accuracy from labels where {where} group by gold_label order by n desc",
         "oracles": f"select systems, n_systems, n_correct, n_units, accuracy, gain "
                    f"from oracles where {where} order by n_systems, accuracy desc",
+        "gains": f"""with o as (select * from oracles where {where}),
+                     full_set as (select * from o where n_systems = (select max(n_systems)
+                                                                       from o))
+                 select s.system, f.accuracy as oracle_all, o.accuracy as oracle_without,
+                        f.accuracy - o.accuracy as marginal_gain
+                 from full_set f, unnest(f.systems) as s(system)
+                 join o on o.n_systems = f.n_systems - 1
+                       and not list_contains(o.systems, s.system)
+                 order by marginal_gain desc""",
         "difficulty": f"select k_correct, n from difficulty where {where} and gold_label "
                       f"is null order by k_correct",
         "conll18": f"select system, metric, round(100*precision, 2) as precision, "
@@ -83,6 +95,22 @@ def show_table(root: Path, table: str, corpus: str | None, view: str, sys1: str 
                    f"where corpus = {_lit(corpus)} order by system",
     }[table]
     return to_text(query(root, sql), fmt, title=f"{table}: {corpus} {view}")
+
+
+def _labeldiff(root: Path, where: str, sys1: str | None, sys2: str | None, top: int,
+               fmt: str) -> str:
+    """The paper's appendix table: labels with the largest accuracy difference for a pair."""
+    if not (sys1 and sys2):
+        raise InputError("show labeldiff needs --sys1 and --sys2")
+    rows = query(root, f"""
+        select a.gold_label, a.n, round(100 * a.accuracy, 2) as acc1,
+               round(100 * b.accuracy, 2) as acc2,
+               round(100 * (b.accuracy - a.accuracy), 2) as delta
+        from labels a join labels b using (corpus, view, punct, gold_label)
+        where a.{where.replace(' and ', ' and a.')} and a.system = {_lit(sys1)}
+          and b.system = {_lit(sys2)}
+        order by abs(b.accuracy - a.accuracy) desc, a.n desc limit {int(top)}""")
+    return to_text(rows, fmt, title=f"largest per-label differences: {sys1} -> {sys2}")
 
 
 def _changes(root: Path, where: str, pair: str, sys1: str | None, sys2: str | None, top: int,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import pyarrow as pa
 import polars as pl
+import pyarrow as pa
 
 S, I32, I64, F64, B = pa.string(), pa.int32(), pa.int64(), pa.float64(), pa.bool_()
 LIST_S = pa.list_(pa.string())
@@ -40,7 +40,8 @@ TOKEN_TABLES: dict[str, pa.Schema] = {
     "pairs": _schema(
         *VIEW_KEYS, ("sys1", S), ("sys2", S), ("n_units", I64), ("n_diff", I64),
         ("corrections", I64), ("new_errors", I64), ("changed_errors", I64), ("diff", F64),
-        ("delta_acc", F64), ("mcnemar_p", F64), ("ar_p", F64), ("options", S),
+        ("delta_acc", F64), ("mcnemar_p", F64), ("ar_p", F64), ("diff_head_only", I64),
+        ("diff_label_only", I64), ("diff_both", I64), ("options", S),
     ),
     "changes": _schema(
         *VIEW_KEYS, ("sys1", S), ("sys2", S), ("class", S), ("gold", S), ("l1", S), ("l2", S),

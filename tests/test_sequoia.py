@@ -128,3 +128,39 @@ def test_adding_a_system_computes_only_what_involves_it(tmp_path, cli):
     assert second["oracles"] != first["oracles"]
     n = query(root, "select count(*) as n from pairs where view='upos'")["n"][0]
     assert n == 6
+
+
+def test_las_decomposition_equals_a_naive_count(warehouse):
+    key = plain_words(SEQUOIA / "key.conllu")
+    a = plain_words(SEQUOIA / SYSTEMS["seqsm@ud2.8"])
+    b = plain_words(SEQUOIA / SYSTEMS["seqsm@ud2.16"])
+    head = label = both = 0
+    for k, x, y in zip(key, a, b, strict=True):
+        if k[3] == "PUNCT":
+            continue
+        dh, dl = x[6] != y[6], x[7] != y[7]
+        head += dh and not dl
+        label += dl and not dh
+        both += dh and dl
+    got = query(warehouse, "select diff_head_only, diff_label_only, diff_both from pairs "
+                "where view = 'las' and not punct and sys1 = 'seqsm@ud2.8' "
+                "and sys2 = 'seqsm@ud2.16'").row(0)
+    assert got == (head, label, both)
+
+
+def test_marginal_gains_from_leave_one_out_oracles(warehouse):
+    key = plain_words(SEQUOIA / "key.conllu")
+    cols = {n: [r[3] for r in plain_words(SEQUOIA / f)] for n, f in SYSTEMS.items()}
+    gold = [r[3] for r in key]
+
+    def oracle(names):
+        return sum(any(cols[n][t] == g for n in names) for t, g in enumerate(gold))
+
+    from flows.show import show_table
+
+    text = show_table(warehouse, "gains", None, "upos", None, None, None, 5, "csv")
+    rows = {line.split(",")[0]: float(line.split(",")[3]) for line in text.splitlines()[1:]}
+    full = oracle(SYSTEMS)
+    for name in SYSTEMS:
+        without = oracle([n for n in SYSTEMS if n != name])
+        assert rows[name] == pytest.approx((full - without) / len(gold))

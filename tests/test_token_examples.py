@@ -107,3 +107,11 @@ def test_b_punct_included():
     assert (p["n_units"], p["n_diff"], p["new_errors"], p["corrections"]) == (4, 3, 2, 1)
     ch = las["changes"].filter(pl_sys("S1", "S2") & (las["changes"]["class"] == "correction"))
     assert ch.select("l1", "l2", "attachment").rows() == [("punct", "punct", True)]
+
+
+def test_b_las_difference_decomposition():
+    p = example_b("las", False)["pairs"].filter(pl_sys("S1", "S2")).row(0, named=True)
+    # "The": head 2 -> 3 (head only); "cat": nsubj -> obj (label only)
+    assert (p["diff_head_only"], p["diff_label_only"], p["diff_both"]) == (1, 1, 0)
+    other = example_b("upos", True)["pairs"]
+    assert other["diff_head_only"].is_null().all()

@@ -83,8 +83,24 @@ def all_pairs(n_systems: int) -> list[tuple[int, int]]:
     return list(combinations(range(n_systems), 2))
 
 
+PAIR_SCHEMA = {
+    "sys1": pl.String, "sys2": pl.String, "n_units": pl.Int64, "n_diff": pl.Int64,
+    "corrections": pl.Int64, "new_errors": pl.Int64, "changed_errors": pl.Int64,
+    "diff_head_only": pl.Int64, "diff_label_only": pl.Int64, "diff_both": pl.Int64,
+}
+
+
+def las_decomposition(m: ViewMatrix, i: int, j: int) -> tuple[int, int, int]:
+    """For ``las``: differing units where only the head, only the DEPREL, or both differ."""
+    same_label = m.displays[i] == m.displays[j]
+    same_head = (m.values[i] >> 32) == (m.values[j] >> 32)
+    return (int((~same_head & same_label).sum()), int((same_head & ~same_label).sum()),
+            int((~same_head & ~same_label).sum()))
+
+
 def pair_counts(m: ViewMatrix, pairs: list[tuple[int, int]] | None = None) -> pl.DataFrame:
-    """Both ordered directions of each unordered pair: n_diff and the three change classes."""
+    """Both ordered directions of each unordered pair: n_diff and the three change classes;
+    for ``las`` also the head-only / label-only / both decomposition of n_diff."""
     correct = correct_matrix(m)
     rows = []
     for i, j in pairs if pairs is not None else all_pairs(len(m.systems)):
@@ -93,13 +109,11 @@ def pair_counts(m: ViewMatrix, pairs: list[tuple[int, int]] | None = None) -> pl
         broken = int((correct[i] & ~correct[j]).sum())
         changed = int((differ & ~correct[i] & ~correct[j]).sum())
         n_diff = int(differ.sum())
+        parts = las_decomposition(m, i, j) if m.view == "las" else (None, None, None)
         a, b = m.systems[i], m.systems[j]
-        rows.append((a, b, m.n_words, n_diff, fixed, broken, changed))
-        rows.append((b, a, m.n_words, n_diff, broken, fixed, changed))
-    return pl.DataFrame(rows, schema={
-        "sys1": pl.String, "sys2": pl.String, "n_units": pl.Int64, "n_diff": pl.Int64,
-        "corrections": pl.Int64, "new_errors": pl.Int64, "changed_errors": pl.Int64,
-    }, orient="row")
+        rows.append((a, b, m.n_words, n_diff, fixed, broken, changed, *parts))
+        rows.append((b, a, m.n_words, n_diff, broken, fixed, changed, *parts))
+    return pl.DataFrame(rows, schema=PAIR_SCHEMA, orient="row")
 
 
 def _class_codes(ci: np.ndarray, cj: np.ndarray) -> np.ndarray:

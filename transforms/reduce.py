@@ -17,13 +17,14 @@ def _ratio(num: str, den: str) -> pl.Expr:
 
 
 def sum_counts(frames: list[pl.DataFrame], keys: list[str]) -> pl.DataFrame:
-    """Sum shard partials by ``keys`` (every other column is a count)."""
+    """Sum shard partials by ``keys`` (every other column is a count; all-null stays null)."""
     frames = [f for f in frames if f.height]
     if not frames:
         return pl.DataFrame()
     df = pl.concat(frames)
     counts = [c for c in df.columns if c not in keys]
-    return df.group_by(keys, maintain_order=True).agg(pl.col(counts).sum())
+    return df.group_by(keys, maintain_order=True).agg(
+        pl.when(pl.col(c).is_not_null().any()).then(pl.col(c).sum()).alias(c) for c in counts)
 
 
 def scores_table(counts: pl.DataFrame) -> pl.DataFrame:

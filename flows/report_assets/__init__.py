@@ -36,6 +36,7 @@ details.pair { border: 1px solid var(--line); border-radius: 4px; margin: 6px 0;
                padding: 4px 10px; }
 details.pair > summary { cursor: pointer; font-weight: 600; }
 .classes { display: flex; flex-wrap: wrap; gap: 16px; }
+section.view, details.ex { scroll-margin-top: 44px; }
 details.ex { margin: 6px 0; padding: 4px 8px; border-left: 3px solid var(--line); }
 details.ex:target, details.ex.hit { border-left-color: var(--accent); background: #f0f5fc; }
 details.ex > summary { cursor: pointer; }
