@@ -147,17 +147,62 @@ def show(
 
 @app.command()
 def demo(warehouse: Warehouse = None,
+         out: Annotated[str, typer.Option("--out", "-o", help="Where to write the report.")]
+         = "sysdiff-report.html",
          verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
     """Evaluate the bundled UD French-Sequoia sample (key + 4 real parsers) end to end."""
+    from flows.report import build_report
+    from flows.show import show_table
     from flows.spec import load_config
 
     spec = load_config(DATA / "sequoia" / "sequoia.toml")
     root = run_spec(spec, warehouse, verbose)
     summary(root, spec.corpus)
-    from flows.show import show_table
-
     typer.echo(show_table(root, "pairs", spec.corpus, "las", None, None, None, 5, "table"),
                nl=False)
+    path = build_report(root, spec.corpus, Path(out))
+    typer.echo(f"report: {path.absolute()}  (open it in a browser; it works offline)")
+
+
+@app.command()
+def report(
+    out: Annotated[str, typer.Option("--out", "-o", help="The HTML file to write.")]
+    = "sysdiff-report.html",
+    corpus: Annotated[str | None, typer.Option(help="Corpus (default: all).")] = None,
+    examples: Annotated[int, typer.Option(help="Example sentences per change cell.")] = 3,
+    warehouse: Warehouse = None,
+) -> None:
+    """One self-contained HTML report with charts and drill-down (opens offline)."""
+    from flows.report import build_report
+
+    typer.echo(build_report(resolve_warehouse(warehouse), corpus, Path(out), examples))
+
+
+@app.command()
+def examples(
+    sys1: Annotated[str, typer.Option(help="First system of the pair.")],
+    sys2: Annotated[str, typer.Option(help="Second system of the pair.")],
+    cls: Annotated[str, typer.Option("--class", help="correction, new_error or "
+                                     "changed_error.")],
+    view: Annotated[str, typer.Option(help="View.")] = "las",
+    l1: Annotated[str | None, typer.Option(help="Label of sys1.")] = None,
+    l2: Annotated[str | None, typer.Option(help="Label of sys2.")] = None,
+    gold: Annotated[str | None, typer.Option(help="Gold label.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many words.")] = 10,
+    punct: Annotated[bool | None, typer.Option("--punct/--no-punct")] = None,
+    corpus: Annotated[str | None, typer.Option(help="Corpus (default: the only one).")] = None,
+    warehouse: Warehouse = None,
+    fmt: Fmt = "table",
+) -> None:
+    """The words behind a change-table cell, with gold, sys1 and sys2 labels."""
+    from flows.examples import examples as find
+    from flows.show import only_corpus
+
+    _check_format(fmt)
+    root = resolve_warehouse(warehouse)
+    found = find(root, only_corpus(root, corpus), view, sys1, sys2, cls, l1, l2, limit, punct,
+                 gold)
+    typer.echo(to_text(found, fmt), nl=False)
 
 
 @app.command()

@@ -232,6 +232,11 @@ def stars(p: float | None) -> str:
 
 # ----------------------------------------------------------------------------- HTML bits
 
+def p_value(p: float | None) -> str:
+    """A p-value with its significance marks."""
+    return "" if p is None else f'{p:.3g}<span class="sig">{stars(p)}</span>'
+
+
 def esc(value: object) -> str:
     """HTML-escape any value (quotes too)."""
     return html.escape("" if value is None else str(value), quote=True)
@@ -283,7 +288,7 @@ def heatmap_svg(order: list[str], matrix: np.ndarray, systems: list[str],
     """Pairwise diff (%) heatmap, rows and columns in ``order``; colour spans min..max."""
     index = {s: i for i, s in enumerate(systems)}
     n, cell = len(order), 54
-    pad = 8 + 7 * max((len(s) for s in order), default=4)
+    pad = int(16 + 7.5 * max((len(s) for s in order), default=4))
     width, height = pad + n * cell + int(0.8 * pad), pad + n * cell + 10
     off = matrix[~np.eye(len(systems), dtype=bool)] if len(systems) > 1 else np.zeros(1)
     lo, hi = float(off.min()), float(off.max())
@@ -447,8 +452,7 @@ def pairs_html(df: pl.DataFrame) -> str:
             td(f"{r['new_errors']} ({pct(r['new_errors'] / d, 1)}%)", "new_error"),
             td(f"{r['changed_errors']} ({pct(r['changed_errors'] / d, 1)}%)", "changed_error"),
             td(f"{100 * r['delta_acc']:+.2f}"),
-            td(f"{r['mcnemar_p']:.3g}<span class=sig>{stars(r['mcnemar_p'])}</span>"),
-            td(f"{r['ar_p']:.3g}<span class=sig>{stars(r['ar_p'])}</span>"),
+            td(p_value(r["mcnemar_p"])), td(p_value(r["ar_p"])),
         ])
     return table_html(["S1", "S2", "diff %", "differing", "corrections", "new errors",
                        "changed errors", "Δacc", "McNemar p", "AR p"], rows, left=2)

@@ -11,7 +11,8 @@ from flows.render import to_text
 from schemas.errors import InputError
 
 SHOWABLE = ("scores", "pairs", "changes", "labels", "labeldiff", "oracles", "gains",
-            "difficulty", "conll18")
+            "difficulty", "conll18", "coref", "arcs", "coref_pairs", "coref_oracles",
+            "agreement", "unl")
 
 
 def _lit(text: str) -> str:
@@ -32,8 +33,22 @@ def only_corpus(root: Path, corpus: str | None) -> str:
     return names[0]
 
 
+def corpus_task(root: Path, corpus: str) -> str:
+    """The task a corpus was evaluated with."""
+    rows = query(root, f"select task from systems where corpus = {_lit(corpus)} limit 1")
+    return rows["task"][0] if rows.height else "dep"
+
+
 def headline(root: Path, corpus: str) -> pl.DataFrame:
-    """Accuracy per system for each view at its default punctuation setting."""
+    """The headline figures of a corpus: accuracies, coreference F1s or UNL P/R/F."""
+    task = corpus_task(root, corpus)
+    if task == "coref":
+        return query(root, f"""pivot (select system, metric, round(100 * f1, 2) as f1
+                                      from coref_scores where corpus = {_lit(corpus)})
+                               on metric using first(f1) order by system""")
+    if task in ("unl", "nl"):
+        return query(root, f"select * exclude (corpus) from unl_scores "
+                           f"where corpus = {_lit(corpus)} order by system")
     return query(root, f"""
         select system, view, punct, n_correct, n_units, round(100 * accuracy, 2) as acc,
                round(100 * sent_exact, 2) as sent_exact
@@ -68,6 +83,8 @@ def show_table(root: Path, table: str, corpus: str | None, view: str, sys1: str 
         return _changes(root, where, pair, sys1, sys2, top, fmt)
     if table == "labeldiff":
         return _labeldiff(root, where, sys1, sys2, top, fmt)
+    if table in ("coref", "arcs", "coref_pairs", "coref_oracles", "agreement", "unl"):
+        return _domain_table(root, table, corpus, view, sys1, sys2, top, fmt)
     sql = {
         "scores": f"select system, n_correct, n_units, accuracy, n_sents_exact, n_sents, "
                   f"sent_exact from scores where {where} order by accuracy desc",
@@ -95,6 +112,59 @@ def show_table(root: Path, table: str, corpus: str | None, view: str, sys1: str 
                    f"where corpus = {_lit(corpus)} order by system",
     }[table]
     return to_text(query(root, sql), fmt, title=f"{table}: {corpus} {view}")
+
+
+def _criterion(view: str) -> str:
+    return view if view in ("any", "nom") else "nom"
+
+
+def _domain_table(root: Path, table: str, corpus: str, view: str, sys1: str | None,
+                  sys2: str | None, top: int, fmt: str) -> str:
+    """Coreference and UNL tables; for coreference ``--view`` is the criterion (any|nom)."""
+    c, crit = _lit(corpus), _lit(_criterion(view))
+    if table == "coref_pairs" and sys1 and sys2:
+        return _coref_pair(root, corpus, _criterion(view), sys1, sys2, top, fmt)
+    sql = {
+        "coref": f"select system, metric, round(100 * recall, 2) as recall, "
+                 f"round(100 * precision, 2) as precision, round(100 * f1, 2) as f1 "
+                 f"from coref_scores where corpus = {c} order by system, metric",
+        "arcs": f"select system, mtype, tp, fp, fn, wl, tn, round(100 * precision, 2) as p, "
+                f"round(100 * recall, 2) as r, round(100 * f1, 2) as f1 from arcs_scores "
+                f"where corpus = {c} and criterion = {crit} order by system, mtype",
+        "coref_pairs": f"select sys1, sys2, n_mentions, n_diff, round(100 * diff, 2) as diff, "
+                       f"corrections, new_errors, changed_errors from coref_pairs "
+                       f"where corpus = {c} and criterion = {crit} and sys1 < sys2",
+        "coref_oracles": f"select systems, mtype, n, n_tp, round(100.0 * n_tp / n, 2) as "
+                         f"recall from coref_oracles where corpus = {c} and criterion = {crit} "
+                         f"and n > 0 order by len(systems), mtype",
+        "agreement": f"select sys1 as as_key, sys2, metric, round(100 * f1, 2) as f1 from "
+                     f"coref_agreement where corpus = {c} and metric = 'conll' "
+                     f"order by sys1, sys2",
+        "unl": f"select * exclude (corpus) from unl_scores where corpus = {c}",
+    }[table]
+    return to_text(query(root, sql), fmt, title=f"{table}: {corpus}")
+
+
+def _coref_pair(root: Path, corpus: str, criterion: str, sys1: str, sys2: str, top: int,
+                fmt: str) -> str:
+    """The paper's mention-level comparison of two responses, with the top transitions."""
+    where = (f"corpus = {_lit(corpus)} and criterion = {_lit(criterion)} "
+             f"and sys1 = {_lit(sys1)} and sys2 = {_lit(sys2)}")
+    p = query(root, f"select * from coref_pairs where {where}")
+    if p.is_empty():
+        raise InputError(f"no coreference pair {sys1} -> {sys2} for corpus '{corpus}'")
+    r = p.row(0, named=True)
+    d = max(r["n_diff"], 1)
+    head = (f"Difference: {100 * r['diff']:.2f}% ({r['n_diff']}/{r['n_mentions']})\n"
+            f"Corrections: {100 * r['corrections'] / d:.2f}% ({r['corrections']})  "
+            f"New errors: {100 * r['new_errors'] / d:.2f}% ({r['new_errors']})  "
+            f"Changed errors: {100 * r['changed_errors'] / d:.2f}% ({r['changed_errors']})\n")
+    rows = query(root, f"""select lower(c1) || '->' || lower(c2) as change, sum(count) as count
+        from coref_transitions where {where} and c1 != c2 and mtype = 'ALL'
+        and word is null group by all
+        order by count desc limit {int(top)}""")
+    body = to_text(rows, fmt, title=f"top {top} transitions ({criterion})")
+    return (head + body) if fmt in ("table", "markdown") else body
 
 
 def _labeldiff(root: Path, where: str, sys1: str | None, sys2: str | None, top: int,

@@ -254,7 +254,7 @@ def catalog_statements(root: Path, manifest: dict) -> list[tuple[str, object]]:
         if files:
             listing = ", ".join(_sql_literal(str(f)) for f in files)
             statements.append((f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listing}], "
-                               "union_by_name = true)", None))
+                               "union_by_name = true, hive_partitioning = false)", None))
         else:
             statements.append((f"CREATE TABLE {table} AS SELECT * FROM empty_arrow",
                                schema.empty_table()))

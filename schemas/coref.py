@@ -152,7 +152,7 @@ def _lines(text: str) -> pl.DataFrame:
     parts = text.split("\n")
     if parts and parts[-1] == "":
         parts.pop()
-    return pl.DataFrame({"text": parts}).with_columns(
+    return pl.DataFrame({"text": pl.Series(parts, dtype=pl.Utf8)}).with_columns(
         line=pl.int_range(1, pl.len() + 1, dtype=pl.Int32),
         text=pl.col("text").str.strip_suffix("\r"),
     )
@@ -391,51 +391,44 @@ def _token_positions(kind: np.ndarray) -> tuple[np.ndarray, ...]:
     return tok, doc, pos, sent
 
 
-def _normalise(text: pl.Expr) -> pl.Expr:
-    """Tab-separated fields; a line without tabs is split on runs of white space."""
+def _normalise(df: pl.DataFrame, col: str = "text") -> pl.DataFrame:
+    """Adds ``norm``: tab-separated fields; a line without tabs is split on runs of white
+    space (the costly replacement only runs when such lines exist)."""
+    text = pl.col(col)
     tabbed = text.str.contains("\t", literal=True)
-    return (pl.when(tabbed).then(text.str.strip_chars_end(" "))
-            .otherwise(text.str.strip_chars().str.replace_all(r"\s+", "\t")))
+    if df.select(tabbed.all()).item() is not False:
+        return df.with_columns(norm=text.str.strip_chars_end(" "))
+    return df.with_columns(norm=pl.when(tabbed).then(text.str.strip_chars_end(" "))
+                           .otherwise(text.str.strip_chars().str.replace_all(r"\s+", "\t")))
 
 
 def _coref_fields(lines: pl.Series, tok: np.ndarray, doc: np.ndarray, pos: np.ndarray,
                   sent: np.ndarray) -> pl.DataFrame:
     """Coreference column, form and POS of the token lines that may hold a mention.
 
-    The coreference column is the last one, but a trailing empty field beyond the number of
-    columns of the sentence's other lines is a stray tab (the reference scorer's own test
-    files have them), while an empty last column of every line (LitBank) means no mention.
+    The coreference column is the last non-empty field (as the reference scorer splits
+    lines), except that after trailing empty fields a last non-empty field that is not a
+    bracket list is another column: an empty coreference column (LitBank) means no mention,
+    while ``(3)<TAB>`` (a stray tab, as in the reference scorer's own test files) is ``(3)``.
     Lines whose last non-empty field is ``-``/``_`` hold no mention and are skipped early.
     """
-    tail = lines.gather(tok).str.strip_chars_end(" \t")
+    tail = lines.str.strip_chars_end(" \t")
     cand = ~(tail.str.ends_with("-") | tail.str.ends_with("_") | (tail.str.len_bytes() == 0))
-    ci = np.flatnonzero(cand.to_numpy())
+    ci = np.flatnonzero(cand.fill_null(False).to_numpy()[tok])
     c = pl.DataFrame({"doc_idx": doc[ci], "pos": pos[ci], "sent": sent[ci],
                       "line": (tok[ci] + 1).astype(np.int32), "text": lines.gather(tok[ci])})
-    c = c.with_columns(norm=_normalise(pl.col("text"))).with_columns(
+    c = _normalise(c).with_columns(
         stripped=pl.col("norm").str.strip_chars_end("\t"),
     ).with_columns(
-        n_fields=pl.col("norm").str.count_matches("\t", literal=True) + 1,
-        idx_last=pl.col("stripped").str.count_matches("\t", literal=True),
-    )
-    stray = c.filter(pl.col("n_fields") > pl.col("idx_last") + 1)
-    if stray.height:   # trailing tabs: compare with the other lines of the sentence
-        in_sent = pl.DataFrame({"doc_idx": doc, "sent": sent, "text": lines.gather(tok)}).join(
-            stray.select("doc_idx", "sent").unique(), on=["doc_idx", "sent"], how="semi")
-        n_min = in_sent.group_by("doc_idx", "sent").agg(
-            n_min=(_normalise(pl.col("text")).str.count_matches("\t", literal=True) + 1).min())
-        c = c.join(n_min, on=["doc_idx", "sent"], how="left")
-    else:
-        c = c.with_columns(n_min=pl.col("n_fields"))
-    c = c.with_columns(pl.col("n_min").fill_null(pl.col("n_fields"))).with_columns(
-        coref=pl.when(pl.col("idx_last") >= pl.col("n_min") - 1)
-        .then(pl.col("stripped").str.extract(r"([^\t]*)$").str.strip_chars())
-        .otherwise(pl.lit("")),
-        n_eff=pl.max_horizontal(pl.col("idx_last") + 1, pl.col("n_min")),
+        trailing=pl.col("norm").str.len_bytes() > pl.col("stripped").str.len_bytes(),
+        n_eff=pl.col("stripped").str.count_matches("\t", literal=True) + 1,
+        last=pl.col("stripped").str.extract(r"([^\t]*)$").str.strip_chars(),
         fields=pl.col("norm").str.splitn("\t", 6),
     )
     return c.select(
-        "doc_idx", "pos", "sent", "line", "coref",
+        "doc_idx", "pos", "sent", "line",
+        coref=pl.when(pl.col("trailing") & ~pl.col("last").str.contains(_FIELD_OK))
+        .then(pl.lit("")).otherwise(pl.col("last")),
         form=pl.when(pl.col("n_eff") >= 5).then(pl.col("fields").struct.field("field_3")),
         tag=pl.when(pl.col("n_eff") >= 6).then(pl.col("fields").struct.field("field_4")),
     ).with_columns(tag=pl.when(pl.col("tag").is_in(_NONE)).then(None).otherwise(pl.col("tag")))

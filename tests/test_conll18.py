@@ -11,7 +11,7 @@ from schemas.conll import read_conll
 from schemas.errors import InputError
 from transforms.conll18 import METRICS, conll18_counts, conll18_matches, conll18_scores
 
-SEQUOIA = Path(__file__).resolve().parents[2] / "shared" / "data" / "ud-french-sequoia"
+SEQUOIA = Path(__file__).resolve().parents[1] / "data" / "sequoia"
 SYSTEMS = [
     "fr_core_news_md-3.8.0",
     "fr_core_news_sm-3.8.0",

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from schemas.coref import (
     MENTION_COLUMNS,
@@ -18,7 +21,7 @@ from schemas.coref import (
 )
 from schemas.errors import InputError
 
-SHARED = "/work/shared/data"
+SHARED = str(Path(__file__).resolve().parent / "data")
 
 
 def spans(m: pl.DataFrame) -> set[tuple]:
@@ -261,3 +264,92 @@ def test_tables_schema_matches_reader_output():
     assert [f for f in schema.names if f not in ("corpus", "system")] == m.columns
     full = m.with_columns(corpus=pl.lit("c"), system=pl.lit("s")).select(schema.names)
     assert full.to_arrow().cast(schema).schema == schema
+
+
+def test_corefud_discontinuous_mention_is_its_bounding_span():
+    words = [("a", "Entity=(e1[1/2]-x-1)"), ("b", "_"), ("c", "Entity=(e1[2/2]-x-1"),
+             ("d", "Entity=e1[2/2])"), ("e", "Entity=(e1-x-1)")]
+    text = "# newdoc id = k\n" + "".join(
+        f"{i + 1}\t{w}\t{w}\tNOUN\tNN\t_\t0\troot\t_\t{misc}\n" for i, (w, misc) in
+        enumerate(words)) + "\n"
+    m = read_coref("x.conllu", fmt="corefud", text=text)
+    assert m.select("start", "end", "entity").rows() == [(0, 3, "e1"), (4, 4, "e1")]
+
+
+def test_corefud_errors_name_the_line():
+    bad = "# newdoc id = k\n1\ta\ta\tNOUN\tNN\t_\t0\troot\t_\tEntity=e7)\n\n"
+    raises_at(bad, 2, "closing bracket", "'k'", fmt="corefud")
+    short = "# newdoc id = k\n1\ta\ta\tNOUN\n\n"
+    raises_at(short, 2, "expected 10", fmt="corefud")
+
+
+# ------------------------------------------------------------------- round trip
+
+
+def compatible(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Two mentions of one entity that brackets can express unambiguously: disjoint
+    without touching, or nested."""
+    (s1, e1), (s2, e2) = sorted([a, b])
+    disjoint = e1 < s2
+    nested = s1 <= s2 and e2 <= e1
+    return disjoint or nested
+
+
+@st.composite
+def documents(draw):
+    n = draw(st.integers(1, 12))
+    spans = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, 3)), max_size=10))
+    spans = list(dict.fromkeys((s, min(s + k, n - 1)) for s, k in spans))
+    ents: dict[int, list] = {}
+    for sp in spans:
+        e = draw(st.integers(0, 3))
+        if all(compatible(sp, other) for other in ents.get(e, [])):
+            ents.setdefault(e, []).append(sp)
+    return n, ents
+
+
+def write(n: int, ents: dict[int, list], wide: bool, joiner: str, stray_tab: bool) -> str:
+    marks: list[list[str]] = [[] for _ in range(n)]
+    for e, ms in ents.items():
+        for s, t in ms:
+            if s == t:
+                marks[s].append(f"({e})")
+            else:
+                marks[s].append(f"({e}")
+                marks[t].append(f"{e})")
+    lines = ["#begin document (rt); part 000"]
+    for i in range(n):
+        # back to back, '(0' + '1)' would read '(01)': write closings first
+        coref = joiner.join(sorted(marks[i], key=lambda b: not b.endswith(")"))) or "-"
+        cols = ["rt", "0", str(i), f"w{i}"] + (["_"] * 8 if wide else []) + [coref]
+        lines.append("\t".join(cols) + ("\t" if stray_tab and i == n - 1 else ""))
+        if i % 5 == 4:
+            lines.append("")
+    return "\n".join([*lines, "#end document", ""])
+
+
+@settings(max_examples=100, deadline=None)
+@given(documents(), st.booleans(), st.sampled_from(["|", ""]), st.booleans())
+def test_round_trip(doc_, wide, joiner, stray_tab):
+    n, ents = doc_
+    text = write(n, ents, wide, joiner, stray_tab)
+    m = read_coref("rt.conll", text=text)
+    want = {frozenset(("rt", 0, s, t) for s, t in ms) for ms in ents.values() if ms}
+    assert chains(m) == want
+    assert read_coref_tokens("rt.conll", text=text)["n_tokens"].to_list() == [n]
+
+
+def test_crlf_file_reads_like_lf(tmp_path):
+    text = doc([tok(0, "(1"), tok(1, "1)"), "", tok(0, "(1)")]) + "\n"
+    path = tmp_path / "crlf.conll"
+    path.write_bytes(text.replace("\n", "\r\n").encode())
+    assert spans(read_coref(path)) == spans(read_coref("lf.conll", text=text))
+    assert read_coref(path)["sent"].to_list() == [0, 1]
+
+
+def test_error_not_utf8(tmp_path):
+    path = tmp_path / "latin1.conll"
+    path.write_bytes(doc([tok(0, "-"), tok(1, "(1)", word="café")]).encode("latin-1"))
+    with pytest.raises(InputError) as info:
+        read_coref(path)
+    assert info.value.line == 3 and "UTF-8" in info.value.message

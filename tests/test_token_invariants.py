@@ -97,10 +97,19 @@ def test_label_mapping_is_applied_before_comparison():
     assert mapped["scores"]["n_correct"][0] == 3
 
 
-def test_unknown_view_and_head_mapping_are_refused():
+def test_unknown_view_is_refused():
     from schemas.errors import InputError
 
     with pytest.raises(InputError, match="unknown view 'pos'"):
         view_matrix("pos", words(["A"]), {"s": words(["A"])})
-    with pytest.raises(InputError, match="cannot apply to the 'head' view"):
-        view_matrix("head", words(["A"]), {"s": words(["A"])}, mappings={"s": {"1": "2"}})
+
+
+def test_mapping_never_touches_heads_but_maps_deprels():
+    key = words(["A", "B"], heads=[2, 0], deprels=["x", "root"])
+    sys_ = words(["A", "B"], heads=[2, 0], deprels=["y", "root"])
+    maps = {"s": {"y": "x", "2": "0"}}
+    head = view_matrix("head", key, {"s": sys_}, mappings=maps)
+    assert (head.values[0] == head.gold_value).all()
+    las = view_matrix("las", key, {"s": sys_}, mappings=maps)
+    assert (las.values[0] == las.gold_value).all()
+    assert (view_matrix("las", key, {"s": sys_}).values[0] != las.gold_value).sum() == 1

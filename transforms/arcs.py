@@ -182,32 +182,63 @@ def coref_pairs(
     in_key = units["in_key"].to_numpy()
     correct = np.isin(np.arange(len(CLASSES)), [CLASSES.index(c) for c in CORRECT])
     mt_codes, mtypes = _codes(units["mtype"].fill_null("UNKNOWN"))
-    is_pron = units["mtype"].is_in(WORD_TYPES).fill_null(False) & units["word"].is_not_null()
-    pron_idx = np.flatnonzero(is_pron.to_numpy())
-    pw = units[pron_idx].select(key=pl.concat_str("mtype", pl.lit("\t"), "word"))["key"]
-    pw_codes, pw_keys = _codes(pw)
-    pair_rows, trans = [], []
-    for i, j in itertools.permutations(range(len(names)), 2):
+    is_word = units["mtype"].is_in(WORD_TYPES).fill_null(False) & units["word"].is_not_null()
+    w_idx = np.flatnonzero(is_word.to_numpy())
+    words = units[w_idx].select("mtype", "word").with_columns(
+        k=pl.struct("mtype", "word").rank("dense").cast(pl.Int64) - 1)
+    w_codes = words["k"].to_numpy()
+    w_keys = words.unique("k").sort("k")
+    pairs_idx = list(itertools.permutations(range(len(names)), 2))
+    n_mt, n_w = len(mtypes), w_keys.height
+    per_mt = np.zeros((len(pairs_idx), n_mt + 1, 25), dtype=np.int64)
+    per_w = np.zeros((len(pairs_idx), n_w * 25), dtype=np.int64)
+    rows = []
+    for p, (i, j) in enumerate(pairs_idx):
         c1, c2 = mat[:, i], mat[:, j]
         unit = in_key | pres[:, i] | pres[:, j]
         diff = c1 != c2
         ok1, ok2 = correct[c1], correct[c2]
-        pair_rows.append((names[i], names[j], int(unit.sum()), int(diff.sum()),
-                          int((diff & ~ok1 & ok2).sum()), int((diff & ok1 & ~ok2).sum()),
-                          int((diff & ~ok1 & ~ok2).sum())))
+        rows.append((int(unit.sum()), int(diff.sum()), int((diff & ~ok1 & ok2).sum()),
+                     int((diff & ok1 & ~ok2).sum()), int((diff & ~ok1 & ~ok2).sum())))
         cell = c1.astype(np.int64) * 5 + c2
-        trans.append(_transitions(names[i], names[j], cell, unit, mt_codes, mtypes,
-                                  cell[pron_idx], unit[pron_idx], pw_codes, pw_keys))
-    pairs = pl.DataFrame(pair_rows, orient="row", schema={
-        "sys1": pl.Utf8, "sys2": pl.Utf8, "n_mentions": pl.Int64, "n_diff": pl.Int64,
-        "corrections": pl.Int64, "new_errors": pl.Int64, "changed_errors": pl.Int64})
-    pairs = pairs.with_columns(
-        diff=pl.when(pl.col("n_mentions") > 0)
-        .then(pl.col("n_diff") / pl.col("n_mentions")).otherwise(0.0),
-    ).select(pl.lit(criterion).alias("criterion"), pl.all())
-    transitions = (pl.concat(trans) if trans else _empty_transitions()).select(
-        pl.lit(criterion).alias("criterion"), pl.all())
+        per_mt[p, 1:] = np.bincount(mt_codes[unit] * 25 + cell[unit],
+                                    minlength=n_mt * 25).reshape(n_mt, 25)
+        wu = unit[w_idx]
+        per_w[p] = np.bincount(w_codes[wu] * 25 + cell[w_idx][wu], minlength=n_w * 25)
+    per_mt[:, 0] = per_mt[:, 1:].sum(axis=1)
+    sys1 = pl.Series([names[i] for i, _ in pairs_idx], dtype=pl.Utf8)
+    sys2 = pl.Series([names[j] for _, j in pairs_idx], dtype=pl.Utf8)
+    counts = np.array(rows, dtype=np.int64).reshape(len(pairs_idx), 5)
+    pairs = pl.DataFrame({
+        "criterion": pl.Series([criterion] * len(pairs_idx), dtype=pl.Utf8),
+        "sys1": sys1, "sys2": sys2,
+        **{c: counts[:, k] for k, c in enumerate(
+            ["n_mentions", "n_diff", "corrections", "new_errors", "changed_errors"])},
+    }).with_columns(diff=pl.when(pl.col("n_mentions") > 0)
+                    .then(pl.col("n_diff") / pl.col("n_mentions")).otherwise(0.0))
+    typed = _transition_rows(per_mt.reshape(len(pairs_idx), -1), sys1, sys2,
+                             pl.Series(["ALL", *mtypes], dtype=pl.Utf8),
+                             pl.Series([None] * (n_mt + 1), dtype=pl.Utf8), keep_zero=True)
+    worded = _transition_rows(per_w, sys1, sys2, w_keys["mtype"], w_keys["word"],
+                              keep_zero=False)
+    transitions = pl.concat([typed, worded]).select(
+        pl.lit(criterion, dtype=pl.Utf8).alias("criterion"), pl.all())
     return pairs, transitions
+
+
+def _transition_rows(counts: np.ndarray, sys1: pl.Series, sys2: pl.Series, mtype: pl.Series,
+                     word: pl.Series, keep_zero: bool) -> pl.DataFrame:
+    """Rows (sys1, sys2, mtype, word, c1, c2, count) of a pairs x (groups * 25) count array;
+    group g, cell c1 * 5 + c2 at column g * 25 + c."""
+    p, col = np.nonzero(counts) if not keep_zero else np.indices(counts.shape).reshape(2, -1)
+    group, cell = col // 25, col % 25
+    classes = pl.Series(CLASSES, dtype=pl.Utf8)
+    return pl.DataFrame({
+        "sys1": sys1.gather(p), "sys2": sys2.gather(p),
+        "mtype": mtype.gather(group), "word": word.gather(group),
+        "c1": classes.gather(cell // 5), "c2": classes.gather(cell % 5),
+        "count": counts[p, col].astype(np.int64),
+    })
 
 
 def _codes(s: pl.Series) -> tuple[np.ndarray, list[str]]:
@@ -215,39 +246,6 @@ def _codes(s: pl.Series) -> tuple[np.ndarray, list[str]]:
     keys = sorted(set(s.to_list()))
     codes = s.replace_strict(keys, list(range(len(keys))), return_dtype=pl.Int64)
     return codes.to_numpy() if len(s) else np.zeros(0, np.int64), keys
-
-
-def _empty_transitions() -> pl.DataFrame:
-    return pl.DataFrame(schema={"sys1": pl.Utf8, "sys2": pl.Utf8, "mtype": pl.Utf8,
-                                "word": pl.Utf8, "c1": pl.Utf8, "c2": pl.Utf8,
-                                "count": pl.Int64})
-
-
-def _transitions(s1, s2, cell, unit, mt_codes, mtypes, pcell, punit, pw_codes, pw_keys):
-    """Transition counts of one pair: 5x5 per mtype and ALL, non-zero cells per word."""
-    n_mt = len(mtypes)
-    per_mt = np.bincount(mt_codes[unit] * 25 + cell[unit], minlength=n_mt * 25).reshape(n_mt,
-                                                                                        25)
-    full = np.vstack([per_mt.sum(axis=0, keepdims=True), per_mt])
-    labels = ["ALL", *mtypes]
-    c1 = [CLASSES[x // 5] for x in range(25)]
-    c2 = [CLASSES[x % 5] for x in range(25)]
-    rows = pl.DataFrame({
-        "mtype": np.repeat(labels, 25), "word": [None] * (25 * len(labels)),
-        "c1": c1 * len(labels), "c2": c2 * len(labels), "count": full.ravel().astype(np.int64),
-    }, schema={"mtype": pl.Utf8, "word": pl.Utf8, "c1": pl.Utf8, "c2": pl.Utf8,
-               "count": pl.Int64})
-    if len(pw_keys):
-        per_w = np.bincount(pw_codes[punit] * 25 + pcell[punit], minlength=len(pw_keys) * 25)
-        nz = np.flatnonzero(per_w)
-        keys = [pw_keys[x // 25].split("\t", 1) for x in nz]
-        words = pl.DataFrame({
-            "mtype": [k[0] for k in keys], "word": [k[1] for k in keys],
-            "c1": [CLASSES[(x % 25) // 5] for x in nz], "c2": [CLASSES[x % 5] for x in nz],
-            "count": per_w[nz].astype(np.int64),
-        }, schema=rows.schema)
-        rows = pl.concat([rows, words])
-    return rows.select(pl.lit(s1).alias("sys1"), pl.lit(s2).alias("sys2"), pl.all())
 
 
 def subsets(names: list[str], max_all: int = 10, max_size: int = 3) -> list[tuple[int, ...]]:

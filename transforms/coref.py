@@ -26,8 +26,9 @@ _NUMS = ["recall_num", "recall_den", "precision_num", "precision_den"]
 
 
 def _c2(x: pl.Expr) -> pl.Expr:
-    """Number of unordered pairs among x items."""
-    return (x * (x - 1) / 2).cast(pl.Float64)
+    """Number of unordered pairs among x items (in floating point: no integer overflow)."""
+    x = x.cast(pl.Float64)
+    return x * (x - 1) / 2
 
 
 def _encode(key: pl.DataFrame, resp: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame,

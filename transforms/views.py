@@ -48,12 +48,14 @@ def punct_mask(key_words: pl.DataFrame, fmt: str) -> np.ndarray:
 
 
 def apply_mapping(words: pl.DataFrame, view: str, mapping: Mapping[str, str]) -> pl.DataFrame:
-    """Rename labels ``old -> new`` in the column a view reads (before any comparison)."""
-    if not mapping:
+    """Rename labels ``old -> new`` in the label column a view reads (before comparison).
+
+    A mapping applies to every label view (UPOS, XPOS, FEATS, LEMMA, DEPREL); HEAD is a
+    number, so the ``head`` view is never mapped.
+    """
+    if not mapping or view == "head":
         return words
     col = "deprel" if view == "las" else view
-    if col == "head":
-        raise InputError("a label mapping cannot apply to the 'head' view (HEAD is a number)")
     return words.with_columns(pl.col(col).replace(dict(mapping)))
 
 

@@ -23,7 +23,8 @@ h4 { margin: 14px 0 6px; font-size: 15px; }
 table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: 4px 0; }
 th, td { border-bottom: 1px solid var(--line); padding: 3px 8px; text-align: right;
          white-space: nowrap; }
-th { background: #eef1f5; font-weight: 600; position: sticky; top: 0; }
+th { background: #eef1f5; font-weight: 600; }
+.scroll th { position: sticky; top: 0; }
 td.l, th.l { text-align: left; }
 td.best { background: var(--best); }
 td.worst { background: var(--worst); }
