@@ -154,17 +154,24 @@ def _coref_pair(root: Path, corpus: str, criterion: str, sys1: str, sys2: str, t
     if p.is_empty():
         raise InputError(f"no coreference pair {sys1} -> {sys2} for corpus '{corpus}'")
     r = p.row(0, named=True)
-    d = max(r["n_diff"], 1)
-    head = (f"Difference: {100 * r['diff']:.2f}% ({r['n_diff']}/{r['n_mentions']})\n"
-            f"Corrections: {100 * r['corrections'] / d:.2f}% ({r['corrections']})  "
-            f"New errors: {100 * r['new_errors'] / d:.2f}% ({r['new_errors']})  "
-            f"Changed errors: {100 * r['changed_errors'] / d:.2f}% ({r['changed_errors']})\n")
+    head = pair_summary(r["n_diff"], r["n_mentions"], r["corrections"], r["new_errors"],
+                        r["changed_errors"])
     rows = query(root, f"""select lower(c1) || '->' || lower(c2) as change, sum(count) as count
         from coref_transitions where {where} and c1 != c2 and mtype = 'ALL'
         and word is null group by all
         order by count desc limit {int(top)}""")
     body = to_text(rows, fmt, title=f"top {top} transitions ({criterion})")
     return (head + body) if fmt in ("table", "markdown") else body
+
+
+def pair_summary(n_diff: int, n_units: int, corrections: int, new_errors: int,
+                 changed: int) -> str:
+    """The paper's two-line summary of a pair: difference, then the three classes."""
+    d = max(n_diff, 1)
+    return (f"Difference: {100 * n_diff / max(n_units, 1):.2f}% ({n_diff}/{n_units})\n"
+            f"Corrections: {100 * corrections / d:.2f}% ({corrections})  "
+            f"New errors: {100 * new_errors / d:.2f}% ({new_errors})  "
+            f"Changed errors: {100 * changed / d:.2f}% ({changed})\n")
 
 
 def _labeldiff(root: Path, where: str, sys1: str | None, sys2: str | None, top: int,
@@ -191,11 +198,8 @@ def _changes(root: Path, where: str, pair: str, sys1: str | None, sys2: str | No
     if p.is_empty():
         raise InputError(f"no pair {sys1} -> {sys2} for this corpus and view")
     r = p.row(0, named=True)
-    d = max(r["n_diff"], 1)
-    head = (f"Difference: {100 * r['diff']:.2f}% ({r['n_diff']}/{r['n_units']})\n"
-            f"Corrections: {100 * r['corrections'] / d:.2f}% ({r['corrections']})  "
-            f"New errors: {100 * r['new_errors'] / d:.2f}% ({r['new_errors']})  "
-            f"Changed errors: {100 * r['changed_errors'] / d:.2f}% ({r['changed_errors']})\n"
+    head = (pair_summary(r["n_diff"], r["n_units"], r["corrections"], r["new_errors"],
+                         r["changed_errors"]) +
             f"Delta accuracy: {100 * r['delta_acc']:+.2f}  McNemar p = {r['mcnemar_p']:.3g}  "
             f"AR p = {r['ar_p']:.3g}\n")
     rows = query(root, f"""

@@ -13,21 +13,15 @@ import polars as pl
 import pytest
 
 from flows.queries import query
-from tests.conftest import REPO, SEQUOIA
-from tests.test_scale import all_tables, first_sentences
+from tests.conftest import REPO
+from tests.test_scale import all_tables, sample
 
-FILES = {"a": "fr_core_news_sm-3.8.0.conllu", "b": "seqsm_local-ud2.16.conllu",
-         "c": "fr_core_news_md-3.8.0.conllu"}
 POINTS = ["compare", "commit-moving", "commit-manifest", "commit-catalog"]
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory) -> dict[str, Path]:
-    tmp = tmp_path_factory.mktemp("crash")
-    out = {"key": first_sentences(SEQUOIA / "key.conllu", tmp / "key.conllu", 30)}
-    for name, f in FILES.items():
-        out[name] = first_sentences(SEQUOIA / f, tmp / f, 30)
-    return out
+    return sample(tmp_path_factory.mktemp("crash"), 30)
 
 
 def args(files: dict[str, Path], root: Path, names: list[str]) -> list[str]:

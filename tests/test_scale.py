@@ -23,13 +23,17 @@ def first_sentences(src: Path, dst: Path, n: int) -> Path:
     return dst
 
 
+def sample(tmp: Path, n_sentences: int) -> dict[str, Path]:
+    """The key and three systems of the bundled sample, cut to their first sentences."""
+    files = {"key": first_sentences(SEQUOIA / "key.conllu", tmp / "key.conllu", n_sentences)}
+    for name, f in FILES.items():
+        files[name] = first_sentences(SEQUOIA / f, tmp / f, n_sentences)
+    return files
+
+
 @pytest.fixture(scope="module")
 def small(tmp_path_factory) -> dict[str, Path]:
-    tmp = tmp_path_factory.mktemp("small")
-    files = {"key": first_sentences(SEQUOIA / "key.conllu", tmp / "key.conllu", 40)}
-    for name, f in FILES.items():
-        files[name] = first_sentences(SEQUOIA / f, tmp / f, 40)
-    return files
+    return sample(tmp_path_factory.mktemp("small"), 40)
 
 
 def run(cli, small: dict[str, Path], root: Path, *extra: str) -> None:
