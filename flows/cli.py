@@ -26,6 +26,19 @@ Warehouse = Annotated[str | None, typer.Option(
 Fmt = Annotated[str, typer.Option("--format", "-f", help="table, csv, json, markdown, latex.")]
 
 
+def show_warnings() -> None:
+    """sysdiff's own warnings (e.g. UNL encodings) go to stderr, one line each."""
+    import logging
+
+    log = logging.getLogger("sysdiff")
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("sysdiff: warning: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.WARNING)
+        log.propagate = False
+
+
 def quiet_prefect(verbose: bool) -> None:
     """Prefect settings for a CLI run: embedded ephemeral server, no telemetry, quiet logs."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -53,6 +66,7 @@ def run_spec(spec, warehouse: str | None, verbose: bool, dask_address: str | Non
              dask_local: int = 0) -> Path:
     """Run the evaluation flow for ``spec`` and return the warehouse it wrote."""
     quiet_prefect(verbose)
+    show_warnings()
     from flows.run import run_evaluation
 
     root = resolve_warehouse(warehouse)
@@ -81,6 +95,14 @@ def run(
         help="Run shard tasks on an existing Dask cluster (tcp://HOST:PORT).")] = None,
     dask_local: Annotated[int, typer.Option(
         help="Start a local Dask cluster of N worker processes for the shard tasks.")] = 0,
+    unl_multiset: Annotated[bool, typer.Option(
+        help="UNL: compare items as multisets, not sets.")] = False,
+    unl_keep_scope_ids: Annotated[bool, typer.Option(
+        help="UNL: keep relation scope ids in the comparison.")] = False,
+    unl_legacy_2013: Annotated[bool, typer.Option(
+        help="UNL: the older overall threshold (D_all < 0.5).")] = False,
+    unl_optional_attr: Annotated[list[str] | None, typer.Option(
+        help="UNL: one more optional attribute to ignore (besides @def, @indef).")] = None,
     warehouse: Warehouse = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")]
     = False,
@@ -94,8 +116,10 @@ def run(
         if not (key and corpus and system):
             raise InputError("give a TOML run file, or --key, --corpus and at least one "
                              "--system NAME=FILE")
+        unl = {"multiset": unl_multiset, "keep_scope_ids": unl_keep_scope_ids,
+               "legacy_2013": unl_legacy_2013, "optional_attrs": unl_optional_attr or []}
         spec = build_spec(corpus, task, key, system, fmt, mappings=parse_mappings(mapping or []),
-                          ar_trials=ar_trials, seed=seed, shard_sents=shard_sents)
+                          ar_trials=ar_trials, seed=seed, shard_sents=shard_sents, unl=unl)
     root = run_spec(spec, warehouse, verbose, dask_address, dask_local)
     summary(root, spec.corpus)
 
@@ -105,7 +129,7 @@ def summary(root: Path, corpus: str) -> None:
     from flows.show import headline
 
     typer.echo(to_text(headline(root, corpus), "table", title=f"sysdiff: {corpus}"))
-    typer.echo(f"warehouse: {root}  (query it: sysdiff sql \"select * from scores\")")
+    typer.echo(f"warehouse: {root}  (list the tables: sysdiff sql \"show tables\")")
 
 
 @app.command()

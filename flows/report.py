@@ -33,7 +33,9 @@ LABEL_ROWS = 60
 ORACLE_ROWS = 200
 CONTEXT = 6
 PAIR_DETAILS = 28
-OPTIONAL = {"coref_scores": "coreference scores", "unl_scores": "UNL scores"}
+#: Tables of the other tasks whose corpora have a section (coreference, UNL).
+OPTIONAL = ("coref_scores", "arcs_scores", "coref_pairs", "unl_scores", "unl_pairs",
+            "unl_oracle")
 Read = Callable[[str], pl.DataFrame]
 
 
@@ -252,10 +254,12 @@ def td(content: str, cls: str = "") -> str:
 
 
 def table_html(headers: Iterable[str], rows: Iterable[Iterable[str]], cls: str = "",
-               left: int = 1) -> str:
-    """A table: headers are escaped here, cells are already HTML (see ``td``)."""
-    head = "".join(f'<th class="l">{esc(h)}</th>' if i < left else f"<th>{esc(h)}</th>"
-                   for i, h in enumerate(headers))
+               left: int = 1, left_cols: Iterable[int] = ()) -> str:
+    """A table: headers are escaped here, cells are already HTML (see ``td``). The first
+    ``left`` columns and the columns ``left_cols`` have left-aligned headers."""
+    lefts = set(left_cols)
+    head = "".join(f'<th class="l">{esc(h)}</th>' if i < left or i in lefts
+                   else f"<th>{esc(h)}</th>" for i, h in enumerate(headers))
     body = "".join("<tr>" + "".join(r) + "</tr>" for r in rows)
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
@@ -649,31 +653,594 @@ def pair_examples(read: Read, data: CorpusData, view: str, punct: bool, sys1: st
                              cells_sql(cells), per_cell, None, CONTEXT))
 
 
-def optional_html(read: Read, table: str, title: str, corpus: str) -> str:
-    """A generic section for an optional table (coreference, UNL) when it has rows."""
-    tables = set(read("select table_name from information_schema.tables")["table_name"])
+# ----------------------------------------------------------------------------- coreference
+
+COREF_METRICS = {"muc": "MUC", "bcub": "B³", "ceafm": "CEAF-m", "ceafe": "CEAF-e",
+                 "blanc": "BLANC", "lea": "LEA", "conll": "CoNLL"}
+ARCS = ("TP", "FP", "FN", "WL", "TN")
+ARCS_CORRECT = frozenset(("TP", "TN"))
+CRITERIA = ("any", "nom")
+TOP_WORDS = 12
+COREF_ORACLE_ROWS = 120
+MAX_ROWS = 50_000
+
+
+def tables_in(read: Read) -> set[str]:
+    """The tables (views) of the catalog."""
+    return set(read("select table_name from information_schema.tables")["table_name"])
+
+
+def transition_class(c1: str, c2: str) -> str:
+    """The change class of an ARCS transition c1 -> c2 ('' on the diagonal)."""
+    if c1 == c2:
+        return ""
+    ok1, ok2 = c1 in ARCS_CORRECT, c2 in ARCS_CORRECT
+    if ok2 and not ok1:
+        return "correction"
+    if ok1 and not ok2:
+        return "new_error"
+    return "changed_error" if not ok1 else ""
+
+
+def _arcs_order(values: Iterable[str]) -> list[str]:
+    """ARCS classes in the paper's order, then any other class found in the data."""
+    return [*ARCS, *sorted(set(values) - set(ARCS))]
+
+
+def _mtype_order(mtypes: Iterable[str]) -> list[str]:
+    rest = sorted(set(mtypes) - {"ALL"})
+    return ["ALL"] * ("ALL" in set(mtypes)) + rest
+
+
+@dataclass(frozen=True)
+class CorefData:
+    """The aggregate coreference rows of one corpus."""
+
+    corpus: str
+    systems: list[str]
+    scores: pl.DataFrame
+    arcs: pl.DataFrame
+    pairs: pl.DataFrame
+    transitions: pl.DataFrame
+    words: pl.DataFrame
+    oracles: pl.DataFrame
+    agreement: pl.DataFrame
+
+    def oriented(self) -> list[tuple[str, str]]:
+        """Each unordered pair once, from the lower to the higher CoNLL F1 (then by name)."""
+        rank = {s: i for i, s in enumerate(self.systems)}  # best first
+        seen = {frozenset(p) for p in self.pairs.select("sys1", "sys2").rows() if p[0] != p[1]}
+        return sorted(((max(p, key=rank.get), min(p, key=rank.get)) for p in map(tuple, seen)),
+                      key=lambda p: (rank[p[1]], rank[p[0]]))
+
+
+COREF_TABLES = ("coref_scores", "arcs_scores", "coref_pairs", "coref_transitions",
+                "coref_oracles", "coref_agreement")
+
+
+def load_coref(read: Read, corpus: str, tables: set[str]) -> CorefData | None:
+    """The coreference tables of a corpus (bounded aggregate queries), or None without rows."""
+    c = lit(corpus)
+
+    def q(table: str, sql: str) -> pl.DataFrame:
+        return read(sql) if table in tables else pl.DataFrame()
+
+    scores = q("coref_scores", f"select system, metric, recall, precision, f1 from coref_scores "
+               f"where corpus = {c} limit {MAX_ROWS}")
+    arcs = q("arcs_scores", f"select system, criterion, mtype, tp, fp, fn, wl, tn, precision, "
+             f"recall, f1 from arcs_scores where corpus = {c} limit {MAX_ROWS}")
+    pairs = q("coref_pairs", f"select criterion, sys1, sys2, n_mentions, n_diff, corrections, "
+              f"new_errors, changed_errors, diff from coref_pairs where corpus = {c} "
+              f"limit {MAX_ROWS}")
+    transitions = q("coref_transitions", f"""
+        select criterion, sys1, sys2, c1, c2, sum(count)::bigint as count
+        from coref_transitions where corpus = {c} and mtype = 'ALL' and word is null
+        group by all limit {MAX_ROWS}""")
+    words = q("coref_transitions", f"""
+        with w as (select criterion, sys1, sys2, word, c1, c2, sum(count)::bigint as count
+                   from coref_transitions where corpus = {c} and word is not null
+                     and mtype <> 'NOUN' and c1 <> c2 group by all),
+             t as (select criterion, sys1, sys2, word, sum(count)::bigint as total from w
+                   group by criterion, sys1, sys2, word
+                   qualify row_number() over (partition by criterion, sys1, sys2
+                                              order by total desc, word) <= {TOP_WORDS})
+        select w.*, t.total from w join t using (criterion, sys1, sys2, word)
+        order by criterion, sys1, sys2, total desc, word, count desc, c1, c2""")
+    oracles = q("coref_oracles", f"select criterion, systems, mtype, n, n_tp from coref_oracles "
+                f"where corpus = {c} limit {MAX_ROWS}")
+    agreement = q("coref_agreement", f"select sys1, sys2, metric, f1 from coref_agreement "
+                  f"where corpus = {c} limit {MAX_ROWS}")
+    if all(df.is_empty() for df in (scores, arcs, pairs, oracles, agreement)):
+        return None
+    names = set()
+    for df, cols in ((scores, ["system"]), (arcs, ["system"]), (pairs, ["sys1", "sys2"])):
+        for col in cols:
+            if col in df.columns:
+                names |= set(df[col].to_list())
+    conll = dict(scores.filter(pl.col("metric") == "conll").select("system", "f1").rows()) \
+        if scores.height else {}
+    systems = sorted(names, key=lambda s: (-(conll.get(s) or -1.0), s))
+    return CorefData(corpus, systems, scores, arcs, pairs, transitions, words, oracles,
+                     agreement)
+
+
+def coref_scores_html(scores: pl.DataFrame, systems: list[str]) -> str:
+    """MUC, B3, CEAF-m, CEAF-e, BLANC, LEA, CoNLL: R/P/F1 per system; best per column."""
+    metrics = [m for m in COREF_METRICS if m in set(scores["metric"])] + \
+        sorted(set(scores["metric"]) - set(COREF_METRICS))
+    val = {(s, m): (r, p, f) for s, m, r, p, f in
+           scores.select("system", "metric", "recall", "precision", "f1").rows()}
+    best = {}
+    for m in metrics:
+        for i in range(3):
+            xs = [val[(s, m)][i] for s in systems if (s, m) in val and val[(s, m)][i] is not None]
+            best[(m, i)] = max(xs) if len(xs) > 1 and min(xs) < max(xs) else None
+    head = ('<thead><tr><th class="l" rowspan="2">system</th>'
+            + "".join(f'<th colspan="3" class="grp">{esc(COREF_METRICS.get(m, m))}</th>'
+                      for m in metrics)
+            + "</tr><tr>" + "".join('<th class="grp">R</th><th>P</th><th>F1</th>'
+                                    for _ in metrics) + "</tr></thead>")
+    body = []
+    for s in systems:
+        cells = [td(esc(s), "l")]
+        for m in metrics:
+            v = val.get((s, m), (None, None, None))
+            for i, x in enumerate(v):
+                cls = " ".join(filter(None, ["grp" if i == 0 else "",
+                                             "best" if x is not None and x == best[(m, i)]
+                                             else ""]))
+                cells.append(f'<td class="{cls}" data-metric="{esc(m)}" data-col="{"rpf"[i]}"'
+                             f'>{pct(x)}</td>')
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return (f'<table class="coref-scores">{head}<tbody>{"".join(body)}</tbody></table>')
+
+
+def arcs_html(arcs: pl.DataFrame, criterion: str, systems: list[str]) -> str:
+    """ARCS counts and P/R/F1 of one criterion, per mention type (ALL first) and system."""
+    df = arcs.filter(pl.col("criterion") == criterion)
+    rank = {s: i for i, s in enumerate(systems)}
+    rows = []
+    for mtype in _mtype_order(df["mtype"].to_list()):
+        part = df.filter(pl.col("mtype") == mtype).to_dicts()
+        part.sort(key=lambda r: rank.get(r["system"], len(rank)))
+        f1s = [r["f1"] for r in part if r["f1"] is not None]
+        top = max(f1s) if len(f1s) > 1 and min(f1s) < max(f1s) else None
+        for i, r in enumerate(part):
+            first = "grp" if i == 0 else ""
+            rows.append(
+                f'<tr class="{first}" data-system="{esc(r["system"])}" '
+                f'data-mtype="{esc(mtype)}">'
+                + td(esc(mtype) if i == 0 else "", "l") + td(esc(r["system"]), "l")
+                + "".join(td(str(r[k])) for k in ("tp", "fp", "fn", "wl", "tn"))
+                + td(pct(r["precision"])) + td(pct(r["recall"]))
+                + td(pct(r["f1"]), "best" if top is not None and r["f1"] == top else "")
+                + "</tr>")
+    head = "".join(f'<th class="l">{h}</th>' for h in ("type", "system")) + "".join(
+        f"<th>{h}</th>" for h in ("TP", "FP", "FN", "WL", "TN", "P %", "R %", "F1 %"))
+    return (f'<table class="arcs" data-criterion="{esc(criterion)}"><thead><tr>{head}</tr>'
+            f'</thead><tbody>{"".join(rows)}</tbody></table>')
+
+
+def _share(n: int, d: int) -> str:
+    return f"{100 * n / d:.2f}" if d else "0.00"
+
+
+def coref_summary_html(pair: dict) -> str:
+    """The paper's pair summary: difference, then the change classes with their shares."""
+    n_diff, n = pair["n_diff"], pair["n_mentions"]
+    parts = " ".join(f'<span class="{cls}">{CLASS_NAMES[cls]}: '
+                     f'{_share(pair[cls_col(cls)], n_diff)}% ({pair[cls_col(cls)]})</span>'
+                     for cls in CLASSES)
+    return (f'<p class="summary" data-criterion="{esc(pair["criterion"])}">Difference: '
+            f'<b>{_share(n_diff, n)}%</b> ({n_diff}/{n})<br>{parts}</p>')
+
+
+def _heat(cls: str, t: float) -> str:
+    """Inline background of a transition cell: the class colour, alpha by count."""
+    rgb = {"correction": "46,125,50", "new_error": "198,40,40",
+           "changed_error": "239,143,0"}.get(cls)
+    if rgb is None:
+        return "background:#eef1f5"
+    colour = "#fff" if t > 0.55 else "#1d2430"
+    return f"background:rgba({rgb},{0.08 + 0.8 * t:.3f});color:{colour}"
+
+
+def transition_html(trans: pl.DataFrame, criterion: str, sys1: str, sys2: str) -> str:
+    """5x5 ARCS transition matrix (c1 rows under S1, c2 columns under S2) as a heat table."""
+    counts = {(a, b): n for a, b, n in trans.select("c1", "c2", "count").rows()}
+    classes = _arcs_order([*trans["c1"].to_list(), *trans["c2"].to_list()])
+    off = [n for (a, b), n in counts.items() if a != b]
+    peak = max(off, default=0) or 1
+    head = (f'<th class="l">{esc(sys1)} ↓ / {esc(sys2)} →</th>'
+            + "".join(f"<th>{esc(c)}</th>" for c in classes) + "<th>Σ</th>")
+    rows = []
+    for a in classes:
+        cells = [f'<th class="l">{esc(a)}</th>']
+        for b in classes:
+            n = counts.get((a, b), 0)
+            cls = transition_class(a, b)
+            name = CLASS_NAMES.get(cls, "same class" if a == b else "other")
+            cells.append(f'<td class="cell {cls or "diag"}" data-c1="{esc(a)}" '
+                         f'data-c2="{esc(b)}" style="{_heat(cls, n / peak if n else 0)}" '
+                         f'title="{esc(a)} → {esc(b)}: {n} ({esc(name)})">{n}</td>')
+        cells.append(td(str(sum(counts.get((a, b), 0) for b in classes)), "tot"))
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    foot = ('<tr><th class="l">Σ</th>'
+            + "".join(td(str(sum(counts.get((a, b), 0) for a in classes)), "tot")
+                      for b in classes)
+            + td(str(sum(counts.values())), "tot") + "</tr>")
+    return (f'<table class="trans" data-criterion="{esc(criterion)}" data-sys1="{esc(sys1)}" '
+            f'data-sys2="{esc(sys2)}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
+            f"{foot}</tbody></table>")
+
+
+def words_html(words: pl.DataFrame) -> str:
+    """Per lower-cased word (single-token, non-nominal mentions): the differing mentions by
+    class and the most frequent transitions."""
+    if words.is_empty():
+        return '<p class="note">no per-word transitions</p>'
+    rows = []
+    for (word,), part in words.group_by(["word"], maintain_order=True):
+        by = {cls: 0 for cls in CLASSES}
+        for a, b, n in part.select("c1", "c2", "count").rows():
+            cls = transition_class(a, b)
+            if cls:
+                by[cls] += n
+        top = ", ".join(f'<span class="{transition_class(a, b)}">{esc(a)}→{esc(b)}</span> {n}'
+                        for a, b, n in part.select("c1", "c2", "count").head(3).rows())
+        rows.append([td(esc(word), "l"), td(str(part["total"][0])),
+                     *(td(str(by[cls]), cls) for cls in CLASSES), td(top, "l")])
+    return table_html(["word", "differing", "corr.", "new", "changed", "top transitions"], rows,
+                      cls="words-tr")
+
+
+def coref_pairs_html(data: CorefData) -> str:
+    """Summary table of every pair per criterion, and per pair the paper's summary, the
+    transition matrix and the top per-word transitions of each criterion."""
+    conll = dict(data.scores.filter(pl.col("metric") == "conll").select("system", "f1")
+                 .rows()) if data.scores.height else {}
+    arcs_f1 = {(s, c): f for s, c, f in data.arcs.filter(pl.col("mtype") == "ALL")
+               .select("system", "criterion", "f1").rows()} if data.arcs.height else {}
+    oriented = data.oriented()
+    index = {(r["criterion"], r["sys1"], r["sys2"]): r for r in data.pairs.to_dicts()}
+    criteria = [c for c in CRITERIA if c in set(data.pairs["criterion"])] + \
+        sorted(set(data.pairs["criterion"]) - set(CRITERIA))
+
+    def delta(x: float | None, y: float | None) -> str:
+        return "" if x is None or y is None else f"{100 * (y - x):+.2f}"
+
+    rows = []
+    for crit in criteria:
+        for a, b in oriented:
+            r = index.get((crit, a, b))
+            if r is None:
+                continue
+            d = max(r["n_diff"], 1)
+            rows.append([
+                td(esc(crit), "l"), td(esc(a), "l"), td(esc(b), "l"), td(pct(r["diff"])),
+                td(f"{r['n_diff']}/{r['n_mentions']}"),
+                *(td(f"{r[cls_col(c)]} ({pct(r[cls_col(c)] / d, 1)}%)", c) for c in CLASSES),
+                td(delta(arcs_f1.get((a, crit)), arcs_f1.get((b, crit)))),
+                td(delta(conll.get(a), conll.get(b)))])
+    summary = table_html(["criterion", "S1", "S2", "diff %", "differing", "corrections",
+                          "new errors", "changed errors", "Δ ARCS F1", "Δ CoNLL F1"], rows,
+                         left=3)
+    bars = "".join(
+        f"<div><h4>Change classes ({esc(crit)})</h4>"
+        + class_bars_svg(pl.DataFrame([index[(crit, a, b)] for a, b in oriented
+                                       if (crit, a, b) in index]))
+        + "</div>" for crit in criteria)
+    details = []
+    for i, (a, b) in enumerate(oriented[:PAIR_DETAILS]):
+        blocks = []
+        for crit in criteria:
+            r = index.get((crit, a, b))
+            if r is None:
+                continue
+            sel = (pl.col("criterion") == crit) & (pl.col("sys1") == a) & (pl.col("sys2") == b)
+            blocks.append(
+                f'<div class="crit"><h4>ARCS<sub>{esc(crit)}</sub></h4>'
+                f"{coref_summary_html(r)}"
+                f"{transition_html(data.transitions.filter(sel), crit, a, b)}"
+                f'<h4>Top {TOP_WORDS} words</h4><p class="note">single-token non-nominal '
+                "mentions (pronouns), by differing mentions</p>"
+                f"{words_html(data.words.filter(sel))}</div>")
+        details.append(f'<details class="pair"{" open" if i == 0 else ""}><summary>{esc(a)} → '
+                       f'{esc(b)}</summary><div class="grid">{"".join(blocks)}</div></details>')
+    more = "" if len(oriented) <= PAIR_DETAILS else \
+        f'<p class="note">the first {PAIR_DETAILS} of {len(oriented)} pairs</p>'
+    return (f'<h4>Pairs</h4><p class="note">S1 → S2 from the lower to the higher CoNLL F1; '
+            f"units are the mentions of the key, S1 and S2; TP and TN are correct</p>{summary}"
+            f'<div class="grid">{bars}</div><h4>Transitions per pair</h4><p class="note">rows: '
+            "class under S1, columns: class under S2; green = corrections, red = new errors, "
+            f"amber = changed errors</p>{more}{''.join(details)}")
+
+
+def coref_oracle_table(oracles: pl.DataFrame, criterion: str) -> pl.DataFrame:
+    """ARCS recall oracle per subset and mention type, with the best member and the gain."""
+    df = oracles.filter(pl.col("criterion") == criterion)
+    single = {(s[0], m): tp for s, m, tp in df.filter(pl.col("systems").list.len() == 1)
+              .select("systems", "mtype", "n_tp").rows()}
+    rows = []
+    for systems, mtype, n, n_tp in df.select("systems", "mtype", "n", "n_tp").rows():
+        members = sorted(systems)
+        best = min(members, key=lambda s: (-single.get((s, mtype), -1), s))
+        b = single.get((best, mtype))
+        rows.append({"systems": " + ".join(members), "size": len(members), "mtype": mtype,
+                     "n": n, "n_tp": n_tp, "oracle": n_tp / n if n else None,
+                     "best": best, "best_recall": b / n if n and b is not None else None,
+                     "gain": (n_tp - b) / n if n and b is not None else None})
+    schema = {"systems": pl.String, "size": pl.Int64, "mtype": pl.String, "n": pl.Int64,
+              "n_tp": pl.Int64, "oracle": pl.Float64, "best": pl.String,
+              "best_recall": pl.Float64, "gain": pl.Float64}
+    order = {m: i for i, m in enumerate(_mtype_order(df["mtype"].to_list()))}
+    out = pl.DataFrame(rows, schema=schema)
+    return out.with_columns(pl.col("mtype").replace_strict(order, default=len(order),
+                                                           return_dtype=pl.Int64)
+                            .alias("_m")).sort(["size", "systems", "_m"],
+                                               descending=[True, False, False]).drop("_m")
+
+
+def coref_oracles_html(oracles: pl.DataFrame, criteria: list[str]) -> str:
+    blocks = []
+    for crit in criteria:
+        t = coref_oracle_table(oracles, crit)
+        if t.is_empty():
+            continue
+        rows = [[td(esc(s), "l"), td(esc(m), "l"), td(str(k)), td(f"{tp}/{n}"), td(pct(o)),
+                 td(esc(b)), td(pct(br)), td("" if g is None else f"{100 * g:+.2f}")]
+                for s, k, m, n, tp, o, b, br, g in t.head(COREF_ORACLE_ROWS).rows()]
+        note = "" if t.height <= COREF_ORACLE_ROWS else \
+            f'<p class="note">first {COREF_ORACLE_ROWS} of {t.height} rows</p>'
+        blocks.append(f"<div><h4>ARCS<sub>{esc(crit)}</sub> recall oracle</h4>"
+                      '<div class="scroll">' + table_html(
+                          ["systems", "type", "size", "oracle TP", "oracle R %",
+                           "best member", "its R %", "gain"], rows, cls="oracle-coref", left=2)
+                      + f"</div>{note}</div>")
+    return ('<h4>Upper bounds</h4><p class="note">over key mentions with an antecedent '
+            "(evaluated under the criterion): share for which at least one system of the "
+            f'subset is TP</p><div class="grid">{"".join(blocks)}</div>')
+
+
+def agreement_html(agreement: pl.DataFrame, systems: list[str]) -> str:
+    """CoNLL F1 of S2 scored with S1 as the key (the paper's table 13)."""
+    vals = {(a, b, m): f for a, b, m, f in agreement.select("sys1", "sys2", "metric", "f1")
+            .rows()}
+    conll = [f for (a, b, m), f in vals.items() if m == "conll" and a != b and f is not None]
+    lo, hi = min(conll, default=0.0), max(conll, default=1.0)
+    head = ('<th class="l">key S1 ↓ / S2 →</th>'
+            + "".join(f"<th>{esc(s)}</th>" for s in systems))
+    rows = []
+    for a in systems:
+        cells = [f'<th class="l">{esc(a)}</th>']
+        for b in systems:
+            f = vals.get((a, b, "conll"))
+            if a == b or f is None:
+                cells.append('<td class="diag">—</td>')
+                continue
+            t = 0.15 + 0.85 * (f - lo) / (hi - lo) if hi > lo else 0.5
+            tip = ", ".join(f"{COREF_METRICS.get(m, m)} {pct(vals[(a, b, m)])}"
+                            for m in COREF_METRICS if (a, b, m) in vals)
+            cells.append(f'<td data-sys1="{esc(a)}" data-sys2="{esc(b)}" style="background:'
+                         f'{_mix(t)};color:{"#fff" if t > 0.6 else "#1d2430"}" '
+                         f'title="{esc(tip)}">{pct(f)}</td>')
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return ('<h4>Agreement</h4><p class="note">CoNLL F1 (%) of S2 scored with S1 as the key '
+            "(Tuggener 2017, table 13); hover for the other metrics</p>"
+            f'<table class="agreement"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
+            "</tbody></table>")
+
+
+def coref_html(read: Read, corpus: str, tables: set[str]) -> str:
+    """The coreference section of a corpus, or '' when its tables have no rows."""
+    data = load_coref(read, corpus, tables)
+    if data is None:
+        return ""
+    criteria = [c for c in CRITERIA if c in set(data.arcs["criterion"])] if data.arcs.height \
+        else []
+    parts = [f'<section class="view coref" id="{esc(corpus)}-coref"><h3>{esc(corpus)}: '
+             'coreference</h3><p class="note">ARCS (Tuggener 2017): TP, FP, FN, WL (wrong '
+             "linkage), TN per mention; <i>any</i>: a shared antecedent, <i>nom</i>: the "
+             "closest nominal antecedent</p>"]
+    if data.scores.height:
+        parts.append("<h4>Standard scores (%)</h4><p class=note>best per column in green; "
+                     "CoNLL = mean F1 of MUC, B³, CEAF-e</p>"
+                     + coref_scores_html(data.scores, data.systems))
+    if criteria:
+        note = "; UNKNOWN = single-token mention of a file without POS" if \
+            "UNKNOWN" in set(data.arcs["mtype"]) else ""
+        parts.append(f"<h4>ARCS mention classes</h4><p class=note>P = TP/(TP+FP+WL), R = "
+                     f"TP/(TP+FN+WL); per mention type, best F1 in green{note}</p>"
+                     '<div class="grid">'
+                     + "".join(f"<div><h4>ARCS<sub>{esc(c)}</sub></h4>"
+                               f"{arcs_html(data.arcs, c, data.systems)}</div>"
+                               for c in criteria) + "</div>")
+    if data.pairs.height:
+        parts.append(coref_pairs_html(data))
+    if data.oracles.height:
+        crits = [c for c in CRITERIA if c in set(data.oracles["criterion"])]
+        parts.append(coref_oracles_html(data.oracles, crits))
+    if data.agreement.height:
+        parts.append(agreement_html(data.agreement, data.systems))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+# ----------------------------------------------------------------------------- UNL
+
+UNL_TABLES = ("unl_scores", "unl_pairs", "unl_oracle", "unl_moved", "unl_sentences")
+MOVED_ROWS = 20
+UNL_F1 = {"rel_f1": "rel F1 %", "uw_f1": "UW F1 %", "attr_f1": "attr F1 %",
+          "word_f1": "word F1 %"}
+
+
+#: Older names of UNL columns, read as the current ones.
+UNL_ALIASES = {"system_a": "sys1", "system_b": "sys2"}
+
+
+def _unl_cols(read: Read, table: str) -> dict[str, str]:
+    """The table's column names, keyed by their current names (see ``UNL_ALIASES``)."""
+    return {UNL_ALIASES.get(c, c): c for c in read(f"select * from {table} limit 0").columns}
+
+
+def _rows_of(read: Read, table: str, corpus: str, tables: set[str], extra: str = "") -> \
+        pl.DataFrame:
+    """Rows of one corpus of an optional table (any columns it has, current names), bounded.
+    ``extra`` (SQL after the WHERE clause) may name the columns ``sys1``/``sys2``."""
     if table not in tables:
+        return pl.DataFrame()
+    cols = _unl_cols(read, table)
+    select = ", ".join(f'"{old}" as "{new}"' if old != new else f'"{new}"'
+                       for new, old in cols.items())
+    where = f"where corpus = {lit(corpus)}" if "corpus" in cols else "where true"
+    return read(f"select * from (select {select} from {table}) {where} {extra} "
+                f"limit {MAX_ROWS}")
+
+
+def unl_scores_html(scores: pl.DataFrame) -> str:
+    """P/R/F per system and task, and the micro F1 of relations/UWs/attributes/words."""
+    blocks = []
+    for (task,), df in scores.sort("task", "f1", "system", descending=[False, True, False],
+                                   nulls_last=True).group_by(["task"], maintain_order=True):
+        extra = [c for c in UNL_F1 if c in df.columns and df[c].is_not_null().any()]
+        many = "options" in df.columns and df["options"].n_unique() > 1
+        best = df["f1"].max() if df.height > 1 and df["f1"].n_unique() > 1 else None
+        rows = []
+        for r in df.to_dicts():
+            rows.append([td(esc(r["system"]), "l"),
+                         *([td(esc(r["options"]), "l")] if many else []),
+                         td(str(r.get("n_expected", ""))), td(str(r.get("n_returned", ""))),
+                         td(str(r.get("n_correct", ""))), td(pct(r.get("precision"))),
+                         td(pct(r.get("recall"))),
+                         td(pct(r.get("f1")), "best" if best is not None and r["f1"] == best
+                            else ""),
+                         *(td(pct(r.get(c))) for c in extra)])
+        blocks.append(f"<div><h4>Task {esc(task)}</h4>" + table_html(
+            ["system", *(["options"] if many else []), "expected", "returned", "correct",
+             "P %", "R %", "F %", *(UNL_F1[c] for c in extra)], rows, cls="unl-scores",
+            left=2 if many else 1) + "</div>")
+    return f'<div class="grid">{"".join(blocks)}</div>'
+
+
+def unl_oriented(pairs: pl.DataFrame) -> pl.DataFrame:
+    """Each unordered pair of versions once, from the fewer to the more CORRECT sentences."""
+    if pairs.is_empty():
+        return pairs
+    a, b = pl.col("n_correct_a"), pl.col("n_correct_b")
+    keep = (b > a) | ((b == a) & (pl.col("sys1") < pl.col("sys2")))
+    return pairs.filter(keep & (pl.col("sys1") != pl.col("sys2"))).sort(
+        ["task", "diff", "sys1", "sys2"], descending=[False, True, False, False])
+
+
+CHANGE_NAMES = {"correction": "correction", "new_error": "new error",
+                "changed_error": "changed error"}
+
+
+def _verdict(returned: bool | None, correct: bool | None) -> str:
+    """A sentence verdict: CORRECT, incorrect (returned) or not returned."""
+    if correct:
+        return '<span class="correction">CORRECT</span>'
+    if returned:
+        return "incorrect"
+    return '<span class="new_error">not returned</span>' if returned is False else ""
+
+
+def unl_moved_html(moved: pl.DataFrame, a: str, b: str, total: int | None) -> str:
+    if moved.is_empty():
+        return '<p class="note">no sentence moved</p>'
+    rows = [[td(esc(r.get("sent_id")), "l"), td(esc(r.get("sent_index"))),
+             td(esc(CHANGE_NAMES.get(r.get("change"), r.get("change"))),
+                "l " + esc(r.get("change"))),
+             td(_verdict(r.get("returned_a"), r.get("correct_a"))),
+             td(esc(r.get("d_all_frac_a"))),
+             td(_verdict(r.get("returned_b"), r.get("correct_b"))),
+             td(esc(r.get("d_all_frac_b"))),
+             td(esc(r.get("reason_a")), "l wrap"), td(esc(r.get("reason_b")), "l wrap")]
+            for r in moved.to_dicts()]
+    shown = f"{moved.height} of {total}" if total is not None else str(moved.height)
+    return (f'<p class="note">{shown} moved sentences, in corpus order</p>'
+            + table_html(["sent_id", "#", "change", a, "D", b, "D", f"reason ({a})",
+                          f"reason ({b})"], rows, cls="unl-moved", left_cols=(2, 7, 8)))
+
+
+def unl_html(read: Read, corpus: str, tables: set[str]) -> str:
+    """The UNL section of a corpus (grammar versions compared), or '' without rows."""
+    scores = _rows_of(read, "unl_scores", corpus, tables)
+    pairs = _rows_of(read, "unl_pairs", corpus, tables)
+    oracle = _rows_of(read, "unl_oracle", corpus, tables)
+    if scores.is_empty() and pairs.is_empty() and oracle.is_empty():
         return ""
-    cols = read(f"select * from {table} limit 0").columns
-    where = f" where corpus = {lit(corpus)}" if "corpus" in cols else ""
-    df = read(f"select * from {table}{where} limit 500")
-    if df.is_empty():
-        return ""
-    return (f'<section class="view" id="{esc(corpus)}-{table}"><h3>{esc(title)}</h3>'
-            f'<div class="scroll">{frame_html(df)}</div></section>')
+    parts = [f'<section class="view unl" id="{esc(corpus)}-unl"><h3>{esc(corpus)}: UNL</h3>'
+             '<p class="note">P = correct/returned, R = correct/expected, F = 2PR/(P+R); '
+             "micro F1 = 1 − D over summed counts</p>"]
+    if scores.height:
+        parts.append("<h4>Scores</h4>" + unl_scores_html(scores))
+    oriented = unl_oriented(pairs)
+    if oriented.height:
+        rows = []
+        for r in oriented.to_dicts():
+            d = max(r["n_changed"], 1)
+            rows.append([td(esc(r["task"]), "l"), td(esc(r["sys1"]), "l"),
+                         td(esc(r["sys2"]), "l"), td(pct(r["diff"])),
+                         td(f"{r['n_changed']}/{r['n_sentences']}"),
+                         *(td(f"{r[cls_col(c)]} ({pct(r[cls_col(c)] / d, 1)}%)", c)
+                           for c in CLASSES),
+                         td(f"{r['n_correct_a']} → {r['n_correct_b']}"), td(pct(r["oracle"]))])
+        parts.append("<h4>Versions compared</h4><p class=note>A → B from the fewer to the more "
+                     "CORRECT sentences; a changed error is incorrect in both with a different "
+                     "error profile</p>"
+                     + table_html(["task", "A", "B", "diff %", "moved", "corrections",
+                                   "new errors", "changed errors", "correct A → B",
+                                   "oracle %"], rows, cls="unl-pairs", left=3))
+    if oracle.height:
+        rows = [[td(esc(r.get("task")), "l"), td(esc(r.get("systems")), "l"),
+                 td(f"{r.get('n_oracle')}/{r.get('n_sentences')}"), td(pct(r.get("oracle"))),
+                 td(esc(r.get("best_system")), "l"), td(str(r.get("best_correct"))),
+                 td("" if r.get("gain") is None else f"{100 * r['gain']:+.2f}")]
+                for r in oracle.to_dicts()]
+        parts.append("<h4>Oracle</h4><p class=note>share of sentences that at least one "
+                     "version gets CORRECT</p>"
+                     + table_html(["task", "versions", "correct by one", "oracle %",
+                                   "best version", "its correct", "gain"], rows,
+                                  cls="unl-oracle"))
+    if oriented.height and "unl_moved" in tables:
+        keys = ", ".join(f"({lit(t)}, {lit(a)}, {lit(b)})" for t, a, b in
+                         oriented.head(PAIR_DETAILS).select("task", "sys1", "sys2")
+                         .rows())
+        moved = _rows_of(read, "unl_moved", corpus, tables, extra=(
+            f"and (task, sys1, sys2) in (select * from (values {keys})) "
+            "qualify row_number() over (partition by task, sys1, sys2 "
+            f"order by sent_index, sent_id) <= {MOVED_ROWS} "
+            "order by task, sys1, sys2, sent_index, sent_id"))
+        parts.append(f"<h4>Sentences that moved</h4><p class=note>up to {MOVED_ROWS} per pair; "
+                     "D = D<sub>all</sub> (UNLization) or D<sub>words</sub> (NLization), exact"
+                     "</p>")
+        for i, r in enumerate(oriented.head(PAIR_DETAILS).to_dicts()):
+            t, a, b = r["task"], r["sys1"], r["sys2"]
+            part = moved.filter((pl.col("task") == t) & (pl.col("sys1") == a)
+                                & (pl.col("sys2") == b)) if moved.height else moved
+            parts.append(f'<details class="pair"{" open" if i == 0 else ""}><summary>'
+                         f"{esc(t)}: {esc(a)} → {esc(b)}: {r['n_changed']} moved "
+                         f"({r['corrections']} corrections, {r['new_errors']} new errors, "
+                         f"{r['changed_errors']} changed errors)</summary>"
+                         f'<div class="scroll">{unl_moved_html(part, a, b, r["n_changed"])}'
+                         "</div></details>")
+    parts.append("</section>")
+    return "".join(parts)
 
 
 def corpus_html(read: Read, corpus: str, per_cell: int, ids: Ids) -> tuple[str, list[str]]:
-    """The section of one corpus and its view anchors."""
+    """The section of one corpus and its anchors (token views, coreference, UNL)."""
     data = load_corpus(read, corpus)
     views = data.views()
     body = "".join(view_html(read, data, v, per_cell, ids) for v in views)
-    extra = "".join(optional_html(read, t, f"{corpus}: {title}", corpus)
-                    for t, title in OPTIONAL.items())
+    tables = tables_in(read)
+    coref, unl = coref_html(read, corpus, tables), unl_html(read, corpus, tables)
+    anchors = [f"{corpus}-{v}" for v in views] + [f"{corpus}-coref"] * bool(coref) + \
+        [f"{corpus}-unl"] * bool(unl)
     systems = ", ".join(esc(s) for s in data.systems)
     return (f'<section class="corpus" id="{esc(corpus)}"><h2>Corpus {esc(corpus)}</h2>'
-            f'<p class="note">systems: {systems}</p>{body}{extra}</section>',
-            [f"{corpus}-{v}" for v in views])
+            f'<p class="note">systems: {systems}</p>{body}{coref}{unl}</section>', anchors)
 
 
 def page(title: str, body: str, anchors: list[str]) -> str:

@@ -40,6 +40,7 @@ class RunSpec:
     ar_trials: int = 10_000
     seed: int = 0
     shard_sents: int = 5000
+    unl: dict = field(default_factory=dict)
 
 
 def check_name(kind: str, name: str) -> str:
@@ -89,6 +90,11 @@ def load_config(path: str | Path) -> RunSpec:
         "seqsm@ud2.16" = "data/sequoia/seqsm_local-ud2.16.conllu"
         [mappings.md]   # optional label mapping per system (or "@key")
         PROPN = "NOUN"
+        [unl]           # UNL scoring options (task unl)
+        multiset = false
+        keep_scope_ids = false
+        legacy_2013 = false          # the older overall threshold (< 0.5)
+        optional_attrs = ["@pl"]     # ignored besides @def and @indef
 
     Relative paths are relative to the TOML file.
     """
@@ -104,6 +110,6 @@ def load_config(path: str | Path) -> RunSpec:
             raise InputError(f"missing '{required}'; expected corpus, task, key and [systems]", p)
     base = p.parent
     systems = [f"{n}={base / f}" for n, f in cfg["systems"].items()]
-    options = {k: cfg[k] for k in ("ar_trials", "seed", "shard_sents") if k in cfg}
+    options = {k: cfg[k] for k in ("ar_trials", "seed", "shard_sents", "unl") if k in cfg}
     return build_spec(cfg["corpus"], cfg["task"], base / cfg["key"], systems,
                       cfg.get("format"), mappings=cfg.get("mappings", {}), **options)

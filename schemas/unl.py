@@ -9,6 +9,19 @@ for newlines, and each ``<br />`` counts as a line break.
 
 ``read_nl`` reads NLization input (plain text, one sentence per line, or a UNL document whose
 target-language blocks hold the sentences) into :class:`NlSentence` objects.
+
+Decisions beyond METRICS 3.1 (all tested in ``tests/test_unl_reader.py``):
+- an ``[S]`` block without ``[/S]`` ends at the next ``[S``/``[/P]``/``[/D]`` and is read, with
+  a warning; an unterminated ``{unl}`` block makes the sentence malformed;
+- relations written directly inside ``[S] ... [/S]`` (no ``{unl}`` block) are the graph;
+- an empty argument (``aoj(late, )``) is the null UW ``00``;
+- node-id unification: the most specific UW wins (a real UW over the null UW, then one with a
+  constraint list, then the longer string, then the first); the node's attributes are the
+  union over its occurrences;
+- list format: ``[W]`` node lines, optional ``[R]`` lines ``01agt02`` / ``01 agt 02`` /
+  ``agt(01, 02)`` naming node ids; nodes used by no relation stay in ``UnlGraph.nodes``;
+- an empty text gives no sentences; a text without ``[S`` or ``{unl}`` blocks whose first
+  token is not a relation (nor ``[W]``) is not UNL (InputError with path and line).
 """
 
 from __future__ import annotations
@@ -589,7 +602,7 @@ def read_unl(path_or_text: str | Path, *, source_name: str | None = None) -> lis
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while building many small acyclic objects (its
     generation-2 passes cost about a quarter of the parse time); restore its state after."""
     was_enabled = gc.isenabled()
@@ -603,7 +616,7 @@ def _gc_paused() -> Iterator[None]:
 
 def parse_unl_document(text: str, name: str | None = None) -> list[UnlSentence]:
     """Parse cleaned text (see :func:`clean_text`)."""
-    with _gc_paused():
+    with gc_paused():
         return _parse_unl_document(text, name)
 
 
@@ -623,7 +636,11 @@ def _parse_unl_document(text: str, name: str | None) -> list[UnlSentence]:
     return [_whole_text_sentence(text, lines, name)]
 
 
+_DOC_MARKERS = re.compile(r"\[/?[DP](?::[^\]]*|\s[^\]]*)?\]")
+
+
 def _whole_text_sentence(text: str, lines: _Lines, name: str | None) -> UnlSentence:
+    text = _DOC_MARKERS.sub(lambda m: " " * len(m[0]), text)  # keep offsets and lines
     start = len(text) - len(text.lstrip())
     try:
         graph = parse_graph(text)
@@ -815,13 +832,13 @@ UNL_SCORES = pa.schema(
     ]
 )
 
-#: Ordered pairs of versions (system_a -> system_b).
+#: Ordered pairs of versions (sys1 -> sys2).
 UNL_PAIRS = pa.schema(
     [
         pa.field("corpus", pa.string()),
         pa.field("task", pa.string()),
-        pa.field("system_a", pa.string()),
-        pa.field("system_b", pa.string()),
+        pa.field("sys1", pa.string()),
+        pa.field("sys2", pa.string()),
         pa.field("n_sentences", pa.int64()),
         pa.field("n_correct_a", pa.int64()),
         pa.field("n_correct_b", pa.int64()),
@@ -854,8 +871,8 @@ UNL_MOVED = pa.schema(
     [
         pa.field("corpus", pa.string()),
         pa.field("task", pa.string()),
-        pa.field("system_a", pa.string()),
-        pa.field("system_b", pa.string()),
+        pa.field("sys1", pa.string()),
+        pa.field("sys2", pa.string()),
         pa.field("sent_id", pa.string()),
         pa.field("sent_index", pa.int32()),
         pa.field("change", pa.string()),

@@ -9,9 +9,15 @@ import polars as pl
 import pytest
 
 from schemas.unl import TABLES, read_unl
-from transforms.unl import UnlOptions, compare_versions, score_unlization, unl_warnings
+from transforms.unl import (
+    UnlOptions,
+    compare_versions,
+    score_nlization,
+    score_unlization,
+    unl_warnings,
+)
 
-DATA = Path("/work/shared/data/unl")
+DATA = Path(__file__).resolve().parent / "data" / "unl"
 
 
 def doc(*graphs: str) -> str:
@@ -37,7 +43,7 @@ def result() -> dict[str, pl.DataFrame]:
 
 def pair(result: dict, a: str, b: str) -> dict:
     p = result["pairs"]
-    (row,) = p.filter((pl.col("system_a") == a) & (pl.col("system_b") == b)).to_dicts()
+    (row,) = p.filter((pl.col("sys1") == a) & (pl.col("sys2") == b)).to_dicts()
     return row
 
 
@@ -70,7 +76,7 @@ def test_oracle(result: dict) -> None:
 
 
 def test_moved_drill_down(result: dict) -> None:
-    m = result["moved"].filter((pl.col("system_a") == "v1") & (pl.col("system_b") == "v2"))
+    m = result["moved"].filter((pl.col("sys1") == "v1") & (pl.col("sys2") == "v2"))
     assert m.select("sent_id", "change").rows() == [
         ("1", "new_error"), ("2", "correction"), ("3", "changed_error")
     ]  # fmt: skip
@@ -129,3 +135,15 @@ def test_warning_for_malformed_expected_sentence() -> None:
     e = read_unl("[S:1]\n{unl}\nagt(a,b) ???\n{/unl}\n[/S]")
     ws = unl_warnings(e, e)
     assert any("expected sentence 1 (line 3) is malformed" in w for w in ws)
+
+
+def test_compare_nlization_versions() -> None:
+    expected = ["the hare ran", "the tortoise won", "slow and steady"]
+    v1 = score_nlization(expected, ["the hare ran", "a tortoise lost", "slow and steady"])
+    v2 = score_nlization(expected, ["the hare run", "the tortoise won", "slow and steady"])
+    out = compare_versions({"v1": v1, "v2": v2})
+    moved = out["moved"].filter(pl.col("sys1") == "v1")
+    assert moved.select("sent_id", "change").rows() == [("#1", "new_error"), ("#2", "correction")]
+    assert moved["d_all_frac_b"].to_list() == ["1/3", "0"]  # NLization: d_words
+    (o,) = out["oracle"].to_dicts()
+    assert (o["task"], o["n_oracle"], o["n_sentences"]) == ("nlization", 3, 3)

@@ -126,8 +126,10 @@ def test_discrepancies_symmetric_and_match_reference(g1: list, g2: list, multise
     tr, tu, ta = (ref[k][2] for k in ("rel", "uw", "attr"))
     assert fwd["d_all_frac"] == frac(3 * er + 2 * ur + ar, 3 * tr + 2 * tu + ta)
     thr = Fraction(3, 10)
-    want = all(Fraction(n, d) < thr if d else True
-               for n, d in ((er, tr), (ur, tu), (3 * er + 2 * ur + ar, 3 * tr + 2 * tu + ta)))
+    want = all(
+        Fraction(n, d) < thr if d else True
+        for n, d in ((er, tr), (ur, tu), (3 * er + 2 * ur + ar, 3 * tr + 2 * tu + ta))
+    )
     assert fwd["correct"] is (fwd["returned"] and want)  # fmt: skip
 
 

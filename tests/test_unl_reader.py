@@ -10,6 +10,7 @@ import pytest
 from schemas.errors import InputError
 from schemas.unl import (
     TABLES,
+    GraphError,
     clean_text,
     normalise_uw,
     parse_graph,
@@ -18,7 +19,7 @@ from schemas.unl import (
     read_unl,
 )
 
-DATA = Path("/work/shared/data/unl")
+DATA = Path(__file__).resolve().parent / "data" / "unl"
 REAL = sorted((DATA / "real").glob("*"))
 
 
@@ -73,7 +74,8 @@ def test_real_export_details() -> None:
     uws = {n.uw for n in s.graph.all_nodes}
     assert {"to ridicule(icl>mock)", "one day", "foot(icl>vertebrate foot)"} <= uws
     assert "slow(equ>bumper-to-bumper)" in uws
-    ugoa = {s.sent_id: s for s in read_unl(DATA / "real/unlarium_ugoa1_en_ucn.excerpt.raw.html.txt")}
+    excerpt = DATA / "real/unlarium_ugoa1_en_ucn.excerpt.raw.html.txt"
+    ugoa = {s.sent_id: s for s in read_unl(excerpt)}
     assert ugoa["389689"].graph.relations[0].target.uw == '"1"'  # &quot;1&quot;
     assert ugoa["389655"].targets == {"en": "another book"}
     assert ugoa["389655"].org == "other book" and ugoa["389655"].org_lang == "en"
@@ -172,12 +174,21 @@ def test_null_uw_unified_with_id() -> None:
 
 
 def test_list_format() -> None:
-    g = parse_graph("[W]\nkill(icl>do):01.@entry\nPeter:02\nMary:03\n[/W]\n[R]\n01agt02\n01 obj 03\n[/R]")
+    g = parse_graph(
+        "[W]\nkill(icl>do):01.@entry\nPeter:02\nMary:03\n[/W]\n[R]\n01agt02\n01 obj 03\n[/R]"
+    )
     assert [(r.label, r.source.uw, r.target.uw) for r in g.relations] == [
         ("agt", "kill(icl>do)", "Peter"),
         ("obj", "kill(icl>do)", "Mary"),
     ]
     assert g.nodes == () and g.n_components() == 1
+    for rows in ("agt(01, 02)\nobj(01, 03)", "agt(:01, :02)\nobj(:01, :03)"):
+        g2 = parse_graph(f"[W]\nkill(icl>do):01\nPeter:02\nMary:03\n[/W]\n[R]\n{rows}\n[/R]")
+        assert [(r.label, r.source.uw, r.target.uw) for r in g2.relations] == [
+            ("agt", "kill(icl>do)", "Peter"), ("obj", "kill(icl>do)", "Mary")
+        ]  # fmt: skip
+    with pytest.raises(GraphError, match="unknown node id"):
+        parse_graph("[W]\na:01\n[/W]\n[R]\n01agt09\n[/R]")
     g = parse_graph("[W]\nbook(equ>volume).@def\n[/W]")
     assert g.relations == () and g.nodes[0].attrs == ("@def",) and g.n_components() == 1
     assert parse_graph("[W]\na\nb\n[/W]").n_components() == 2
@@ -208,14 +219,18 @@ def test_document_structure_and_html_cleaning() -> None:
 
 
 def test_malformed_sentence_is_kept_with_reason_and_line() -> None:
-    text = "[S:1]\n{unl}\nagt(a, b)\n{/unl}\n[/S]\n[S:2]\n{unl}\nagt(a, b)\nthis is junk\n{/unl}\n[/S]"
+    text = (
+        "[S:1]\n{unl}\nagt(a, b)\n{/unl}\n[/S]\n[S:2]\n{unl}\nagt(a, b)\nthis is junk\n{/unl}\n[/S]"
+    )
     s1, s2 = read_unl(text)
     assert s1.error is None and s2.graph is None
     assert "this is junk" in s2.error and s2.error_line == 9
 
 
 def test_unbalanced_and_unterminated() -> None:
-    s1, s2, s3 = read_unl("[S:1]{unl}agt(a(b, c){/unl}[/S][S:2]{unl}agt(a,b)[/S][S:3]{unl}xy(a,b){/unl}")
+    s1, s2, s3 = read_unl(
+        "[S:1]{unl}agt(a(b, c){/unl}[/S][S:2]{unl}agt(a,b)[/S][S:3]{unl}xy(a,b){/unl}"
+    )
     assert s1.error and "unbalanced" in s1.error
     assert s2.error and "{unl}" in s2.error
     assert s3.error is None and s3.warnings  # [S] without [/S] is read, with a warning
@@ -228,6 +243,8 @@ def test_without_s_blocks() -> None:
     (s,) = read_unl("agt(a, b)\nnot a relation\n")  # UNL, but malformed: not fatal
     assert s.error and s.error_line == 2
     assert read_unl("") == []
+    (s,) = read_unl("[D:1]\n[P]\nagt(a, b)\n[/P]\n[/D]\n")  # document markers only
+    assert len(s.graph.relations) == 1 and s.graph.relations[0].line == 3
 
 
 def test_graph_directly_inside_s_block() -> None:
@@ -262,13 +279,33 @@ def test_read_nl_plain_and_from_unl_document() -> None:
     assert by_id["389655"] == "another book"  # {en} block
     assert by_id["389649"] == "book"  # {org:en} when there is no {en} block
     assert read_nl(DATA / "cases/10a_nl_exact_after_normalisation/actual.txt")[0].text
+    two = "[S:1]{org:en}x{/org}{unl}agt(a,b){/unl}{fr}un{/fr}{de}ein{/de}[/S]"
+    (s,) = read_nl(two)
+    assert s.text is None and "several target-language blocks" in s.error
+    assert read_nl(two, lang="de")[0].text == "ein"
+    assert read_nl(two, lang="en")[0].text == "x"
+    assert read_nl(two, lang="es")[0].error == "no {es} block"
 
 
 def test_tables_are_arrow_schemas() -> None:
     assert {"unl_sentences", "unl_scores"} <= set(TABLES)
     names = TABLES["unl_sentences"].names
-    for col in ("corpus", "system", "task", "sent_id", "returned", "correct", "reason",
-                "rel_exc", "word_tot", "d_rel", "d_all", "d_words", "d_all_frac", "options"):
+    for col in (
+        "corpus",
+        "system",
+        "task",
+        "sent_id",
+        "returned",
+        "correct",
+        "reason",
+        "rel_exc",
+        "word_tot",
+        "d_rel",
+        "d_all",
+        "d_words",
+        "d_all_frac",
+        "options",
+    ):
         assert col in names  # fmt: skip
     assert {"n_expected", "n_returned", "n_correct", "precision", "recall", "f1",
             "rel_f1", "uw_f1", "attr_f1"} <= set(TABLES["unl_scores"].names)  # fmt: skip

@@ -19,9 +19,10 @@ from transforms.unl import (
     score_nlization,
     score_unlization,
     unl_scores,
+    with_fraction,
 )
 
-DATA = Path("/work/shared/data/unl")
+DATA = Path(__file__).resolve().parent / "data" / "unl"
 EXPECTED = json.loads((DATA / "expected.json").read_text())
 UNL_CASES = sorted(EXPECTED["unlization"])
 NL_CASES = sorted(EXPECTED["nlization"])
@@ -186,8 +187,6 @@ def test_exact_threshold_test_vs_float() -> None:
     df = pl.DataFrame({"n": [3 * nr + 2 * nu + na], "d": [den]})
     out = df.select(below(pl.col("n"), pl.col("d"), Fraction(3, 10)))
     assert out.item() is False
-    from transforms.unl import with_fraction
-
     assert with_fraction(df, "all", pl.col("n"), pl.col("d"))["d_all_frac"].item() == "3/10"
     # float thresholds become exact fractions via their repr
     assert UnlOptions(threshold=0.3).threshold == Fraction(3, 10)
@@ -223,15 +222,19 @@ def test_keep_scope_ids() -> None:
 
 
 def test_legacy_overall_threshold() -> None:
-    """Case 02: D_rel = 1/2 fails either way; a case failing only D_all flips under 2013."""
+    """A sentence failing only the overall test (D_all = 7/20) is correct under the 2013
+    threshold (< 0.5)."""
     e = read_unl("{unl}\nagt(v.@entry, n0)\nobj(v.@entry, n1)\n{/unl}")
-    a = read_unl("{unl}\nagt(v.@entry.@a.@b.@c.@d.@e.@f, n0.@g.@h.@i.@j)\nobj(v.@entry, n1)\n{/unl}")
+    a = read_unl(
+        "{unl}\nagt(v.@entry.@a.@b.@c.@d.@e.@f, n0.@g.@h.@i.@j)\nobj(v.@entry, n1)\n{/unl}"
+    )
     r = score_unlization(e, a).row(0, named=True)
     # attrs: e {S v @entry} ; a adds 6 on v (S) and 4 on n0 (T): exc 10, tot 12
     # D_all = 10 / (3*4 + 2*6 + 12) = 10/36 = 5/18 < 3/10 -> correct already
     assert r["d_all_frac"] == "5/18" and r["correct"]
     a = read_unl(
-        "{unl}\nagt(v.@entry.@a.@b.@c.@d.@e.@f.@k.@l, n0.@g.@h.@i.@j.@m.@n)\nobj(v.@entry, n1)\n{/unl}"
+        "{unl}\nagt(v.@entry.@a.@b.@c.@d.@e.@f.@k.@l, n0.@g.@h.@i.@j.@m.@n)\n"
+        "obj(v.@entry, n1)\n{/unl}"
     )
     r = score_unlization(e, a).row(0, named=True)
     assert r["d_all_frac"] == "7/20" and not r["correct"]  # 14/40
@@ -312,3 +315,29 @@ def test_nl_threshold_boundary() -> None:
     r = score_nlization([e10], [e10 + " k l m"]).row(0, named=True)
     assert r["d_words_frac"] == "3/23" and r["correct"]
     assert NlOptions(threshold=Fraction(1, 2)).signature().endswith("thr:0.5|align:auto")
+
+
+@pytest.mark.parametrize("path", sorted((DATA / "real").glob("*")), ids=lambda p: p.name)
+def test_real_exports_scored_against_themselves(path: Path) -> None:
+    s = read_unl(path)
+    df = score_unlization(s, s)
+    assert df.height == len(s)
+    assert df["returned"].all() and df["correct"].all(), df.filter(~pl.col("correct"))
+    (row,) = unl_scores(df).to_dicts()
+    assert (row["f1"], row["rel_f1"], row["uw_f1"]) == (1.0, 1.0, 1.0)
+
+
+def test_nlization_from_unl_documents_aligned_by_id() -> None:
+    path = DATA / "real/unlarium_ugoa1_en_ucn.excerpt.raw.html.txt"
+    expected = read_nl(path, lang="en")
+    actual = read_nl(
+        "[S:389655]{en}another books{/en}[/S][S:389650]{en}the book{/en}[/S]"
+        "[S:389649]{en}book(icl>volume){/en}[/S]"
+    )
+    df = score_nlization(expected, actual)
+    by_id = {r["sent_id"]: r for r in df.to_dicts()}
+    assert by_id["389650"]["correct"] and by_id["389650"]["d_words_frac"] == "0"
+    assert by_id["389655"]["d_words_frac"] == "1/2" and not by_id["389655"]["correct"]
+    assert not by_id["389649"]["returned"] and "UW in output" in by_id["389649"]["reason"]
+    assert by_id["389739"]["reason"] == "no actual sentence"
+    assert df["returned"].sum() == 2

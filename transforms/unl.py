@@ -21,7 +21,7 @@ from fractions import Fraction
 import numpy as np
 import polars as pl
 
-from schemas.unl import KNOWN_RELATIONS, TABLES, NlSentence, UnlSentence
+from schemas.unl import KNOWN_RELATIONS, TABLES, NlSentence, UnlSentence, gc_paused
 
 ACTUAL, EXPECTED = 0, 1
 SEP = "\x1f"
@@ -136,8 +136,7 @@ def align_sentences(
         missing = [eids[i] for i, p in enumerate(partner) if p is None]
         if missing:
             notes.append(
-                f"{len(missing)} expected sentence id(s) not found in actual: "
-                + _preview(missing)
+                f"{len(missing)} expected sentence id(s) not found in actual: " + _preview(missing)
             )
         if expected and actual and not matched:
             notes.append(
@@ -238,29 +237,33 @@ def unl_item_rows(
     """Relations and relation-less nodes of the given (sent, sentence) pairs as two frames;
     attributes are joined with ``.`` (``@entry.@past``) and exploded in polars."""
     keep = options.keep_scope_ids
-    rs: dict[str, list] = {k: [] for k in ("sent", "label", "src", "tgt", "sref", "tref")}
-    rs.update(sattr=[], tattr=[])
-    ns: dict[str, list] = {"sent": [], "uw": [], "attr": []}
-    for i, s in graphs:
-        g = s.graph
-        if g is None:
-            continue
-        for r in g.relations:
-            a, b = r.source, r.target
-            rs["sent"].append(i)
-            rs["label"].append(f"{r.label}:{r.scope}" if keep and r.scope else r.label)
-            sref, tref = a.kind == "scope", b.kind == "scope"
-            rs["src"].append(_scope_key(a.node_id, keep) if sref else a.uw)
-            rs["tgt"].append(_scope_key(b.node_id, keep) if tref else b.uw)
-            rs["sref"].append(sref)
-            rs["tref"].append(tref)
-            rs["sattr"].append(".".join(a.attrs))
-            rs["tattr"].append(".".join(b.attrs))
-        if not g.relations:
-            for n in g.nodes:
-                ns["sent"].append(i)
-                ns["uw"].append(n.uw)
-                ns["attr"].append(".".join(n.attrs))
+    flat = [(i, r) for i, s in graphs if s.graph is not None for r in s.graph.relations]
+    srcs = [r.source for _, r in flat]
+    tgts = [r.target for _, r in flat]
+    labels = [r.label for _, r in flat]
+    if keep:
+        labels = [f"{r.label}:{r.scope}" if r.scope else r.label for _, r in flat]
+
+    def keys(ns: list) -> list[str]:
+        return [_scope_key(n.node_id, keep) if n.kind == "scope" else n.uw for n in ns]
+
+    rs = {
+        "sent": [i for i, _ in flat],
+        "label": labels,
+        "src": keys(srcs),
+        "tgt": keys(tgts),
+        "sref": [n.kind == "scope" for n in srcs],
+        "tref": [n.kind == "scope" for n in tgts],
+        "sattr": [".".join(n.attrs) for n in srcs],
+        "tattr": [".".join(n.attrs) for n in tgts],
+    }
+    lone = [(i, n) for i, s in graphs if s.graph is not None and not s.graph.relations
+            for n in s.graph.nodes]  # fmt: skip
+    ns = {
+        "sent": [i for i, _ in lone],
+        "uw": [n.uw for _, n in lone],
+        "attr": [".".join(n.attrs) for _, n in lone],
+    }
     st = pl.String
     rel = pl.DataFrame(
         rs,
@@ -287,9 +290,7 @@ def unl_items(rel: pl.DataFrame, nodes: pl.DataFrame, options: UnlOptions) -> pl
         ]
 
     def attrs(frame: pl.DataFrame, pos: str, key: str, col: str) -> pl.DataFrame:
-        ex = frame.filter(pl.col(col) != "").select(
-            "sent", "side", key, pl.col(col).str.split(".")
-        )
+        ex = frame.filter(pl.col(col) != "").select("sent", "side", key, pl.col(col).str.split("."))
         ex = ex.explode(col).filter(~pl.col(col).is_in(opt))
         return ex.select(tagged("A", pos, pl.col(key), pl.col(col)))
 
@@ -384,7 +385,7 @@ def below(num: pl.Expr, den: pl.Expr, threshold: Fraction) -> pl.Expr:
 
 
 def _reason_expr(parts: list[tuple[str, pl.Expr]]) -> pl.Expr:
-    """``discrepancy d_rel=1/2, ...`` for the failing tests, null if none fails."""
+    """``not correct: d_rel=1/2, ...`` naming the failing tests; null if none fails."""
     exprs = [
         pl.when(failed).then(pl.concat_str([pl.lit(f"{name}="), pl.col(f"{name}_frac")]))
         for name, failed in parts
@@ -406,10 +407,11 @@ def score_unlization(
     """One ``unl_sentences`` row per expected sentence (without corpus/system)."""
     options = options or UnlOptions()
     al = align_sentences(expected, actual, options.align)
-    base = _base_frame(expected, al, actual, unl_status)
-    pairs_a = [(i, actual[p]) for i, p in enumerate(al.partner) if p is not None]
-    rel_a, nodes_a = unl_item_rows(pairs_a, ACTUAL, options)
-    rel_e, nodes_e = unl_item_rows(list(enumerate(expected)), EXPECTED, options)
+    with gc_paused():
+        base = _base_frame(expected, al, actual, unl_status)
+        pairs_a = [(i, actual[p]) for i, p in enumerate(al.partner) if p is not None]
+        rel_a, nodes_a = unl_item_rows(pairs_a, ACTUAL, options)
+        rel_e, nodes_e = unl_item_rows(list(enumerate(expected)), EXPECTED, options)
     items = unl_items(pl.concat([rel_a, rel_e]), pl.concat([nodes_a, nodes_e]), options)
     counts = item_counts(items, options.multiset)
     df = _join_counts(base, counts, "RUA")
@@ -570,8 +572,8 @@ def _stack(sentences_by_system: dict[str, pl.DataFrame]) -> tuple[pl.DataFrame, 
     cols = [*keys, "system", "sent_index", "sent_id", "returned", "correct", "reason",
             "error_digest", "d_all_frac", "d_words_frac", "options"]  # fmt: skip
     stacked = pl.concat([f.select(cols) for f in frames], how="vertical_relaxed")
-    mixed = stacked.group_by(keys).agg(pl.col("options").n_unique().alias("n")).filter(
-        pl.col("n") > 1
+    mixed = (
+        stacked.group_by(keys).agg(pl.col("options").n_unique().alias("n")).filter(pl.col("n") > 1)
     )
     if mixed.height:
         raise ValueError(
@@ -580,8 +582,11 @@ def _stack(sentences_by_system: dict[str, pl.DataFrame]) -> tuple[pl.DataFrame, 
         )
     stacked = stacked.with_columns(
         profile=pl.concat_str(
-            [pl.col("returned").cast(pl.String), pl.col("reason").fill_null(""),
-             pl.col("error_digest").fill_null("")],
+            [
+                pl.col("returned").cast(pl.String),
+                pl.col("reason").fill_null(""),
+                pl.col("error_digest").fill_null(""),
+            ],
             separator=SEP,
         ),  # fmt: skip
         d_frac=pl.coalesce("d_all_frac", "d_words_frac"),
@@ -608,10 +613,10 @@ def compare_versions(sentences_by_system: dict[str, pl.DataFrame]) -> dict[str, 
         .then(pl.lit("new_error"))
         .when(~ca & ~cb & (pl.col("profile") != pl.col("profile_b")))
         .then(pl.lit("changed_error"))
-    ).rename({"system": "system_a"})
+    ).rename({"system": "sys1", "system_b": "sys2"})
     n_changed = pl.col("change").is_not_null().sum()
     pairs = (
-        pair.group_by([*keys, "system_a", "system_b"])
+        pair.group_by([*keys, "sys1", "sys2"])
         .agg(
             n_sentences=pl.len(),
             n_correct_a=ca.sum(),
@@ -623,18 +628,27 @@ def compare_versions(sentences_by_system: dict[str, pl.DataFrame]) -> dict[str, 
             diff=n_changed / pl.len(),
             oracle=(ca | cb).mean(),
         )
-        .sort([*keys, "system_a", "system_b"])
+        .sort([*keys, "sys1", "sys2"])
     )
     moved = (
         pair.filter(pl.col("change").is_not_null())
         .select(
-            *keys, "system_a", "system_b", "sent_id", "sent_index", "change",
-            pl.col("returned").alias("returned_a"), "returned_b",
-            pl.col("correct").alias("correct_a"), "correct_b",
-            pl.col("d_frac").alias("d_all_frac_a"), pl.col("d_frac_b").alias("d_all_frac_b"),
-            pl.col("reason").alias("reason_a"), "reason_b",
+            *keys,
+            "sys1",
+            "sys2",
+            "sent_id",
+            "sent_index",
+            "change",
+            pl.col("returned").alias("returned_a"),
+            "returned_b",
+            pl.col("correct").alias("correct_a"),
+            "correct_b",
+            pl.col("d_frac").alias("d_all_frac_a"),
+            pl.col("d_frac_b").alias("d_all_frac_b"),
+            pl.col("reason").alias("reason_a"),
+            "reason_b",
         )  # fmt: skip
-        .sort([*keys, "system_a", "system_b", "sent_index"])
+        .sort([*keys, "sys1", "sys2", "sent_index"])
     )
     return {
         "pairs": _cast_to(pairs, "unl_pairs"),
@@ -679,9 +693,7 @@ def oracle_table(stacked: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
 
 def _cast_to(df: pl.DataFrame, table: str) -> pl.DataFrame:
     schema = pl.Schema(TABLES[table])
-    return df.select(
-        [pl.col(c).cast(schema[c]) for c in schema.names() if c in df.columns]
-    )
+    return df.select([pl.col(c).cast(schema[c]) for c in schema.names() if c in df.columns])
 
 
 # --------------------------------------------------------------------------------------------

@@ -48,6 +48,18 @@ table.words td.src { text-align: left; font-weight: 600; }
 table.words .hit { background: #fff3c4; font-weight: 700; }
 table.words .wrong { color: var(--bad); }
 svg text { font-family: system-ui, Arial, sans-serif; }
+th.grp, td.grp { border-left: 1px solid var(--line); }
+th[colspan] { text-align: center; }
+tr.grp td { border-top: 2px solid var(--line); }
+table.trans td.cell { min-width: 52px; text-align: center; font-weight: 600; }
+table.trans td.diag { background: #eef1f5; color: var(--muted); }
+table.trans td.tot, table.trans th { color: var(--muted); }
+table.agreement td { min-width: 64px; text-align: center; }
+table.agreement td.diag { background: #eef1f5; color: var(--muted); }
+p.summary { margin: 4px 0 8px; }
+p.summary span { margin-right: 14px; }
+section.coref div.crit { border-left: 3px solid var(--line); padding-left: 10px; }
+td.wrap { white-space: normal; max-width: 360px; }
 """
 
 JS = """

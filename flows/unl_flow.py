@@ -1,0 +1,101 @@
+"""UNLization (``--task unl``) and NLization (``--task nl``) runs: score every grammar
+version against the expected file, then compare the versions."""
+
+from __future__ import annotations
+
+import logging
+
+import polars as pl
+from prefect import task
+from prefect.cache_policies import NONE
+
+from flows.domains import _part, _sha, _tag, system_row
+from flows.progress import progress
+from flows.spec import KEY_ID, RunSpec, Source
+from flows.warehouse import Staging, signature
+
+log = logging.getLogger("sysdiff")
+
+
+def unl_options(spec: RunSpec):
+    """UnlOptions / NlOptions from the run's ``unl`` settings (TOML ``[unl]`` or CLI flags)."""
+    from transforms.unl import NlOptions, UnlOptions
+
+    cfg = dict(spec.unl)
+    if spec.task == "nl":
+        return NlOptions()
+    opts = UnlOptions(multiset=bool(cfg.get("multiset", False)),
+                      keep_scope_ids=bool(cfg.get("keep_scope_ids", False)))
+    if cfg.get("legacy_2013"):
+        opts = opts.legacy_2013()
+    extra = cfg.get("optional_attrs") or []
+    if extra:
+        opts = UnlOptions(multiset=opts.multiset, keep_scope_ids=opts.keep_scope_ids,
+                          threshold=opts.threshold, overall_threshold=opts.overall_threshold,
+                          optional_attrs=set(opts.optional_attrs) | set(extra))
+    return opts
+
+
+@task(name="read {source.name}", cache_policy=NONE)
+def read_sentences(source: Source, task_name: str) -> list:
+    """UNL graphs (``unl``) or target-language sentences (``nl``) of one file."""
+    from schemas.unl import read_nl, read_unl
+
+    return read_nl(source.path) if task_name == "nl" else read_unl(source.path)
+
+
+@task(name="score {source.name}", cache_policy=NONE)
+def score_file(expected: list, actual: list, source: Source, task_name: str, options
+               ) -> pl.DataFrame:
+    """Per-sentence discrepancies and verdicts of one version."""
+    from transforms.unl import score_nlization, score_unlization
+
+    if task_name == "nl":
+        return score_nlization(expected, actual, options)
+    return score_unlization(expected, actual, options)
+
+
+def run_unl(spec: RunSpec, stage: Staging) -> None:
+    """Score each version, then compare all versions (pairs, oracle, moved sentences)."""
+    from transforms.unl import compare_versions, unl_scores, unl_warnings
+
+    corpus, options = spec.corpus, unl_options(spec)
+    opt_sig = options.signature() if hasattr(options, "signature") else repr(options)
+    key_sha = _sha(spec.key.path)
+    expected = read_sentences(spec.key, spec.task)
+    stage_system(stage, spec, spec.key, "key", key_sha, len(expected), expected)
+    sentences: dict[str, pl.DataFrame] = {}
+    with progress("score", len(spec.systems)) as tick:
+        for source in spec.systems:
+            sha = _sha(source.path)
+            actual = read_sentences(source, spec.task)
+            if spec.task == "unl":
+                for w in unl_warnings(expected, actual):
+                    log.warning("%s: %s", source.path, w)
+            sig = signature(key_sha, sha, opt_sig, spec.task)
+            df = score_file(expected, actual, source, spec.task, options)
+            sentences[source.id] = df
+            if not stage.has("unl_sentences", _part(corpus, source.id), sig):
+                stage_system(stage, spec, source, "system", sha, len(actual), actual, sig)
+                stage.write("unl_sentences", _part(corpus, source.id), sig,
+                            _tag(df, corpus=corpus, system=source.id))
+                stage.write("unl_scores", _part(corpus, source.id), sig,
+                            _tag(unl_scores(df), corpus=corpus, system=source.id))
+            tick()
+    all_sig = signature(key_sha, sorted((s.id, _sha(s.path)) for s in spec.systems), opt_sig)
+    if len(sentences) > 1 and not stage.has("unl_oracle", f"corpus={corpus}", all_sig):
+        compared = compare_versions(sentences)
+        for name in ("pairs", "oracle", "moved"):
+            stage.write(f"unl_{name}", f"corpus={corpus}", all_sig,
+                        _tag(compared[name], corpus=corpus))
+
+
+def stage_system(stage: Staging, spec: RunSpec, source: Source, role: str, sha: str,
+                 n_sents: int, sentences: list, sig: str | None = None) -> None:
+    """The ``systems`` row of one UNL file."""
+    sid = KEY_ID if role == "key" else source.id
+    sig = sig or signature(sha, spec.task)
+    if not stage.has("systems", _part(spec.corpus, sid), sig):
+        stage.write("systems", _part(spec.corpus, sid), sig,
+                    system_row(spec, source, role, sha, spec.task, 1, n_sents, n_sents))
+
