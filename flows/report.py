@@ -1,5 +1,9 @@
 """One self-contained HTML report per warehouse (issue #7): tables, SVG charts, drill-down.
 
+Token tasks get one section per view; a corpus with coreference rows gets a coreference
+section (standard scores, ARCS, pairwise transitions, upper bounds, agreement) and one with UNL
+rows a UNL section (scores, versions compared, oracle, moved sentences).
+
 Reads only the aggregate tables through one read-only DuckDB connection; the only queries
 over token data are the bounded example queries (a few words per change cell). Every label
 and name is HTML-escaped; the page has no external resources (inline CSS, JS and SVG).
@@ -860,7 +864,8 @@ def transition_html(trans: pl.DataFrame, criterion: str, sys1: str, sys2: str) -
             n = counts.get((a, b), 0)
             cls = transition_class(a, b)
             name = CLASS_NAMES.get(cls, "same class" if a == b else "other")
-            cells.append(f'<td class="cell {cls or "diag"}" data-c1="{esc(a)}" '
+            kind = cls or ("diag" if a == b else "other")  # other: correct in both
+            cells.append(f'<td class="cell {kind}" data-c1="{esc(a)}" '
                          f'data-c2="{esc(b)}" style="{_heat(cls, n / peak if n else 0)}" '
                          f'title="{esc(a)} → {esc(b)}: {n} ({esc(name)})">{n}</td>')
         cells.append(td(str(sum(counts.get((a, b), 0) for b in classes)), "tot"))
@@ -891,7 +896,7 @@ def words_html(words: pl.DataFrame) -> str:
         rows.append([td(esc(word), "l"), td(str(part["total"][0])),
                      *(td(str(by[cls]), cls) for cls in CLASSES), td(top, "l")])
     return table_html(["word", "differing", "corr.", "new", "changed", "top transitions"], rows,
-                      cls="words-tr")
+                      cls="words-tr", left_cols=(5,))
 
 
 def coref_pairs_html(data: CorefData) -> str:
@@ -925,11 +930,12 @@ def coref_pairs_html(data: CorefData) -> str:
     summary = table_html(["criterion", "S1", "S2", "diff %", "differing", "corrections",
                           "new errors", "changed errors", "Δ ARCS F1", "Δ CoNLL F1"], rows,
                          left=3)
-    bars = "".join(
-        f"<div><h4>Change classes ({esc(crit)})</h4>"
-        + class_bars_svg(pl.DataFrame([index[(crit, a, b)] for a, b in oriented
-                                       if (crit, a, b) in index]))
-        + "</div>" for crit in criteria)
+    bars = []
+    for crit in criteria:
+        rows_of_crit = [index[(crit, a, b)] for a, b in oriented if (crit, a, b) in index]
+        if rows_of_crit:
+            bars.append(f"<div><h4>Change classes ({esc(crit)})</h4>"
+                        f"{class_bars_svg(pl.DataFrame(rows_of_crit))}</div>")
     details = []
     for i, (a, b) in enumerate(oriented[:PAIR_DETAILS]):
         blocks = []
@@ -951,9 +957,10 @@ def coref_pairs_html(data: CorefData) -> str:
         f'<p class="note">the first {PAIR_DETAILS} of {len(oriented)} pairs</p>'
     return (f'<h4>Pairs</h4><p class="note">S1 → S2 from the lower to the higher CoNLL F1; '
             f"units are the mentions of the key, S1 and S2; TP and TN are correct</p>{summary}"
-            f'<div class="grid">{bars}</div><h4>Transitions per pair</h4><p class="note">rows: '
-            "class under S1, columns: class under S2; green = corrections, red = new errors, "
-            f"amber = changed errors</p>{more}{''.join(details)}")
+            f'<div class="grid">{"".join(bars)}</div><h4>Transitions per pair</h4>'
+            '<p class="note">rows: class under S1, columns: class under S2; green = '
+            f"corrections, red = new errors, amber = changed errors</p>{more}"
+            f"{''.join(details)}")
 
 
 def coref_oracle_table(oracles: pl.DataFrame, criterion: str) -> pl.DataFrame:
@@ -1202,7 +1209,7 @@ def unl_html(read: Read, corpus: str, tables: set[str]) -> str:
                      "version gets CORRECT</p>"
                      + table_html(["task", "versions", "correct by one", "oracle %",
                                    "best version", "its correct", "gain"], rows,
-                                  cls="unl-oracle"))
+                                  cls="unl-oracle", left=2, left_cols=(4,)))
     if oriented.height and "unl_moved" in tables:
         keys = ", ".join(f"({lit(t)}, {lit(a)}, {lit(b)})" for t, a, b in
                          oriented.head(PAIR_DETAILS).select("task", "sys1", "sys2")

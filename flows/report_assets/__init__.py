@@ -52,7 +52,7 @@ th.grp, td.grp { border-left: 1px solid var(--line); }
 th[colspan] { text-align: center; }
 tr.grp td { border-top: 2px solid var(--line); }
 table.trans td.cell { min-width: 52px; text-align: center; font-weight: 600; }
-table.trans td.diag { background: #eef1f5; color: var(--muted); }
+table.trans td.diag, table.trans td.other { background: #eef1f5; color: var(--muted); }
 table.trans td.tot, table.trans th { color: var(--muted); }
 table.agreement td { min-width: 64px; text-align: center; }
 table.agreement td.diag { background: #eef1f5; color: var(--muted); }
