@@ -1,14 +1,18 @@
 """Readers for token-level formats (CoNLL-U, CoNLL-X, word<TAB>tag) with strict validation.
 
-Reading is vectorised: the file is loaded as one column of lines by polars' CSV reader, then
-classified, split and checked with expressions. Every problem raises :class:`InputError`
-naming the file, the 1-based line and what was expected.
+Reading is vectorised: polars' CSV reader loads every line as string fields in one pass; lines
+are then classified, split and checked with whole-column polars and numpy operations (slow
+per-line diagnostics run only once a fast check has failed). Every problem raises
+:class:`InputError` naming the file, the 1-based line and what was expected.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+import mmap
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,21 +55,42 @@ class ConllDoc:
         return self.tokens.filter(pl.col("kind") == KIND_WORD)
 
 
-def read_bytes(path: str | Path) -> bytes:
-    """Read a file's bytes, refusing missing, empty and binary files."""
-    p = Path(path)
+def _check_path(p: Path) -> None:
     if not p.exists():
         raise InputError("no such file", p)
     if not p.is_file():
         raise InputError("not a regular file", p)
-    data = p.read_bytes()
-    if not data or data.isspace():
+
+
+def _check_content(p: Path, data: bytes | mmap.mmap) -> None:
+    """Refuse empty (or all-whitespace) and binary content."""
+    if not len(data) or re.search(rb"\S", data) is None:
         raise InputError("file is empty; expected sentences of tab-separated token lines", p)
     nul = data.find(b"\x00")
     if nul >= 0:
-        line = data.count(b"\n", 0, nul) + 1
+        line = data[:nul].count(b"\n") + 1
         raise InputError("binary data (NUL byte); expected a UTF-8 text file", p, line)
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """Read a file's bytes, refusing missing, empty and binary files."""
+    p = Path(path)
+    _check_path(p)
+    data = p.read_bytes()
+    _check_content(p, data)
     return data
+
+
+@contextmanager
+def mapped_file(path: str | Path) -> Iterator[mmap.mmap]:
+    """The file memory-mapped read-only (no copy), checked like :func:`read_bytes`."""
+    p = Path(path)
+    _check_path(p)
+    if p.stat().st_size == 0:
+        _check_content(p, b"")  # raises: mmap refuses empty files
+    with p.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        _check_content(p, data)
+        yield data
 
 
 def check_utf8(path: str | Path, data: bytes) -> None:
@@ -90,18 +115,34 @@ def read_lines(data: bytes) -> pl.DataFrame:
     return df.with_row_index("line", offset=1).with_columns(pl.col("line").cast(pl.Int32))
 
 
-def read_fields(data: bytes, fields: list[str]) -> pl.DataFrame:
-    """Fast path: every line as ``len(fields)`` string columns; blank lines are all-null rows."""
+def read_fields(source: bytes | Path, fields: list[str]) -> pl.DataFrame:
+    """Fast path: every line as ``len(fields)`` string columns; blank lines are all-null rows.
+
+    ``source`` is the file's bytes or its path (read without a copy: the faster).
+    """
     df = pl.read_csv(
-        io.BytesIO(data), separator="\t", has_header=False, quote_char=None,
+        io.BytesIO(source) if isinstance(source, bytes) else str(source.resolve()), glob=False,
+        separator="\t", has_header=False, quote_char=None,
         schema=dict.fromkeys(fields, pl.String), missing_columns="insert",
     )
     return df.with_row_index("line", offset=1).with_columns(pl.col("line").cast(pl.Int32))
 
 
+def _split_lines(data: bytes, limit: int) -> Iterator[bytes]:
+    """``data.split(b"\\n", limit)`` without copying the remainder until it is reached."""
+    start = 0
+    for _ in range(limit):
+        end = data.find(b"\n", start)
+        if end < 0:
+            break
+        yield data[start:end]
+        start = end + 1
+    yield data[start:]
+
+
 def first_token_line(data: bytes) -> tuple[int, str]:
     """The first line that is neither blank nor a comment, with its number."""
-    for n, raw in enumerate(data.split(b"\n", 20000), start=1):
+    for n, raw in enumerate(_split_lines(data, 20000), start=1):
         text = raw.decode("utf-8", errors="replace").rstrip("\r")
         if text.strip() and not text.startswith("#"):
             return n, text
@@ -116,7 +157,7 @@ def detect_format(path: str | Path, data: bytes) -> str:
     n_cols = text.count("\t") + 1
     if n_cols == 10:
         plain = Path(path).suffix.lower() in (".conll", ".conllx")
-        return "conllx" if plain and not data.lstrip().startswith(b"#") else "conllu"
+        return "conllx" if plain and not re.match(rb"\s*#", data) else "conllu"
     if n_cols == 2:
         return "tsv"
     raise column_error(path, line, text, None)
@@ -157,48 +198,140 @@ def diagnose_lines(path: str | Path, data: bytes, fmt: str, n_fields: int) -> No
                          empty["line"][0])
 
 
-def classify_rows(df: pl.DataFrame, fmt: str) -> pl.DataFrame:
-    """Drop blank lines; add ``comment`` and ``sent`` (0-based sentence of each line)."""
-    blank = pl.col(df.columns[1]).is_null()
-    comment = pl.col(df.columns[1]).str.starts_with("#") if fmt == "conllu" else pl.lit(False)
-    df = df.with_columns(blank.alias("_blank"), comment.fill_null(False).alias("comment"))
-    start = ~pl.col("_blank") & pl.col("_blank").shift(1, fill_value=True)
-    df = df.with_columns((start.cum_sum() - 1).cast(pl.Int32).alias("sent"))
-    return df.filter(~pl.col("_blank")).drop("_blank")
+def split_rows(df: pl.DataFrame, fmt: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Token rows and comment rows (blank lines dropped), each with ``sent`` (0-based sentence).
+
+    A line is blank when its first two fields are null; a sentence starts at every non-blank line
+    that follows a blank one (or starts the file). CoNLL token rows also get ``_id``, the ID
+    as an integer (null if it is not one). Comments come as ``sent``, ``line``, ``text`` and
+    the ``key``/``value`` of ``# key = value``.
+    """
+    first = df[df.columns[1]]
+    # blank: nothing at all; a line with an empty first field only is a malformed token row
+    blank = (first.is_null() & df[df.columns[2]].is_null()).to_numpy()
+    comment = np.zeros(len(blank), dtype=bool)
+    rows = df
+    if fmt != "tsv":  # the first field is the ID: cast it once, here
+        number = first.cast(pl.Int32, strict=False)
+        rows = rows.with_columns(number.alias("_id"))
+        if fmt == "conllu":  # a comment's ID is not an integer: look only there
+            maybe = np.flatnonzero(number.is_null().to_numpy() & ~blank)
+            comment[maybe] = first.gather(maybe).str.starts_with("#").to_numpy()
+    start = ~blank
+    start[1:] &= blank[:-1]
+    rows = rows.with_columns(pl.Series("sent", np.cumsum(start, dtype=np.int32) - 1))
+    toks = rows.filter(~blank & ~comment)  # eager: keeps the reader's chunks (no rechunk later)
+    return toks, comment_lines(rows, comment, toks)
 
 
-def _first_bad(path: str | Path, df: pl.DataFrame, mask: pl.Expr,
+def comment_lines(rows: pl.DataFrame, comment: np.ndarray, toks: pl.DataFrame) -> pl.DataFrame:
+    """The comment rows of ``rows`` as ``sent``, ``line``, ``text``, ``key`` and ``value``.
+
+    Tabs split a comment into fields, which are joined back. Only the fields that may hold a
+    value on a comment line are gathered: one is null on all non-token lines when its null
+    count over them (all rows minus token rows) equals their number.
+    """
+    fields = [c for c in rows.columns if c not in ("line", "sent", "_id")]
+    n_other = rows.height - toks.height
+    used = fields[:1] + [f for f in fields[1:]
+                         if rows[f].null_count() - toks[f].null_count() != n_other]
+    text = pl.concat_str(used, separator="\t", ignore_nulls=True) if used[1:] else pl.col(used[0])
+    text = text.alias("text")
+    com = rows.select("sent", "line", *used).filter(comment).select("sent", "line", text)
+    return com.with_columns(_comment_fields(pl.col("text")))
+
+
+def _comment_fields(text: pl.Expr) -> list[pl.Expr]:
+    """``key`` and ``value`` of a comment line ``# key = value`` (null when absent)."""
+    has_value = text.str.contains(r"^#\s*[A-Za-z_.]+(?:\s+id)?\s*=")  # also '# newdoc id = x'
+    after_eq = text.str.splitn("=", 2).struct.field("field_1")  # '#', key, spaces: no '='
+    return [text.str.extract(r"^#\s*([A-Za-z_.]+)", 1).alias("key"),
+            pl.when(has_value).then(after_eq.str.strip_chars()).alias("value")]
+
+
+def _first_bad(path: str | Path, df: pl.DataFrame, mask: pl.Expr | pl.Series | np.ndarray,
                message: Callable[[dict], str]) -> None:
     """Raise an InputError for the first row where ``mask`` holds (message from that row)."""
-    bad = df.filter(mask)
-    if not bad.is_empty():
-        row = bad.row(0, named=True)
+    if isinstance(mask, pl.Expr):
+        mask = df.select(mask).to_series()
+    if isinstance(mask, pl.Series):
+        mask = mask.fill_null(False).to_numpy()
+    hits = np.flatnonzero(mask)
+    if hits.size:
+        row = df.row(int(hits[0]), named=True)
         raise InputError(message(row), path, row["line"])
+
+
+def with_numbers(toks: pl.DataFrame) -> pl.DataFrame:
+    """``_id`` and ``_head``: ID and HEAD as integers, null where they are not.
+
+    ``_id`` may be there already (see :func:`split_rows`).
+    """
+    number = toks["_id"] if "_id" in toks.columns else toks["token_id"].cast(pl.Int32,
+                                                                              strict=False)
+    return toks.with_columns(
+        number.alias("_id"), toks["head"].cast(pl.Int64, strict=False).alias("_head"),
+    )
+
+
+def _id_kinds(tid: pl.Series, num: pl.Series) -> pl.Series:
+    """Word (integer), multiword range (1-2), empty node (1.1) or null (neither) per ID.
+
+    The patterns run only on the IDs that are not integers (few: ranges and empty nodes).
+    """
+    kind = pl.Series("kind", np.full(len(tid), KIND_WORD, dtype=np.int8))
+    if not num.null_count():
+        return kind
+    other = num.is_null().arg_true()
+    ids = tid.gather(other)
+    other_kind = pl.select(
+        pl.when(ids.str.contains(r"^[0-9]+-[0-9]+$")).then(KIND_RANGE)
+        .when(ids.str.contains(r"^[0-9]+\.[0-9]+$")).then(KIND_EMPTY)
+        .otherwise(None).cast(pl.Int8)
+    ).to_series()
+    return kind.scatter(other, other_kind)
+
+
+def _first_ids(tid: pl.Series, num: pl.Series) -> pl.Series:
+    """The integer ID, or for ranges and empty nodes the number they start with."""
+    if not num.null_count():
+        return num
+    other = num.is_null().arg_true()
+    start = tid.gather(other).str.extract(r"^([0-9]+)", 1).cast(pl.Int32)
+    return num.scatter(other, start)
 
 
 def parse_ids(path: str | Path, toks: pl.DataFrame) -> pl.DataFrame:
     """Classify IDs as word / multiword range / empty node; check words run 1..n per sentence."""
-    tid = pl.col("token_id")
-    num = tid.cast(pl.Int32, strict=False)
-    kind = (
-        pl.when(num.is_not_null()).then(KIND_WORD)
-        .when(tid.str.contains(r"^[0-9]+-[0-9]+$")).then(KIND_RANGE)
-        .when(tid.str.contains(r"^[0-9]+\.[0-9]+$")).then(KIND_EMPTY)
-        .otherwise(None).cast(pl.Int8)
-    )
-    df = toks.with_columns(kind.alias("kind"), num.alias("id"))
-    _first_bad(path, df, pl.col("kind").is_null() | (pl.col("id") < 0),
-               lambda r: f"ID '{r['token_id']}' is not an integer, a range (1-2) or an empty "
-               "node (1.1)")
-    df = df.with_columns(
-        pl.col("id").fill_null(tid.str.extract(r"^([0-9]+)", 1).cast(pl.Int32))
-    )
-    words = df.filter(pl.col("kind") == KIND_WORD)
-    new_sent = pl.col("sent") != pl.col("sent").shift(1, fill_value=-1)
-    expected = pl.when(new_sent).then(1).otherwise(pl.col("id").shift(1) + 1)
-    words = words.with_columns(expected.alias("_expected"))
-    _first_bad(path, words, pl.col("id") != pl.col("_expected"), _id_message)
+    tid, num = toks["token_id"], toks["_id"]
+    kind = _id_kinds(tid, num)
+    df = toks.with_columns(kind, num.alias("id"))
+    if kind.null_count() or (num < 0).any():
+        _first_bad(path, df, pl.col("kind").is_null() | (pl.col("id") < 0),
+                   lambda r: f"ID '{r['token_id']}' is not an integer, a range (1-2) or an "
+                   "empty node (1.1)")
+    df = df.with_columns(_first_ids(tid, num).alias("id"))
+    _check_word_sequence(path, df)
     return df
+
+
+def _check_word_sequence(path: str | Path, df: pl.DataFrame) -> None:
+    """Word IDs must run 1, 2, 3, ... in each sentence."""
+    is_word = df["kind"].to_numpy() == KIND_WORD
+    if not is_word.any():
+        return
+    rows = None if is_word.all() else np.flatnonzero(is_word)
+    ids, sent = df["id"].to_numpy(), df["sent"].to_numpy()
+    if rows is not None:
+        ids, sent = ids[rows], sent[rows]
+    expected = ids[:-1] + 1
+    expected[sent[1:] != sent[:-1]] = 1
+    expected = np.concatenate(([1], expected))
+    bad = np.flatnonzero(ids != expected)
+    if bad.size:
+        row = df.row(int(bad[0] if rows is None else rows[bad[0]]), named=True)
+        row["_expected"] = int(expected[bad[0]])
+        raise InputError(_id_message(row), path, row["line"])
 
 
 def _id_message(r: dict) -> str:
@@ -209,49 +342,66 @@ def _id_message(r: dict) -> str:
 
 def parse_heads(path: str | Path, df: pl.DataFrame, sents: pl.DataFrame) -> pl.DataFrame:
     """HEAD of a word: ``_`` (none) or an integer 0..n; anything else is an error."""
-    h = pl.col("head")
-    is_word = pl.col("kind") == KIND_WORD
-    num = h.cast(pl.Int64, strict=False)
-    df = df.with_columns(pl.when(is_word).then(num).otherwise(None).alias("_h"))
-    odd = df.filter(is_word & (pl.col("_h").is_null() | (pl.col("_h") < 0)))
-    _first_bad(path, odd, (h != "_") & pl.col("_h").is_null(),
-               lambda r: f"HEAD '{r['head']}' is not an integer; expected 0 (root) or a word ID")
-    _first_bad(path, odd, pl.col("_h") < 0,
-               lambda r: f"HEAD {r['head']} is negative; expected 0 (root) or a word ID")
-    n_words = sents.select("sent", pl.col("n_words").alias("_n"))
-    high = df.join(n_words, on="sent", how="left")
-    _first_bad(path, high, pl.col("_h") > pl.col("_n"),
-               lambda r: f"HEAD {r['head']} is out of range; the sentence has {r['_n']} words")
-    return df.with_columns(pl.col("_h").cast(pl.Int32).alias("head")).drop("_h")
+    is_word = df["kind"] == KIND_WORD
+    head = df["_head"]
+    if not is_word.all():
+        head = pl.select(pl.when(is_word).then(head)).to_series()
+    missing = is_word & head.is_null()
+    if missing.any():
+        _first_bad(path, df, missing & (df["head"] != "_"),
+                   lambda r: f"HEAD '{r['head']}' is not an integer; expected 0 (root) or a "
+                   "word ID")
+    h = (head.fill_null(0) if head.null_count() else head).to_numpy()
+    n_words = sents["n_words"].to_numpy()[df["sent"].to_numpy()]  # sents[i] is sentence i
+    if ((h < 0) | (h > n_words)).any():
+        _first_bad(path, df, h < 0,
+                   lambda r: f"HEAD {r['head']} is negative; expected 0 (root) or a word ID")
+        high = int(np.flatnonzero(h > n_words)[0])
+        row = df.row(high, named=True)
+        raise InputError(f"HEAD {row['head']} is out of range; the sentence has "
+                         f"{n_words[high]} words", path, row["line"])
+    return df.with_columns(head.cast(pl.Int32).alias("head"))
+
+
+def _run_starts(sent: np.ndarray) -> np.ndarray:
+    """Rows where a run of equal values starts (``sent`` is sorted)."""
+    return np.flatnonzero(np.concatenate(([sent.size > 0], sent[1:] != sent[:-1])))
+
+
+def _first_value(n_sent: int, comments: pl.DataFrame, key: str) -> pl.Series:
+    """Per sentence, the value of its first comment with this key (null if none)."""
+    rows = np.flatnonzero((comments["key"] == key).fill_null(False).to_numpy())
+    sent = comments["sent"].to_numpy()[rows]
+    rows, sent = rows[_run_starts(sent)], sent[_run_starts(sent)]
+    out = pl.repeat(None, n_sent, dtype=pl.String, eager=True)
+    return out.scatter(sent, comments["value"].gather(rows)) if rows.size else out
 
 
 def sentence_table(comments: pl.DataFrame, toks: pl.DataFrame) -> pl.DataFrame:
     """Per sentence: sent_id, text and document from comments; word count; first line."""
-    key = pl.col("text").str.extract(r"^#\s*([A-Za-z_.]+)", 1)
-    val = pl.col("text").str.extract(r"^#\s*[A-Za-z_.]+\s*=\s*(.*?)\s*$", 1)
-    meta = comments.with_columns(key.alias("k"), val.alias("v")).group_by("sent").agg(
-        pl.col("line").min().alias("cline"),
-        pl.col("v").filter(pl.col("k") == "sent_id").first().alias("sent_id"),
-        pl.col("v").filter(pl.col("k") == "text").first().alias("text"),
-        (pl.col("k") == "newdoc").any().alias("newdoc"),
-        pl.col("v").filter(pl.col("k") == "newdoc").first().alias("doc_id"),
-    )
-    n_sent = int(toks["sent"].max()) + 1
-    is_word = (toks["kind"] == KIND_WORD).to_numpy()
-    n_words = np.bincount(toks["sent"].to_numpy()[is_word], minlength=n_sent)
-    firsts = toks.filter(pl.col("sent") != pl.col("sent").shift(1, fill_value=-1))
-    counts = firsts.select("sent", pl.col("line").alias("tline")).with_columns(
-        pl.Series("n_words", n_words[firsts["sent"].to_numpy()], dtype=pl.Int32))
-    df = counts.join(meta, on="sent", how="full", coalesce=True).sort("sent")
-    df = df.with_columns(
-        pl.min_horizontal("cline", "tline").alias("line"),
-        pl.col("n_words").fill_null(0),
-        pl.col("newdoc").fill_null(False),
+    sent, csent = toks["sent"].to_numpy(), comments["sent"].to_numpy()
+    n_sent = int(max(sent.max(), csent.max(initial=-1))) + 1
+    line = np.full(n_sent, np.iinfo(np.int32).max, dtype=np.int32)
+    first = _run_starts(sent)
+    line[sent[first]] = toks["line"].to_numpy()[first]
+    first = _run_starts(csent)
+    line[csent[first]] = np.minimum(line[csent[first]], comments["line"].to_numpy()[first])
+    is_word = toks["kind"].to_numpy() == KIND_WORD
+    n_words = np.bincount(sent if is_word.all() else sent[is_word], minlength=n_sent)
+    newdoc = np.zeros(n_sent, dtype=bool)
+    newdoc[csent[(comments["key"] == "newdoc").fill_null(False).to_numpy()]] = True
+    df = pl.DataFrame({
+        "sent": np.arange(n_sent),
+        "sent_id": _first_value(n_sent, comments, "sent_id"),
+        "doc": np.cumsum(newdoc) - newdoc[0],
+        "doc_id": _first_value(n_sent, comments, "newdoc"),
+        "text": _first_value(n_sent, comments, "text"),
+        "n_words": n_words, "line": line,
+    }, schema=SENT_COLUMNS)
+    return df.with_columns(
         pl.col("sent_id").fill_null((pl.col("sent") + 1).cast(pl.String)),
+        pl.col("doc_id").forward_fill(),
     )
-    doc = pl.col("newdoc").cum_sum() - pl.col("newdoc").first().cast(pl.Int32)
-    df = df.with_columns(doc.cast(pl.Int32).alias("doc"), pl.col("doc_id").forward_fill())
-    return df.select(list(SENT_COLUMNS)).cast(SENT_COLUMNS)
 
 
 def _check_nonempty_sentences(path: str | Path, sents: pl.DataFrame) -> None:
@@ -260,34 +410,37 @@ def _check_nonempty_sentences(path: str | Path, sents: pl.DataFrame) -> None:
                "token lines after the comments")
 
 
-def read_table(path: str | Path, data: bytes, fmt: str, fields: list[str]) -> pl.DataFrame:
-    """All lines as string columns; any malformed line raises a precise InputError."""
+def read_table(path: str | Path, data: bytes | mmap.mmap, fmt: str,
+               fields: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Token rows and comment rows (see :func:`split_rows`); bad lines raise an InputError.
+
+    ``data`` is the file's content (bytes, or a memory map of ``path``, which is then read).
+    """
     try:
-        df = read_fields(data, fields)
+        df = read_fields(data if isinstance(data, bytes) else Path(path), fields)
     except pl.exceptions.PolarsError:
-        diagnose_lines(path, data, fmt, len(fields))
+        diagnose_lines(path, data[:], fmt, len(fields))
         raise
-    df = classify_rows(df, fmt)
-    toks = df.filter(~pl.col("comment"))
-    if toks.select(pl.any_horizontal(pl.col(fields).is_null()).any()).item():
-        diagnose_lines(path, data, fmt, len(fields))
-    return df
+    toks, comments = split_rows(df, fmt)
+    if any(toks[f].null_count() for f in fields):
+        diagnose_lines(path, data[:], fmt, len(fields))
+    if toks.is_empty():
+        raise InputError("no token lines (only comments); expected tab-separated tokens", path)
+    return toks, comments
 
 
 def read_conll(path: str | Path, fmt: str | None = None) -> ConllDoc:
     """Read and validate a CoNLL-U, CoNLL-X or word<TAB>tag file."""
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"unknown format '{fmt}'; expected one of {', '.join(FORMATS)}", path)
-    data = read_bytes(path)
-    fmt = fmt or detect_format(path, data)
-    fields = TSV_FIELDS if fmt == "tsv" else CONLL_FIELDS
-    df = read_table(path, data, fmt, fields)
-    comments = df.filter(pl.col("comment")).select(
-        "sent", "line", pl.concat_str(fields, separator="\t", ignore_nulls=True).alias("text"))
-    toks = df.filter(~pl.col("comment")).drop("comment")
+    with mapped_file(path) as data:
+        fmt = fmt or detect_format(path, data)
+        fields = TSV_FIELDS if fmt == "tsv" else CONLL_FIELDS
+        toks, comments = read_table(path, data, fmt, fields)
     if fmt == "tsv":
         toks = _tsv_to_conll(toks)
-    toks = parse_ids(path, toks.rename({"id": "token_id"}))
+    toks = with_numbers(toks.rename({"id": "token_id"}))
+    toks = parse_ids(path, toks)
     sents = sentence_table(comments, toks)
     _check_nonempty_sentences(path, sents)
     toks = parse_heads(path, toks, sents)
