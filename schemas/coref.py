@@ -660,6 +660,8 @@ _MENTION_FIELDS = [
 ]
 _RATIOS = [pa.field("precision", pa.float64()), pa.field("recall", pa.float64()),
            pa.field("f1", pa.float64())]
+_COUNTS = [pa.field(name, pa.float64())
+           for name in ("recall_num", "recall_den", "precision_num", "precision_den")]
 
 TABLES: dict[str, pa.Schema] = {
     "mentions": pa.schema([
@@ -676,15 +678,11 @@ TABLES: dict[str, pa.Schema] = {
     "coref_counts": pa.schema([
         pa.field("corpus", pa.string()), pa.field("system", pa.string()),
         pa.field("doc", pa.string()), pa.field("part", pa.int32()),
-        pa.field("metric", pa.string()),
-        pa.field("recall_num", pa.float64()), pa.field("recall_den", pa.float64()),
-        pa.field("precision_num", pa.float64()), pa.field("precision_den", pa.float64()),
+        pa.field("metric", pa.string()), *_COUNTS,
     ]),
     "coref_scores": pa.schema([
         pa.field("corpus", pa.string()), pa.field("system", pa.string()),
-        pa.field("metric", pa.string()),
-        pa.field("recall_num", pa.float64()), pa.field("recall_den", pa.float64()),
-        pa.field("precision_num", pa.float64()), pa.field("precision_den", pa.float64()),
+        pa.field("metric", pa.string()), *_COUNTS,
         pa.field("recall", pa.float64()), pa.field("precision", pa.float64()),
         pa.field("f1", pa.float64()),
     ]),
@@ -723,9 +721,7 @@ TABLES: dict[str, pa.Schema] = {
     "coref_agreement": pa.schema([
         pa.field("corpus", pa.string()),
         pa.field("sys1", pa.string()), pa.field("sys2", pa.string()),
-        pa.field("metric", pa.string()),
-        pa.field("recall_num", pa.float64()), pa.field("recall_den", pa.float64()),
-        pa.field("precision_num", pa.float64()), pa.field("precision_den", pa.float64()),
+        pa.field("metric", pa.string()), *_COUNTS,
         pa.field("recall", pa.float64()), pa.field("precision", pa.float64()),
         pa.field("f1", pa.float64()),
     ]),

@@ -48,4 +48,18 @@ def frac(num: int, den: int) -> float:
     return num / den if den else 0.0
 
 
-__all__ = ["words", "evaluate", "as_dict", "frac", "np"]
+def bracket_marks(n_tokens: int, chains) -> list[list[str]]:
+    """CoNLL-2012 coreference marks per token for chains of (start, end) spans."""
+    items = chains.items() if isinstance(chains, dict) else enumerate(chains)
+    marks: list[list[str]] = [[] for _ in range(n_tokens)]
+    for e, chain in items:
+        for s, t in chain:
+            if s == t:
+                marks[s].append(f"({e})")
+            else:
+                marks[s].append(f"({e}")
+                marks[t].append(f"{e})")
+    return marks
+
+
+__all__ = ["words", "evaluate", "as_dict", "frac", "bracket_marks", "np"]

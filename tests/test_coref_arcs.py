@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from schemas.coref import TABLES, read_coref
+from tests.helpers import bracket_marks
 from transforms.arcs import (
     CLASSES,
     arcs_scores,
@@ -29,14 +30,7 @@ SHARED = Path(__file__).resolve().parent / "data"
 def conll_text(tokens: list[tuple[str, str]], chains: list[list[tuple[int, int]]],
                name: str = "ex") -> str:
     """A one-document CoNLL-2012 file (6 columns, POS in the 5th) with these entities."""
-    marks: list[list[str]] = [[] for _ in tokens]
-    for e, chain in enumerate(chains):
-        for s, t in chain:
-            if s == t:
-                marks[s].append(f"({e})")
-            else:
-                marks[s].append(f"({e}")
-                marks[t].append(f"{e})")
+    marks = bracket_marks(len(tokens), chains)
     lines = [f"#begin document ({name}); part 000"]
     lines += ["\t".join([name, "0", str(i), w, p, "|".join(marks[i]) or "-"])
               for i, (w, p) in enumerate(tokens)]

@@ -20,6 +20,7 @@ from schemas.coref import (
     validate_response,
 )
 from schemas.errors import InputError
+from tests.helpers import bracket_marks
 
 SHARED = str(Path(__file__).resolve().parent / "data")
 
@@ -309,14 +310,7 @@ def documents(draw):
 
 
 def write(n: int, ents: dict[int, list], wide: bool, joiner: str, stray_tab: bool) -> str:
-    marks: list[list[str]] = [[] for _ in range(n)]
-    for e, ms in ents.items():
-        for s, t in ms:
-            if s == t:
-                marks[s].append(f"({e})")
-            else:
-                marks[s].append(f"({e}")
-                marks[t].append(f"{e})")
+    marks = bracket_marks(n, ents)
     lines = ["#begin document (rt); part 000"]
     for i in range(n):
         # back to back, '(0' + '1)' would read '(01)': write closings first
