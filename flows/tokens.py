@@ -45,11 +45,14 @@ def _partition(corpus: str, system: str) -> str:
 
 @task(name="ingest {source.name}", cache_policy=NONE)
 def ingest_file(spec: RunSpec, source: Source, role: str, sha: str, stage: Staging,
-                key_doc: ConllDoc | None, key_sha: str) -> tuple[Ingested, ConllDoc, dict]:
-    """Read and validate one file, check it against the key, stage its units and sentences."""
+                key: Ingested | None, key_sha: str) -> Ingested:
+    """Read and validate one file, check it against the key, stage its units and sentences.
+
+    Only paths and metadata leave the task: the parsed frames are freed when it ends.
+    """
     doc = read_conll(source.path, source.fmt)
-    if key_doc is not None:
-        check_same_words(key_doc, doc)
+    if key is not None:
+        check_same_words(key_words_for_check(key, spec.key.path), doc)
     sid = KEY_ID if role == "key" else source.id
     part = _partition(spec.corpus, sid)
     sig = signature(sha, doc.fmt, None if role == "key" else key_sha)
@@ -64,7 +67,7 @@ def ingest_file(spec: RunSpec, source: Source, role: str, sha: str, stage: Stagi
         "ingested_at": dt.datetime.now(dt.UTC),
     }
     stage.write("systems", part, sig, pl.DataFrame([meta]))
-    return Ingested(sid, sha, doc.fmt, units, sents, False), doc, meta
+    return Ingested(sid, sha, doc.fmt, units, sents, False)
 
 
 def _lits(values: dict) -> dict[str, pl.Expr]:
@@ -77,10 +80,11 @@ def _live(stage: Staging, spec: RunSpec, sid: str, sha: str, fmt: str) -> Ingest
                     True)
 
 
-def _load_doc(ing: Ingested, source_path: Path) -> ConllDoc:
-    units = pl.read_parquet(ing.units).drop("corpus", "system")
-    sents = pl.read_parquet(ing.sents).drop("corpus", "system")
-    return ConllDoc(str(source_path), ing.fmt, units, sents)
+def key_words_for_check(key: Ingested, source_path: Path) -> ConllDoc:
+    """The columns of the ingested key that :func:`check_same_words` reads (no labels)."""
+    units = pl.read_parquet(key.units, columns=["sent", "id", "kind", "form", "line"])
+    sents = pl.read_parquet(key.sents, columns=["sent", "sent_id", "n_words", "line"])
+    return ConllDoc(str(source_path), key.fmt, units, sents)
 
 
 def _unchanged(stage: Staging, spec: RunSpec, sid: str, sha: str, key_sha: str | None) -> bool:
@@ -99,7 +103,6 @@ def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
     """Ingest the key and every system; unchanged files are not read again."""
     out: dict[str, Ingested] = {}
     key_sha = file_sha256(_existing(spec.key.path))
-    key_doc = None
     sources = [(spec.key, "key")] + [(s, "system") for s in spec.systems]
     with progress("ingest", len(sources)) as tick:
         for source, role in sources:
@@ -111,12 +114,8 @@ def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
                                  & (pl.col("system") == sid))["format"][0]
                 out[sid] = _live(stage, spec, sid, sha, fmt)
             else:
-                if key_doc is None and role == "system":
-                    key_doc = _load_doc(out[KEY_ID], spec.key.path)
-                ing, doc, _ = ingest_file(spec, source, role, sha, stage, key_doc, key_sha)
-                out[sid] = ing
-                if role == "key":
-                    key_doc = doc
+                key = out[KEY_ID] if role == "system" else None
+                out[sid] = ingest_file(spec, source, role, sha, stage, key, key_sha)
             tick()
     return out
 

@@ -6,7 +6,7 @@ import numpy as np
 from scipy.stats import binom
 
 AR_TRIALS = 10_000
-_BATCH = 512
+_BATCH = 2048
 
 
 def mcnemar_exact(b: int, c: int) -> float:
@@ -24,23 +24,25 @@ def approximate_randomization(
     """Paired approximate randomization over sentences for an accuracy-type score.
 
     Each trial swaps the two systems' counts of a sentence with probability 1/2;
-    ``p = (#{|delta*| >= |delta|} + 1) / (trials + 1)``. Sentences where both systems have
-    equal counts cannot change delta, so they are left out of the sampling (same p).
+    ``p = (#{|delta*| >= |delta|} + 1) / (trials + 1)``. Only the per-sentence differences
+    ``d`` matter, and they take few distinct values: the swapped sum over the ``n_v``
+    sentences with difference ``v`` is ``v * (2 * Binomial(n_v, 1/2) - n_v)``. Drawing one
+    binomial per distinct value gives exactly the same distribution as one coin per sentence,
+    in O(trials x distinct values) instead of O(trials x sentences).
     """
     total = units.sum()
     if total == 0:
         return 1.0
-    d = (correct2 - correct1).astype(np.float64)
-    observed = abs(d.sum()) / total
-    d = d[d != 0]
-    if d.size == 0:
+    d = (np.asarray(correct2) - np.asarray(correct1)).astype(np.int64)
+    observed = abs(int(d.sum()))
+    values, counts = np.unique(d[d != 0], return_counts=True)
+    if values.size == 0:
         return 1.0
     rng = np.random.default_rng(seed)
     hits = 0
-    eps = 1e-12 * max(1.0, observed)
     for start in range(0, trials, _BATCH):
         k = min(_BATCH, trials - start)
-        signs = rng.integers(0, 2, size=(k, d.size), dtype=np.int8) * 2 - 1
-        deltas = np.abs(signs @ d) / total
-        hits += int((deltas >= observed - eps).sum())
+        heads = rng.binomial(counts[None, :], 0.5, size=(k, values.size))
+        deltas = np.abs(((2 * heads - counts[None, :]) * values[None, :]).sum(axis=1))
+        hits += int((deltas >= observed).sum())
     return (hits + 1) / (trials + 1)

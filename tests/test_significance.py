@@ -1,0 +1,46 @@
+"""Significance tests (METRICS 1.6) against naive implementations and exact cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from transforms.significance import approximate_randomization, mcnemar_exact
+
+
+def naive_ar(c1: np.ndarray, c2: np.ndarray, trials: int, seed: int) -> float:
+    """One coin per sentence and trial: the textbook procedure."""
+    rng = np.random.default_rng(seed)
+    observed = abs((c2 - c1).sum())
+    swap = rng.integers(0, 2, size=(trials, c1.size)).astype(bool)
+    a = np.where(swap, c2, c1).sum(axis=1)
+    b = np.where(swap, c1, c2).sum(axis=1)
+    return (int((np.abs(b - a) >= observed).sum()) + 1) / (trials + 1)
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.02, 0.05])
+def test_ar_agrees_with_the_naive_procedure(shift):
+    rng = np.random.default_rng(7)
+    units = rng.integers(5, 40, size=400)
+    c1 = rng.binomial(units, 0.8)
+    c2 = np.minimum(units, rng.binomial(units, 0.8 + shift))
+    ours = approximate_randomization(c1, c2, units, trials=20_000, seed=1)
+    naive = naive_ar(c1, c2, trials=20_000, seed=2)
+    assert ours == pytest.approx(naive, abs=0.015)
+
+
+def test_ar_exact_cases():
+    units = np.full(50, 10)
+    same = np.full(50, 7)
+    assert approximate_randomization(same, same, units, trials=999) == 1.0
+    better = same + 3  # every sentence improves: no swap reaches |delta| but the identity
+    p = approximate_randomization(same, better, units, trials=999, seed=3)
+    assert p == pytest.approx((1 + 999 * 2.0 ** -49) / 1000, abs=1e-3)
+    assert approximate_randomization(same, same, np.zeros(50), trials=10) == 1.0
+
+
+@pytest.mark.parametrize("b, c", [(0, 0), (2, 2), (10, 3), (0, 12), (300, 260), (1, 40)])
+def test_mcnemar_equals_the_exact_binomial_test(b, c):
+    expected = 1.0 if b + c == 0 else binomtest(min(b, c), b + c, 0.5).pvalue
+    assert mcnemar_exact(b, c) == pytest.approx(min(1.0, expected))
