@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from prefect import flow
@@ -27,9 +28,12 @@ def evaluate(spec: RunSpec, warehouse: Path) -> Path:
 
 
 def task_runner(dask_address: str | None, dask_local: int):
-    """In-process threads by default; a Dask cluster (existing or local) when asked."""
+    """In-process threads by default, one shard per core at a time (so memory depends on
+    shard size, not corpus size); a Dask cluster (existing or local) when asked."""
     if not (dask_address or dask_local):
-        return None
+        from prefect.task_runners import ThreadPoolTaskRunner
+
+        return ThreadPoolTaskRunner(max_workers=max(1, min(4, os.cpu_count() or 1)))
     try:
         from prefect_dask import DaskTaskRunner
     except ImportError:
@@ -43,6 +47,5 @@ def task_runner(dask_address: str | None, dask_local: int):
 def run_evaluation(spec: RunSpec, warehouse: Path, dask_address: str | None = None,
                    dask_local: int = 0) -> Path:
     """Run :func:`evaluate` with the chosen task runner."""
-    runner = task_runner(dask_address, dask_local)
-    flow_fn = evaluate.with_options(task_runner=runner) if runner else evaluate
-    return flow_fn(spec, warehouse)
+    return evaluate.with_options(task_runner=task_runner(dask_address, dask_local))(
+        spec, warehouse)

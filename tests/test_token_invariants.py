@@ -113,3 +113,11 @@ def test_mapping_never_touches_heads_but_maps_deprels():
     las = view_matrix("las", key, {"s": sys_}, mappings=maps)
     assert (las.values[0] == las.gold_value).all()
     assert (view_matrix("las", key, {"s": sys_}).values[0] != las.gold_value).sum() == 1
+
+
+def test_bucket_names_do_not_depend_on_the_data():
+    edges = np.array([10, 20])
+    codes, names = tokens.bucket_labels(edges, np.array([3, 10, 11, 25]))
+    assert names == ["<=10", "11-20", "21+"]
+    assert codes.tolist() == [0, 0, 1, 2]
+    assert tokens.bucket_labels(edges, np.array([7]))[1] == names

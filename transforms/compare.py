@@ -181,16 +181,11 @@ def mask_counts(m: ViewMatrix) -> pl.DataFrame:
     correct = correct_matrix(m)
     weights = (np.uint64(1) << np.arange(n, dtype=np.uint64))[:, None]
     masks = (correct.astype(np.uint64) * weights).sum(axis=0, dtype=np.uint64)
-    keys = m.gold_display.astype(np.uint64) << np.uint64(MAX_SYSTEMS_FOR_MASKS + 1)
-    uniq, counts = np.unique(np.column_stack([m.gold_display.astype(np.uint64), masks]),
-                             axis=0, return_counts=True)
-    del keys
-    labels = np.array(m.labels, dtype=object)
-    return pl.DataFrame({
-        "gold_label": labels[uniq[:, 0].astype(np.int64)].tolist(),
-        "mask": uniq[:, 1].astype(np.uint64),
-        "n": counts.astype(np.int64),
-    }, schema={"gold_label": pl.String, "mask": pl.UInt64, "n": pl.Int64})
+    hist = (pl.DataFrame({"g": m.gold_display, "mask": masks})
+            .group_by("g", "mask").agg(pl.len().cast(pl.Int64).alias("n")))
+    labels = pl.Series(m.labels, dtype=pl.String)
+    return hist.select(labels.gather(hist["g"].cast(pl.Int64)).alias("gold_label"),
+                       pl.col("mask").cast(pl.UInt64), "n")
 
 
 def majority_counts(m: ViewMatrix, priority: list[int]) -> pl.DataFrame:
@@ -214,32 +209,48 @@ def majority_counts(m: ViewMatrix, priority: list[int]) -> pl.DataFrame:
                          "n_correct": [int((chosen == m.gold_value).sum())]})
 
 
-def bucket_counts(m: ViewMatrix, kind: str, buckets: np.ndarray,
+def bucket_counts(m: ViewMatrix, kind: str, codes: np.ndarray, names: list[str],
                   pairs: list[tuple[int, int]] | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Scores per bucket and system, and change-class counts per bucket and ordered pair."""
+    """Scores per bucket and system, and change-class counts per bucket and ordered pair.
+
+    ``codes`` holds each unit's bucket index into ``names`` (empty buckets are left out).
+    """
     correct = correct_matrix(m)
-    ids, inv = np.unique(buckets, return_inverse=True)
+    present = np.flatnonzero(np.bincount(codes, minlength=len(names)))
+    remap = np.full(len(names), -1)
+    remap[present] = np.arange(present.size)
+    inv = remap[codes]
+    ids = np.array(names, dtype=object)[present]
     k = len(ids)
     units = np.bincount(inv, minlength=k)
     score_frames = [
-        pl.DataFrame({"kind": [kind] * k, "bucket": ids.astype(str).tolist(),
+        pl.DataFrame({"kind": [kind] * k, "bucket": ids.tolist(),
                       "system": [name] * k, "n_units": units.astype(np.int64),
                       "n_correct": np.bincount(inv, weights=correct[i], minlength=k)
                       .astype(np.int64)})
         for i, name in enumerate(m.systems)
     ]
-    pair_frames = []
+    rows: dict[str, list] = {c: [] for c in ("sys1", "sys2", "corrections", "new_errors",
+                                              "changed_errors")}
     for i, j in pairs if pairs is not None else all_pairs(len(m.systems)):
-        differ = m.values[i] != m.values[j]
-        fixed = np.bincount(inv, weights=~correct[i] & correct[j], minlength=k)
-        broken = np.bincount(inv, weights=correct[i] & ~correct[j], minlength=k)
-        changed = np.bincount(inv, weights=differ & ~correct[i] & ~correct[j], minlength=k)
+        wrong_i, wrong_j = ~correct[i], ~correct[j]
+        fixed = np.bincount(inv[wrong_i & correct[j]], minlength=k)
+        broken = np.bincount(inv[correct[i] & wrong_j], minlength=k)
+        changed = np.bincount(inv[wrong_i & wrong_j & (m.values[i] != m.values[j])],
+                              minlength=k)
         for a, b, c, e in ((i, j, fixed, broken), (j, i, broken, fixed)):
-            pair_frames.append(pl.DataFrame({
-                "kind": [kind] * k, "bucket": ids.astype(str).tolist(),
-                "sys1": [m.systems[a]] * k, "sys2": [m.systems[b]] * k,
-                "n_units": units.astype(np.int64), "corrections": c.astype(np.int64),
-                "new_errors": e.astype(np.int64), "changed_errors": changed.astype(np.int64),
-            }))
-    pairs_df = pl.concat(pair_frames) if pair_frames else pl.DataFrame()
+            for col, val in (("sys1", [m.systems[a]] * k), ("sys2", [m.systems[b]] * k),
+                             ("corrections", c), ("new_errors", e), ("changed_errors", changed)):
+                rows[col].append(val)
+    if not rows["sys1"]:
+        return pl.concat(score_frames), pl.DataFrame()
+    n_rows = len(rows["sys1"])
+    pairs_df = pl.DataFrame({
+        "kind": [kind] * (k * n_rows), "bucket": ids.tolist() * n_rows,
+        "sys1": np.concatenate(rows["sys1"]).tolist(),
+        "sys2": np.concatenate(rows["sys2"]).tolist(),
+        "n_units": np.tile(units, n_rows).astype(np.int64),
+        **{c: np.concatenate(rows[c]).astype(np.int64)
+           for c in ("corrections", "new_errors", "changed_errors")},
+    })
     return pl.concat(score_frames), pairs_df

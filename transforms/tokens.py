@@ -36,17 +36,20 @@ def punct_settings(view: str, both: bool = True) -> list[bool]:
     return [False, True] if both and view in DEP_VIEWS else [default_punct(view)]
 
 
-def bucket_labels(edges: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Readable bucket names ('1-10', '11-20', ..., '51+') for integer values."""
-    idx = np.searchsorted(edges, values, side="left")
-    lows = np.concatenate([[values.min(initial=0) if values.size else 0], edges + 1])
-    names = [f"{lo}-{hi}" for lo, hi in zip(lows[:-1], edges, strict=True)]
-    names.append(f"{edges[-1] + 1}+")
-    return np.array(names, dtype=object)[idx]
+def bucket_names(edges: np.ndarray) -> list[str]:
+    """Fixed names of the buckets cut at ``edges``: '<=10', '11-20', ..., '51+'."""
+    names = [f"<={edges[0]}"]
+    names += [f"{lo + 1}-{hi}" for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+    return [*names, f"{edges[-1] + 1}+"]
+
+
+def bucket_labels(edges: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Integer bucket code of every value, and the names of all codes."""
+    return np.searchsorted(edges, values, side="left"), bucket_names(edges)
 
 
 def unit_buckets(m: ViewMatrix, sent_lengths: np.ndarray, label_freq: np.ndarray
-                 ) -> dict[str, np.ndarray]:
+                 ) -> dict[str, tuple[np.ndarray, list[str]]]:
     """Bucket of every unit by sentence length, dependency distance and gold label frequency.
 
     ``sent_lengths`` is indexed by sentence; ``label_freq`` by the matrix's display codes,
@@ -61,12 +64,13 @@ def unit_buckets(m: ViewMatrix, sent_lengths: np.ndarray, label_freq: np.ndarray
     return out
 
 
-def shard_partials(m: ViewMatrix, priority: list[int], buckets: dict[str, np.ndarray],
+def shard_partials(m: ViewMatrix, priority: list[int],
+                   buckets: dict[str, tuple[np.ndarray, list[str]]],
                    pairs: list[tuple[int, int]] | None = None) -> dict[str, pl.DataFrame]:
     """Every additive count of one shard (``m`` already restricted to evaluated units)."""
     bucket_scores, bucket_pairs = [], []
-    for kind, values in buckets.items():
-        s, p = compare.bucket_counts(m, kind, values, pairs)
+    for kind, (codes, names) in buckets.items():
+        s, p = compare.bucket_counts(m, kind, codes, names, pairs)
         bucket_scores.append(s)
         bucket_pairs.append(p)
     return {
