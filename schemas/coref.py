@@ -663,38 +663,40 @@ _RATIOS = [pa.field("precision", pa.float64()), pa.field("recall", pa.float64())
 _COUNTS = [pa.field(name, pa.float64())
            for name in ("recall_num", "recall_den", "precision_num", "precision_den")]
 
+_OWNER = [pa.field("corpus", pa.string()), pa.field("system", pa.string())]
+
 TABLES: dict[str, pa.Schema] = {
     "mentions": pa.schema([
-        pa.field("corpus", pa.string()), pa.field("system", pa.string()),
+        *_OWNER,
         *_MENTION_FIELDS, pa.field("entity", pa.string()), pa.field("mtype", pa.string()),
         pa.field("sent", pa.int32()), pa.field("head_pos", pa.string()),
         pa.field("word", pa.string()),
     ]),
     "coref_tokens": pa.schema([
-        pa.field("corpus", pa.string()), pa.field("system", pa.string()),
+        *_OWNER,
         pa.field("doc", pa.string()), pa.field("part", pa.int32()),
         pa.field("n_tokens", pa.int32()), pa.field("line", pa.int32()),
     ]),
     "coref_counts": pa.schema([
-        pa.field("corpus", pa.string()), pa.field("system", pa.string()),
+        *_OWNER,
         pa.field("doc", pa.string()), pa.field("part", pa.int32()),
         pa.field("metric", pa.string()), *_COUNTS,
     ]),
     "coref_scores": pa.schema([
-        pa.field("corpus", pa.string()), pa.field("system", pa.string()),
+        *_OWNER,
         pa.field("metric", pa.string()), *_COUNTS,
         pa.field("recall", pa.float64()), pa.field("precision", pa.float64()),
         pa.field("f1", pa.float64()),
     ]),
     "mention_classes": pa.schema([
-        pa.field("corpus", pa.string()), pa.field("system", pa.string()),
+        *_OWNER,
         pa.field("criterion", pa.string()), *_MENTION_FIELDS,
         pa.field("mtype", pa.string()), pa.field("word", pa.string()),
         pa.field("in_key", pa.bool_()), pa.field("in_resp", pa.bool_()),
         pa.field("cls", pa.string()),
     ]),
     "arcs_scores": pa.schema([
-        pa.field("corpus", pa.string()), pa.field("system", pa.string()),
+        *_OWNER,
         pa.field("criterion", pa.string()), pa.field("mtype", pa.string()),
         pa.field("tp", pa.int64()), pa.field("fp", pa.int64()), pa.field("fn", pa.int64()),
         pa.field("wl", pa.int64()), pa.field("tn", pa.int64()), *_RATIOS,
