@@ -115,3 +115,15 @@ def test_b_las_difference_decomposition():
     assert (p["diff_head_only"], p["diff_label_only"], p["diff_both"]) == (1, 1, 0)
     other = example_b("upos", True)["pairs"]
     assert other["diff_head_only"].is_null().all()
+
+
+def test_sentence_exact_counts_every_sentence_of_the_key():
+    # sentence 0: "The cat sat ." as in example B; sentence 1: only punctuation ("!")
+    key = words(KEY_B["upos"] + ["PUNCT"], sent=[0, 0, 0, 0, 1], heads=KEY_B["heads"] + [0],
+                deprels=KEY_B["deprels"] + ["root"])
+    s2 = words(S2_B["upos"] + ["PUNCT"], sent=[0, 0, 0, 0, 1], heads=S2_B["heads"] + [0],
+               deprels=S2_B["deprels"] + ["root"])
+    excluded = evaluate("las", key, {"S2": s2}, punct=False)["scores"].row(0, named=True)
+    assert (excluded["n_sents"], excluded["n_sents_exact"]) == (2, 1)  # "!" is vacuously exact
+    included = evaluate("las", key, {"S2": s2}, punct=True)["scores"].row(0, named=True)
+    assert (included["n_sents"], included["n_sents_exact"]) == (2, 1)  # "!" right, other wrong

@@ -30,15 +30,22 @@ def _local_sentences(m: ViewMatrix) -> tuple[np.ndarray, np.ndarray]:
 
 
 def system_counts(m: ViewMatrix) -> pl.DataFrame:
-    """Per system: n_units, n_correct, n_sents (with >= 1 unit), n_sents_exact."""
+    """Per system: n_units, n_correct, n_sents and n_sents_exact.
+
+    Every sentence of the key counts (METRICS 1.2: the share of sentences in which every
+    unit of T is correct): a sentence left with no evaluated unit, e.g. only punctuation
+    when punctuation is excluded, is exact.
+    """
     correct = correct_matrix(m)
     sents, inv = _local_sentences(m)
     per_sent_units = np.bincount(inv, minlength=len(sents))
+    n_all = len(m.sentences)
+    vacuous = n_all - len(sents)
     rows = []
     for i, name in enumerate(m.systems):
         per_sent = np.bincount(inv, weights=correct[i], minlength=len(sents))
-        rows.append((name, m.n_words, int(correct[i].sum()), len(sents),
-                     int((per_sent == per_sent_units).sum())))
+        rows.append((name, m.n_words, int(correct[i].sum()), n_all,
+                     int((per_sent == per_sent_units).sum()) + vacuous))
     return pl.DataFrame(rows, schema=["system", "n_units", "n_correct", "n_sents",
                                       "n_sents_exact"], orient="row")
 

@@ -73,6 +73,7 @@ class ViewMatrix:
     displays: np.ndarray  # UInt32 (n_systems, n_words)
     punct: np.ndarray  # bool: gold punctuation
     extra: dict[str, np.ndarray] = field(default_factory=dict)
+    all_sents: np.ndarray | None = None  # every sentence of the shard, evaluated units or not
 
     @property
     def n_words(self) -> int:
@@ -83,8 +84,13 @@ class ViewMatrix:
         return ViewMatrix(
             self.view, self.systems, self.labels, self.sent[mask], self.gold_value[mask],
             self.gold_display[mask], self.values[:, mask], self.displays[:, mask],
-            self.punct[mask], {k: v[mask] for k, v in self.extra.items()},
+            self.punct[mask], {k: v[mask] for k, v in self.extra.items()}, self.sentences,
         )
+
+    @property
+    def sentences(self) -> np.ndarray:
+        """Every sentence of the shard, including those left with no evaluated unit."""
+        return self.all_sents if self.all_sents is not None else np.unique(self.sent)
 
 
 def _display_column(view: str) -> str:
@@ -140,6 +146,7 @@ def view_matrix(
         displays=np.vstack(disp[1:]) if n else np.empty(shape, np.uint32),
         punct=punct_mask(key, fmt),
         extra={"distance": _distance(key)},
+        all_sents=np.unique(key["sent"].to_numpy()),
     )
 
 
