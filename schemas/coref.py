@@ -165,6 +165,13 @@ def _first_error(df: pl.DataFrame, path: str | Path, message) -> None:
         raise InputError(message(row), path, row["line"])
 
 
+def _bracket_kind(b: pl.Expr) -> pl.Expr:
+    """One-token mention ``(x)``, opening ``(x`` or closing ``x)`` bracket."""
+    opens = b.str.starts_with("(")
+    return (pl.when(opens & b.str.ends_with(")")).then(_KIND_SINGLE)
+            .when(opens).then(_KIND_OPEN).otherwise(_KIND_CLOSE))
+
+
 def _rank_in_run(col: str) -> pl.Expr:
     """0, 1, 2, ... within each run of equal consecutive values of ``col``."""
     idx = pl.int_range(pl.len())
@@ -452,9 +459,7 @@ def _parse_conll2012(
         .explode("b")
         .with_columns(ord=_rank_in_run("line"))
         .with_columns(
-            kind=pl.when(pl.col("b").str.starts_with("(") & pl.col("b").str.ends_with(")"))
-            .then(_KIND_SINGLE).when(pl.col("b").str.starts_with("(")).then(_KIND_OPEN)
-            .otherwise(_KIND_CLOSE),
+            kind=_bracket_kind(pl.col("b")),
             ent=pl.col("b").str.extract(r"(\d+)"),
             attrs=pl.lit(None, dtype=pl.Utf8),
         ).collect()
@@ -526,9 +531,7 @@ def _parse_corefud(text: str, path: str | Path) -> tuple[pl.DataFrame, pl.DataFr
         .explode("b")
         .with_columns(ord=_rank_in_run("line"))
         .with_columns(
-            kind=pl.when(pl.col("b").str.starts_with("(") & pl.col("b").str.ends_with(")"))
-            .then(_KIND_SINGLE).when(pl.col("b").str.starts_with("(")).then(_KIND_OPEN)
-            .otherwise(_KIND_CLOSE),
+            kind=_bracket_kind(pl.col("b")),
             inner=pl.col("b").str.strip_chars("()"),
         )
         .with_columns(
