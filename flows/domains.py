@@ -15,8 +15,14 @@ from prefect.cache_policies import NONE
 
 from flows.progress import progress
 from flows.spec import KEY_ID, RunSpec, Source
-from flows.warehouse import Staging, file_sha256, read_table, signature
-from schemas.conll import read_bytes
+from flows.warehouse import (
+    Staging,
+    input_sha256,
+    partition,
+    read_table,
+    signature,
+    with_literals,
+)
 from schemas.errors import InputError
 
 CRITERIA = ("any", "nom")
@@ -34,20 +40,6 @@ def run_domain(spec: RunSpec, stage: Staging) -> None:
         raise InputError(f"unknown task '{spec.task}'")
 
 
-def _part(corpus: str, system: str) -> str:
-    return f"corpus={corpus}/system={system}"
-
-
-def _tag(df: pl.DataFrame, **values: str) -> pl.DataFrame:
-    return df.with_columns(pl.lit(v, pl.String).alias(k) for k, v in values.items())
-
-
-def _sha(path: Path) -> str:
-    if not Path(path).is_file():
-        read_bytes(path)  # raises the precise InputError
-    return file_sha256(path)
-
-
 def system_row(spec: RunSpec, source: Source, role: str, sha: str, fmt: str, n_docs: int,
                n_sents: int, n_units: int) -> pl.DataFrame:
     """One row of the ``systems`` table."""
@@ -62,11 +54,11 @@ def system_row(spec: RunSpec, source: Source, role: str, sha: str, fmt: str, n_d
 @task(name="ingest {source.name}", cache_policy=NONE)
 def read_coref_file(source: Source) -> tuple[pl.DataFrame, pl.DataFrame, str]:
     """Mentions and per-document token counts of one coreference file."""
-    from schemas.coref import detect_format, read_coref_with_tokens
+    from schemas.coref import detect_format, read_coref_with_tokens, read_text
 
-    text = read_bytes(source.path).decode("utf-8", errors="strict")
+    text = read_text(source.path)
     fmt = source.fmt or detect_format(text, source.path)
-    mentions, toks = read_coref_with_tokens(source.path, fmt)
+    mentions, toks = read_coref_with_tokens(source.path, fmt, text)
     return mentions, toks, fmt
 
 
@@ -76,7 +68,7 @@ def run_coref(spec: RunSpec, stage: Staging) -> None:
 
     corpus = spec.corpus
     sources = [(spec.key, "key")] + [(s, "system") for s in spec.systems]
-    shas = {(KEY_ID if role == "key" else s.id): _sha(s.path) for s, role in sources}
+    shas = {(KEY_ID if role == "key" else s.id): input_sha256(s.path) for s, role in sources}
     mentions: dict[str, pl.DataFrame] = {}
     with progress("ingest", len(sources)) as tick:
         key_tokens = None
@@ -89,11 +81,12 @@ def run_coref(spec: RunSpec, stage: Staging) -> None:
                 validate_response(key_tokens, toks, spec.key.path, source.path)
             mentions[sid] = m
             sig = signature(shas[sid], fmt, shas[KEY_ID])
-            if not stage.has("mentions", _part(corpus, sid), sig):
-                stage.write("mentions", _part(corpus, sid), sig, _tag(m, corpus=corpus, system=sid))
-                stage.write("coref_tokens", _part(corpus, sid), sig,
-                            _tag(toks, corpus=corpus, system=sid))
-                stage.write("systems", _part(corpus, sid), sig, system_row(
+            if not stage.has("mentions", partition(corpus, sid), sig):
+                stage.write("mentions", partition(corpus, sid), sig,
+                            with_literals(m, corpus=corpus, system=sid))
+                stage.write("coref_tokens", partition(corpus, sid), sig,
+                            with_literals(toks, corpus=corpus, system=sid))
+                stage.write("systems", partition(corpus, sid), sig, system_row(
                     spec, source, role, shas[sid], fmt, toks.height,
                     int(m["sent"].n_unique()) if m.height else 0, m.height))
             tick()
@@ -112,15 +105,15 @@ def _coref_results(spec: RunSpec, stage: Staging, mentions: dict[str, pl.DataFra
             sig = signature(shas[KEY_ID], shas[s], "coref")
             for c in CRITERIA:
                 classes[c][s] = arcs.mention_classes(key, mentions[s], c)
-            if not stage.has("coref_scores", _part(corpus, s), sig):
+            if not stage.has("coref_scores", partition(corpus, s), sig):
                 scores = coref.coref_scores(coref.coref_counts(key, mentions[s]))
-                stage.write("coref_scores", _part(corpus, s), sig,
-                            _tag(scores, corpus=corpus, system=s))
+                stage.write("coref_scores", partition(corpus, s), sig,
+                            with_literals(scores, corpus=corpus, system=s))
                 cls = pl.concat([classes[c][s] for c in CRITERIA])
-                stage.write("mention_classes", _part(corpus, s), sig,
-                            _tag(cls, corpus=corpus, system=s))
-                stage.write("arcs_scores", _part(corpus, s), sig,
-                            _tag(arcs.arcs_scores(cls), corpus=corpus, system=s))
+                stage.write("mention_classes", partition(corpus, s), sig,
+                            with_literals(cls, corpus=corpus, system=s))
+                stage.write("arcs_scores", partition(corpus, s), sig,
+                            with_literals(arcs.arcs_scores(cls), corpus=corpus, system=s))
             tick()
     all_sig = signature(shas[KEY_ID], sorted((s, shas[s]) for s in systems), "coref")
     if len(systems) < 1 or stage.has("coref_oracles", f"corpus={corpus}", all_sig):
@@ -132,13 +125,13 @@ def _coref_results(spec: RunSpec, stage: Staging, mentions: dict[str, pl.DataFra
         transitions.append(t)
         oracles.append(arcs.coref_oracles(classes[c], c))
     part = f"corpus={corpus}"
-    stage.write("coref_oracles", part, all_sig, _tag(pl.concat(oracles), corpus=corpus))
+    stage.write("coref_oracles", part, all_sig, with_literals(pl.concat(oracles), corpus=corpus))
     if len(systems) > 1:
-        stage.write("coref_pairs", part, all_sig, _tag(pl.concat(pairs), corpus=corpus))
+        stage.write("coref_pairs", part, all_sig, with_literals(pl.concat(pairs), corpus=corpus))
         stage.write("coref_transitions", part, all_sig,
-                    _tag(pl.concat(transitions), corpus=corpus))
+                    with_literals(pl.concat(transitions), corpus=corpus))
         agreement = arcs.coref_agreement({s: mentions[s] for s in systems})
-        stage.write("coref_agreement", part, all_sig, _tag(agreement, corpus=corpus))
+        stage.write("coref_agreement", part, all_sig, with_literals(agreement, corpus=corpus))
 
 
 def live_mentions(stage: Staging, corpus: str) -> pl.DataFrame:

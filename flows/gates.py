@@ -6,7 +6,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from flows.queries import query
-from flows.show import _lit, only_corpus
+from flows.show import only_corpus
+from flows.warehouse import sql_literal
 from schemas.errors import InputError
 
 
@@ -22,9 +23,9 @@ class Gate:
 
 
 def _pair(root: Path, corpus: str, view: str, punct: bool, a: str, b: str) -> dict:
-    rows = query(root, f"""select * from pairs where corpus = {_lit(corpus)}
-        and view = {_lit(view)} and punct = {str(punct).lower()}
-        and sys1 = {_lit(a)} and sys2 = {_lit(b)}""")
+    rows = query(root, f"""select * from pairs where corpus = {sql_literal(corpus)}
+        and view = {sql_literal(view)} and punct = {str(punct).lower()}
+        and sys1 = {sql_literal(a)} and sys2 = {sql_literal(b)}""")
     if rows.is_empty():
         raise InputError(f"no comparison {a} -> {b} for corpus '{corpus}', view '{view}'; "
                          "are both systems ingested?", root)
@@ -33,9 +34,10 @@ def _pair(root: Path, corpus: str, view: str, punct: bool, a: str, b: str) -> di
 
 def _label_delta(root: Path, corpus: str, view: str, punct: bool, a: str, b: str,
                  label: str) -> tuple[float, int]:
-    rows = query(root, f"""select system, accuracy, n from labels where corpus = {_lit(corpus)}
-        and view = {_lit(view)} and punct = {str(punct).lower()} and gold_label = {_lit(label)}
-        and system in ({_lit(a)}, {_lit(b)})""")
+    rows = query(root, f"""select system, accuracy, n from labels
+        where corpus = {sql_literal(corpus)} and view = {sql_literal(view)}
+        and punct = {str(punct).lower()} and gold_label = {sql_literal(label)}
+        and system in ({sql_literal(a)}, {sql_literal(b)})""")
     acc = dict(zip(rows["system"], rows["accuracy"], strict=True))
     if len(acc) != 2:
         raise InputError(f"no gold label '{label}' in view '{view}' of corpus '{corpus}'", root)

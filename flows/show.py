@@ -8,15 +8,12 @@ import polars as pl
 
 from flows.queries import query
 from flows.render import to_text
+from flows.warehouse import sql_literal
 from schemas.errors import InputError
 
 SHOWABLE = ("scores", "pairs", "changes", "labels", "labeldiff", "oracles", "gains",
             "difficulty", "conll18", "coref", "arcs", "coref_pairs", "coref_oracles",
             "agreement", "unl")
-
-
-def _lit(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def only_corpus(root: Path, corpus: str | None) -> str:
@@ -35,7 +32,7 @@ def only_corpus(root: Path, corpus: str | None) -> str:
 
 def corpus_task(root: Path, corpus: str) -> str:
     """The task a corpus was evaluated with."""
-    rows = query(root, f"select task from systems where corpus = {_lit(corpus)} limit 1")
+    rows = query(root, f"select task from systems where corpus = {sql_literal(corpus)} limit 1")
     return rows["task"][0] if rows.height else "dep"
 
 
@@ -44,24 +41,24 @@ def headline(root: Path, corpus: str) -> pl.DataFrame:
     task = corpus_task(root, corpus)
     if task == "coref":
         return query(root, f"""pivot (select system, metric, round(100 * f1, 2) as f1
-                                      from coref_scores where corpus = {_lit(corpus)})
+                                      from coref_scores where corpus = {sql_literal(corpus)})
                                on metric using first(f1) order by system""")
     if task in ("unl", "nl"):
         return query(root, f"select * exclude (corpus) from unl_scores "
-                           f"where corpus = {_lit(corpus)} order by system")
+                           f"where corpus = {sql_literal(corpus)} order by system")
     return query(root, f"""
         select system, view, punct, n_correct, n_units, round(100 * accuracy, 2) as acc,
                round(100 * sent_exact, 2) as sent_exact
-        from scores where corpus = {_lit(corpus)}
+        from scores where corpus = {sql_literal(corpus)}
           and ((view in ('head', 'deprel', 'las') and not punct)
                or view not in ('head', 'deprel', 'las'))
         order by view, system""")
 
 
 def _where(corpus: str, view: str | None, punct: bool | None) -> str:
-    parts = [f"corpus = {_lit(corpus)}"]
+    parts = [f"corpus = {sql_literal(corpus)}"]
     if view:
-        parts.append(f"view = {_lit(view)}")
+        parts.append(f"view = {sql_literal(view)}")
         default = view not in ("head", "deprel", "las")
         parts.append(f"punct = {str(default if punct is None else punct).lower()}")
     return " and ".join(parts)
@@ -76,9 +73,9 @@ def show_table(root: Path, table: str, corpus: str | None, view: str, sys1: str 
     where = _where(corpus, view, punct)
     pair = ""
     if sys1:
-        pair += f" and sys1 = {_lit(sys1)}"
+        pair += f" and sys1 = {sql_literal(sys1)}"
     if sys2:
-        pair += f" and sys2 = {_lit(sys2)}"
+        pair += f" and sys2 = {sql_literal(sys2)}"
     if table == "changes":
         return _changes(root, where, pair, sys1, sys2, top, fmt)
     if table == "labeldiff":
@@ -109,7 +106,7 @@ def show_table(root: Path, table: str, corpus: str | None, view: str, sys1: str 
                       f"is null order by k_correct",
         "conll18": f"select system, metric, round(100*precision, 2) as precision, "
                    f"round(100*recall, 2) as recall, round(100*f1, 2) as f1 from conll18 "
-                   f"where corpus = {_lit(corpus)} order by system",
+                   f"where corpus = {sql_literal(corpus)} order by system",
     }[table]
     return to_text(query(root, sql), fmt, title=f"{table}: {corpus} {view}")
 
@@ -121,7 +118,7 @@ def _criterion(view: str) -> str:
 def _domain_table(root: Path, table: str, corpus: str, view: str, sys1: str | None,
                   sys2: str | None, top: int, fmt: str) -> str:
     """Coreference and UNL tables; for coreference ``--view`` is the criterion (any|nom)."""
-    c, crit = _lit(corpus), _lit(_criterion(view))
+    c, crit = sql_literal(corpus), sql_literal(_criterion(view))
     if table == "coref_pairs" and sys1 and sys2:
         return _coref_pair(root, corpus, _criterion(view), sys1, sys2, top, fmt)
     sql = {
@@ -148,8 +145,8 @@ def _domain_table(root: Path, table: str, corpus: str, view: str, sys1: str | No
 def _coref_pair(root: Path, corpus: str, criterion: str, sys1: str, sys2: str, top: int,
                 fmt: str) -> str:
     """The paper's mention-level comparison of two responses, with the top transitions."""
-    where = (f"corpus = {_lit(corpus)} and criterion = {_lit(criterion)} "
-             f"and sys1 = {_lit(sys1)} and sys2 = {_lit(sys2)}")
+    where = (f"corpus = {sql_literal(corpus)} and criterion = {sql_literal(criterion)} "
+             f"and sys1 = {sql_literal(sys1)} and sys2 = {sql_literal(sys2)}")
     p = query(root, f"select * from coref_pairs where {where}")
     if p.is_empty():
         raise InputError(f"no coreference pair {sys1} -> {sys2} for corpus '{corpus}'")
@@ -184,8 +181,8 @@ def _labeldiff(root: Path, where: str, sys1: str | None, sys2: str | None, top: 
                round(100 * b.accuracy, 2) as acc2,
                round(100 * (b.accuracy - a.accuracy), 2) as delta
         from labels a join labels b using (corpus, view, punct, gold_label)
-        where a.{where.replace(' and ', ' and a.')} and a.system = {_lit(sys1)}
-          and b.system = {_lit(sys2)}
+        where a.{where.replace(' and ', ' and a.')} and a.system = {sql_literal(sys1)}
+          and b.system = {sql_literal(sys2)}
         order by abs(b.accuracy - a.accuracy) desc, a.n desc limit {int(top)}""")
     return to_text(rows, fmt, title=f"largest per-label differences: {sys1} -> {sys2}")
 

@@ -18,13 +18,20 @@ from prefect.cache_policies import NONE
 
 from flows.progress import progress
 from flows.spec import KEY_ID, RunSpec, Source
-from flows.warehouse import Staging, crash_point, file_sha256, read_table, signature
+from flows.warehouse import (
+    Staging,
+    crash_point,
+    input_sha256,
+    partition,
+    read_table,
+    signature,
+    with_literals,
+)
 from schemas.conll import ConllDoc, check_same_words, read_conll
 from transforms import conll18, reduce, tokens
-from transforms.views import DEP_VIEWS, TOKEN_VIEWS, view_matrix
+from transforms.views import DEP_VIEWS, TOKEN_VIEWS, WORD_COLUMNS, view_matrix
 
 TASK_VIEWS = {"pos": TOKEN_VIEWS, "dep": TOKEN_VIEWS + DEP_VIEWS}
-WORD_COLUMNS = ["sent", "id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel"]
 
 
 @dataclass(frozen=True)
@@ -36,11 +43,6 @@ class Ingested:
     fmt: str
     units: Path
     sents: Path
-    reused: bool
-
-
-def _partition(corpus: str, system: str) -> str:
-    return f"corpus={corpus}/system={system}"
 
 
 @task(name="ingest {source.name}", cache_policy=NONE)
@@ -54,11 +56,12 @@ def ingest_file(spec: RunSpec, source: Source, role: str, sha: str, stage: Stagi
     if key is not None:
         check_same_words(key_words_for_check(key, spec.key.path), doc)
     sid = KEY_ID if role == "key" else source.id
-    part = _partition(spec.corpus, sid)
+    part = partition(spec.corpus, sid)
     sig = signature(sha, doc.fmt, None if role == "key" else key_sha)
-    tag = dict(corpus=spec.corpus, system=sid)
-    units = stage.write("units", part, sig, doc.tokens.with_columns(**_lits(tag)))
-    sents = stage.write("sents", part, sig, doc.sents.with_columns(**_lits(tag)))
+    units = stage.write("units", part, sig,
+                        with_literals(doc.tokens, corpus=spec.corpus, system=sid))
+    sents = stage.write("sents", part, sig,
+                        with_literals(doc.sents, corpus=spec.corpus, system=sid))
     meta = {
         "corpus": spec.corpus, "system": sid, "version": source.version, "task": spec.task,
         "role": role, "format": doc.fmt, "path": str(Path(source.path).absolute()),
@@ -67,17 +70,12 @@ def ingest_file(spec: RunSpec, source: Source, role: str, sha: str, stage: Stagi
         "ingested_at": dt.datetime.now(dt.UTC),
     }
     stage.write("systems", part, sig, pl.DataFrame([meta]))
-    return Ingested(sid, sha, doc.fmt, units, sents, False)
-
-
-def _lits(values: dict) -> dict[str, pl.Expr]:
-    return {k: pl.lit(v, pl.String) for k, v in values.items()}
+    return Ingested(sid, sha, doc.fmt, units, sents)
 
 
 def _live(stage: Staging, spec: RunSpec, sid: str, sha: str, fmt: str) -> Ingested:
-    part = _partition(spec.corpus, sid)
-    return Ingested(sid, sha, fmt, stage.live_file("units", part), stage.live_file("sents", part),
-                    True)
+    part = partition(spec.corpus, sid)
+    return Ingested(sid, sha, fmt, stage.live_file("units", part), stage.live_file("sents", part))
 
 
 def key_words_for_check(key: Ingested, source_path: Path) -> ConllDoc:
@@ -87,45 +85,30 @@ def key_words_for_check(key: Ingested, source_path: Path) -> ConllDoc:
     return ConllDoc(str(source_path), key.fmt, units, sents)
 
 
-def _unchanged(stage: Staging, spec: RunSpec, sid: str, sha: str, key_sha: str | None) -> bool:
-    systems = read_table(stage.root, "systems", stage.manifest,
-                         (pl.col("corpus") == spec.corpus) & (pl.col("system") == sid))
-    if systems.is_empty() or systems["sha256"][0] != sha:
-        return False
-    if key_sha is None:
-        return True
-    key = read_table(stage.root, "systems", stage.manifest,
-                     (pl.col("corpus") == spec.corpus) & (pl.col("system") == KEY_ID))
-    return not key.is_empty() and key["sha256"][0] == key_sha
+def _known_inputs(stage: Staging, corpus: str) -> dict[str, tuple[str, str]]:
+    """system -> (sha256, format) of what the warehouse already holds for a corpus."""
+    rows = read_table(stage.root, "systems", stage.manifest, pl.col("corpus") == corpus)
+    return {r[0]: (r[1], r[2]) for r in rows.select("system", "sha256", "format").rows()}
 
 
 def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
     """Ingest the key and every system; unchanged files are not read again."""
     out: dict[str, Ingested] = {}
-    key_sha = file_sha256(_existing(spec.key.path))
+    key_sha = input_sha256(spec.key.path)
+    known = _known_inputs(stage, spec.corpus)
+    key_same = known.get(KEY_ID, ("", ""))[0] == key_sha
     sources = [(spec.key, "key")] + [(s, "system") for s in spec.systems]
     with progress("ingest", len(sources)) as tick:
         for source, role in sources:
             sid = KEY_ID if role == "key" else source.id
-            sha = key_sha if role == "key" else file_sha256(_existing(source.path))
-            if _unchanged(stage, spec, sid, sha, None if role == "key" else key_sha):
-                fmt = read_table(stage.root, "systems", stage.manifest,
-                                 (pl.col("corpus") == spec.corpus)
-                                 & (pl.col("system") == sid))["format"][0]
-                out[sid] = _live(stage, spec, sid, sha, fmt)
+            sha = key_sha if role == "key" else input_sha256(source.path)
+            if key_same and known.get(sid, ("", ""))[0] == sha:
+                out[sid] = _live(stage, spec, sid, sha, known[sid][1])
             else:
                 key = out[KEY_ID] if role == "system" else None
                 out[sid] = ingest_file(spec, source, role, sha, stage, key, key_sha)
             tick()
     return out
-
-
-def _existing(path: Path) -> Path:
-    from schemas.conll import read_bytes
-
-    if not Path(path).is_file():
-        read_bytes(path)  # raises the precise InputError
-    return Path(path)
 
 
 def corpus_systems(stage: Staging, corpus: str) -> pl.DataFrame:
@@ -139,7 +122,7 @@ def corpus_systems(stage: Staging, corpus: str) -> pl.DataFrame:
 
 
 def _units_path(stage: Staging, corpus: str, system: str) -> Path:
-    part = _partition(corpus, system)
+    part = partition(corpus, system)
     return stage.staged_path("units", part) or stage.live_file("units", part)
 
 
@@ -187,11 +170,15 @@ def read_shard_words(path: Path, shard: Shard) -> pl.DataFrame:
             .select(WORD_COLUMNS).collect())
 
 
-def _matrices(spec: RunSpec, systems: list[str], unit_paths: dict[str, str], fmt: str,
-              shard: Shard):
-    """Yield (view, punct, matrix) for every view and punctuation setting of one shard."""
+def shard_words(systems: list[str], unit_paths: dict[str, str], shard: Shard
+                ) -> tuple[pl.DataFrame, dict[str, pl.DataFrame]]:
+    """The key's and every system's words of one shard (each file read once)."""
     key = read_shard_words(Path(unit_paths[KEY_ID]), shard)
-    words = {s: read_shard_words(Path(unit_paths[s]), shard) for s in systems}
+    return key, {s: read_shard_words(Path(unit_paths[s]), shard) for s in systems}
+
+
+def _matrices(spec: RunSpec, key: pl.DataFrame, words: dict[str, pl.DataFrame], fmt: str):
+    """Yield (view, punct, matrix) for every view and punctuation setting of one shard."""
     for view in TASK_VIEWS[spec.task]:
         m = view_matrix(view, key, words, fmt, spec.mappings)
         for punct in tokens.punct_settings(view):
@@ -202,8 +189,9 @@ def _matrices(spec: RunSpec, systems: list[str], unit_paths: dict[str, str], fmt
 def shard_priors(spec: RunSpec, systems: list[str], unit_paths: dict[str, str], fmt: str,
                  shard: Shard) -> dict[tuple[str, bool], dict[str, pl.DataFrame]]:
     """Phase 1 of the map: per-system counts and gold label counts of one shard."""
+    key, words = shard_words(systems, unit_paths, shard)
     return {(view, punct): tokens.shard_priors(m)
-            for view, punct, m in _matrices(spec, systems, unit_paths, fmt, shard)}
+            for view, punct, m in _matrices(spec, key, words, fmt)}
 
 
 @task(name="compare {spec.corpus} shard {shard.index}", cache_policy=NONE, retries=2)
@@ -212,15 +200,14 @@ def shard_compare(spec: RunSpec, systems: list[str], unit_paths: dict[str, str],
                   conll18_systems: list[str]) -> dict:
     """Phase 2 of the map: every additive count of one shard, for every view setting."""
     lengths = pl.read_parquet(lengths_path).sort("sent")["n_words"].to_numpy()
+    key, words = shard_words(systems, unit_paths, shard)
     out: dict = {}
-    for view, punct, m in _matrices(spec, systems, unit_paths, fmt, shard):
+    for view, punct, m in _matrices(spec, key, words, fmt):
         priority, freq = priors[(view, punct)]
         buckets = tokens.unit_buckets(m, lengths, np.array([freq.get(x, 0) for x in m.labels]))
         out[(view, punct)] = tokens.shard_partials(m, priority, buckets, pairs)
     if conll18_systems:
-        key = read_shard_words(Path(unit_paths[KEY_ID]), shard)
-        out["conll18"] = {s: conll18.conll18_counts(
-            key, read_shard_words(Path(unit_paths[s]), shard)) for s in conll18_systems}
+        out["conll18"] = {s: conll18.conll18_counts(key, words[s]) for s in conll18_systems}
     return out
 
 
@@ -256,15 +243,15 @@ def compare_tokens(spec: RunSpec, stage: Staging) -> None:
     pair_sig = {(a, b): signature(key_row["sha256"], shas[a], shas[b], opts)
                 for i, a in enumerate(systems) for b in systems[i + 1:]}
     all_sig = signature(key_row["sha256"], sorted(shas.items()), opts)
-    todo_sys = [s for s in systems if not stage.has("scores", _partition(corpus, s), sys_sig[s])]
+    todo_sys = [s for s in systems if not stage.has("scores", partition(corpus, s), sys_sig[s])]
     todo_pairs = [p for p, sig in pair_sig.items()
                   if not stage.has("pairs", f"corpus={corpus}/pair={p[0]}~{p[1]}", sig)]
     todo_all = not stage.has("oracles", f"corpus={corpus}", all_sig)
     if not (todo_sys or todo_pairs or todo_all):
         return
     unit_paths = {s: str(_units_path(stage, corpus, s)) for s in [KEY_ID, *systems]}
-    sents_path = str(stage.staged_path("sents", _partition(corpus, KEY_ID))
-                     or stage.live_file("sents", _partition(corpus, KEY_ID)))
+    sents_path = str(stage.staged_path("sents", partition(corpus, KEY_ID))
+                     or stage.live_file("sents", partition(corpus, KEY_ID)))
     crash_point("compare")
     shards = plan_shards(pl.read_parquet(sents_path), spec.shard_sents)
     index = {s: i for i, s in enumerate(systems)}
@@ -315,7 +302,7 @@ def _stage_per_system(stage: Staging, corpus: str, tables: dict[str, pl.DataFram
     for s in todo:
         for name in ("scores", "labels", "buckets"):
             if name in tables:
-                stage.write(name, _partition(corpus, s), sigs[s],
+                stage.write(name, partition(corpus, s), sigs[s],
                             tables[name].filter(pl.col("system") == s))
 
 
@@ -335,4 +322,4 @@ def _stage_conll18(stage: Staging, corpus: str, shard_counts: list[dict[str, pl.
         counts = reduce.sum_counts([c[s] for c in shard_counts], ["metric"])
         df = counts.join(conll18.conll18_scores(counts), on="metric").with_columns(
             pl.lit(corpus).alias("corpus"), pl.lit(s).alias("system"))
-        stage.write("conll18", _partition(corpus, s), sigs[s], df)
+        stage.write("conll18", partition(corpus, s), sigs[s], df)

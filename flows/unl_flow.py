@@ -9,10 +9,10 @@ import polars as pl
 from prefect import task
 from prefect.cache_policies import NONE
 
-from flows.domains import _part, _sha, _tag, system_row
+from flows.domains import system_row
 from flows.progress import progress
 from flows.spec import KEY_ID, RunSpec, Source
-from flows.warehouse import Staging, signature
+from flows.warehouse import Staging, input_sha256, partition, signature, with_literals
 
 log = logging.getLogger("sysdiff")
 
@@ -61,13 +61,14 @@ def run_unl(spec: RunSpec, stage: Staging) -> None:
 
     corpus, options = spec.corpus, unl_options(spec)
     opt_sig = options.signature() if hasattr(options, "signature") else repr(options)
-    key_sha = _sha(spec.key.path)
+    key_sha = input_sha256(spec.key.path)
+    shas = {s.id: input_sha256(s.path) for s in spec.systems}
     expected = read_sentences(spec.key, spec.task)
     stage_system(stage, spec, spec.key, "key", key_sha, len(expected), expected)
     sentences: dict[str, pl.DataFrame] = {}
     with progress("score", len(spec.systems)) as tick:
         for source in spec.systems:
-            sha = _sha(source.path)
+            sha = shas[source.id]
             actual = read_sentences(source, spec.task)
             if spec.task == "unl":
                 for w in unl_warnings(expected, actual):
@@ -75,19 +76,19 @@ def run_unl(spec: RunSpec, stage: Staging) -> None:
             sig = signature(key_sha, sha, opt_sig, spec.task)
             df = score_file(expected, actual, source, spec.task, options)
             sentences[source.id] = df
-            if not stage.has("unl_sentences", _part(corpus, source.id), sig):
+            if not stage.has("unl_sentences", partition(corpus, source.id), sig):
                 stage_system(stage, spec, source, "system", sha, len(actual), actual, sig)
-                stage.write("unl_sentences", _part(corpus, source.id), sig,
-                            _tag(df, corpus=corpus, system=source.id))
-                stage.write("unl_scores", _part(corpus, source.id), sig,
-                            _tag(unl_scores(df), corpus=corpus, system=source.id))
+                stage.write("unl_sentences", partition(corpus, source.id), sig,
+                            with_literals(df, corpus=corpus, system=source.id))
+                stage.write("unl_scores", partition(corpus, source.id), sig,
+                            with_literals(unl_scores(df), corpus=corpus, system=source.id))
             tick()
-    all_sig = signature(key_sha, sorted((s.id, _sha(s.path)) for s in spec.systems), opt_sig)
+    all_sig = signature(key_sha, sorted(shas.items()), opt_sig)
     if len(sentences) > 1 and not stage.has("unl_oracle", f"corpus={corpus}", all_sig):
         compared = compare_versions(sentences)
         for name in ("pairs", "oracle", "moved"):
             stage.write(f"unl_{name}", f"corpus={corpus}", all_sig,
-                        _tag(compared[name], corpus=corpus))
+                        with_literals(compared[name], corpus=corpus))
 
 
 def stage_system(stage: Staging, spec: RunSpec, source: Source, role: str, sha: str,
@@ -95,7 +96,7 @@ def stage_system(stage: Staging, spec: RunSpec, source: Source, role: str, sha: 
     """The ``systems`` row of one UNL file."""
     sid = KEY_ID if role == "key" else source.id
     sig = sig or signature(sha, spec.task)
-    if not stage.has("systems", _part(spec.corpus, sid), sig):
-        stage.write("systems", _part(spec.corpus, sid), sig,
+    if not stage.has("systems", partition(spec.corpus, sid), sig):
+        stage.write("systems", partition(spec.corpus, sid), sig,
                     system_row(spec, source, role, sha, spec.task, 1, n_sents, n_sents))
 

@@ -55,6 +55,30 @@ def signature(*parts: object) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def partition(corpus: str, system: str) -> str:
+    """The partition key of one system's rows in a table."""
+    return f"corpus={corpus}/system={system}"
+
+
+def input_sha256(path: str | Path) -> str:
+    """The SHA-256 of an input file; a missing or unreadable file is an InputError."""
+    from schemas.conll import read_bytes
+
+    if not Path(path).is_file():
+        read_bytes(path)  # raises the precise InputError
+    return file_sha256(path)
+
+
+def with_literals(df: pl.DataFrame, **values: object) -> pl.DataFrame:
+    """``df`` with constant string columns (corpus, system, ...)."""
+    return df.with_columns(pl.lit(v, pl.String).alias(k) for k, v in values.items())
+
+
+def sql_literal(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
 def file_sha256(path: str | Path) -> str:
     """The SHA-256 of a file's bytes."""
     h = hashlib.sha256()
@@ -249,17 +273,13 @@ def collect_garbage(root: Path, manifest: dict) -> None:
             d.rmdir()
 
 
-def _sql_literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def catalog_statements(root: Path, manifest: dict) -> list[tuple[str, object]]:
     """(SQL, arrow table or None) to build one view (or empty typed table) per table."""
     statements: list[tuple[str, object]] = []
     for table, schema in all_tables().items():
         files = live_files(root, manifest, table)
         if files:
-            listing = ", ".join(_sql_literal(str(f)) for f in files)
+            listing = ", ".join(sql_literal(str(f)) for f in files)
             statements.append((f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listing}], "
                                "union_by_name = true, hive_partitioning = false)", None))
         else:

@@ -130,6 +130,11 @@ def _docname(row: dict) -> str:
     return f"'{row['doc']}' part {row['part']}"
 
 
+def read_text(path: str | Path) -> str:
+    """A file's text; missing, unreadable or non-UTF-8 files are InputErrors."""
+    return _decode(_read_bytes(path), path)
+
+
 def _read_bytes(path: str | Path) -> bytes:
     try:
         return Path(path).read_bytes()

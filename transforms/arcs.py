@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 
 from transforms.coref import coref_counts, coref_scores
+from transforms.reduce import subsets
 
 CLASSES = ["TP", "FP", "FN", "WL", "TN"]
 CORRECT = ["TP", "TN"]
@@ -246,14 +247,6 @@ def _codes(s: pl.Series) -> tuple[np.ndarray, list[str]]:
     keys = sorted(set(s.to_list()))
     codes = s.replace_strict(keys, list(range(len(keys))), return_dtype=pl.Int64)
     return codes.to_numpy() if len(s) else np.zeros(0, np.int64), keys
-
-
-def subsets(names: list[str], max_all: int = 10, max_size: int = 3) -> list[tuple[int, ...]]:
-    """Index subsets of the systems: all non-empty ones when there are at most ``max_all``
-    systems, else those of size <= ``max_size``."""
-    n = len(names)
-    top = n if n <= max_all else min(max_size, n)
-    return [c for k in range(1, top + 1) for c in itertools.combinations(range(n), k)]
 
 
 def coref_oracles(classes_by_system: dict[str, pl.DataFrame], criterion: str) -> pl.DataFrame:

@@ -61,14 +61,18 @@ def pairs_table(counts: pl.DataFrame, scores: pl.DataFrame, sentences: pl.DataFr
     )
 
 
-def subsets(systems: list[str]) -> list[tuple[int, ...]]:
-    """Every subset when N <= 10; else subsets of size <= 3, all N-1 subsets and the full set."""
-    n = len(systems)
-    if n <= MAX_ALL_SUBSETS:
+def subsets(names: list[str], max_all: int = MAX_ALL_SUBSETS, max_size: int = 3,
+            leave_one_out: bool = False) -> list[tuple[int, ...]]:
+    """Index subsets of the systems: all non-empty ones when there are at most ``max_all``;
+    else those of size <= ``max_size`` (plus, with ``leave_one_out``, every N-1 subset and
+    the full set, for marginal gains)."""
+    n = len(names)
+    if n <= max_all:
         return [c for k in range(1, n + 1) for c in combinations(range(n), k)]
-    small = [c for k in range(1, 4) for c in combinations(range(n), k)]
-    leave_one_out = [tuple(i for i in range(n) if i != j) for j in range(n)]
-    return small + leave_one_out + [tuple(range(n))]
+    small = [c for k in range(1, min(max_size, n) + 1) for c in combinations(range(n), k)]
+    if not leave_one_out:
+        return small
+    return small + [tuple(i for i in range(n) if i != j) for j in range(n)] + [tuple(range(n))]
 
 
 def _subset_masks(subs: list[tuple[int, ...]]) -> np.ndarray:
@@ -77,7 +81,7 @@ def _subset_masks(subs: list[tuple[int, ...]]) -> np.ndarray:
 
 def oracle_tables(masks: pl.DataFrame, systems: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Oracle of every subset overall and per gold label, from the bitmask histogram."""
-    subs = subsets(systems)
+    subs = subsets(systems, leave_one_out=True)
     sub_masks = _subset_masks(subs)
     hist = masks.group_by("gold_label", "mask").agg(pl.col("n").sum())
     m = hist["mask"].to_numpy().astype(np.uint64)

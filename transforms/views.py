@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from schemas.conll import PTB_PUNCT
 from schemas.errors import InputError
 
 VIEWS = ("upos", "xpos", "feats", "lemma", "head", "deprel", "las")
 TOKEN_VIEWS = ("upos", "xpos", "feats", "lemma")
 DEP_VIEWS = ("head", "deprel", "las")
-PTB_PUNCT = ("``", "''", ",", ".", ":", "-LRB-", "-RRB-", "#", "$")
 WORD_COLUMNS = ["sent", "id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel"]
 _SHIFT = 1 << 32
 
