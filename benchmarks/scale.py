@@ -1,13 +1,15 @@
 """Scale: 10 systems x (10M, 30M, 100M) tokens, end to end, with time and peak RSS per size.
 
-Data is generated to disk on demand (``--data``, default ``benchmarks/_data``; about 45 bytes
-per token and file). Not for CI.
+Data is generated to disk on demand (``--data``, default ``benchmarks/_data``; about 33 bytes
+per token and file: 100M tokens x 11 files is 36 GB). Not for CI.
 
-    python benchmarks/scale.py --sizes 10M,30M,100M [--systems 10] [--dask]
+    python benchmarks/scale.py --sizes 10M,30M,100M [--systems 10] [--dask] [--clean]
 
-For each size: one full run (ingest + compare), reported with wall time and peak RSS of the
-sysdiff process. With ``--dask`` the compare step alone is re-run (a new seed changes the
-result signatures but not the ingested data) on 1 and then 2 local Dask workers.
+For each size: one full run (ingest + compare), reported with wall time, the time of each
+step (from ``sysdiff run -v``) and the peak RSS of the sysdiff process. With ``--dask`` the
+compare step alone is re-run (a new seed changes the result signatures but not the ingested
+data) in-process, then on 1 and on 2 local Dask workers; the speed-up is the ratio of the
+compare step's times. ``--clean`` deletes each size's data and warehouse once measured.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -71,8 +74,11 @@ def generate(folder: Path, n_tokens: int, n_systems: int) -> dict[str, Path]:
     return paths
 
 
-def run_sysdiff(args: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (GiB) of one ``sysdiff`` subprocess."""
+STEP_RE = re.compile(r"^sysdiff: (\w+): \d+ steps in ([0-9.]+) s$")
+
+
+def run_sysdiff(args: list[str]) -> tuple[float, float, dict[str, float]]:
+    """Wall seconds, peak RSS (GiB) and step seconds of one ``sysdiff run -v`` subprocess."""
     code = ("import resource, sys; from flows.cli import main\n"
             "try:\n    main()\nfinally:\n"
             "    print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"
@@ -84,8 +90,10 @@ def run_sysdiff(args: list[str]) -> tuple[float, float]:
     wall = time.perf_counter() - t0
     if proc.returncode:
         raise SystemExit(f"sysdiff failed: {proc.stderr[-2000:]}")
-    kb = [int(ln.split()[1]) for ln in proc.stderr.splitlines() if ln.startswith("PEAK_RSS_KB")]
-    return wall, (kb[-1] / 2**20 if kb else float("nan"))
+    lines = proc.stderr.splitlines()
+    kb = [int(ln.split()[1]) for ln in lines if ln.startswith("PEAK_RSS_KB")]
+    steps = {m[1]: float(m[2]) for ln in lines if (m := STEP_RE.match(ln))}
+    return wall, (kb[-1] / 2**20 if kb else float("nan")), steps
 
 
 def main() -> None:
@@ -95,6 +103,7 @@ def main() -> None:
     ap.add_argument("--data", default=str(ROOT / "benchmarks" / "_data"))
     ap.add_argument("--shard-sents", type=int, default=20000)
     ap.add_argument("--dask", action="store_true", help="also time compare on 1 vs 2 workers")
+    ap.add_argument("--clean", action="store_true", help="delete each size's files when done")
     args = ap.parse_args()
     results = []
     for size in args.sizes.split(","):
@@ -104,26 +113,34 @@ def main() -> None:
         gen = time.perf_counter() - t0
         wh = Path(args.data) / f"wh-{size}x{args.systems}"
         subprocess.run(["rm", "-rf", str(wh)], check=True)
-        base = ["run", "--key", str(paths["key"]), "--corpus", "bench", "--task", "pos",
+        base = ["run", "-v", "--key", str(paths["key"]), "--corpus", "bench", "--task", "pos",
                 "--ar-trials", "1000", "--shard-sents", str(args.shard_sents), "-w", str(wh),
                 *[f"--system={k}={p}" for k, p in paths.items() if k != "key"]]
-        wall, rss = run_sysdiff(base)
-        row = {"size": size, "tokens": n, "gen_s": gen, "run_s": wall, "peak_rss_gib": rss}
+        wall, rss, steps = run_sysdiff(base)
+        row = {"size": size, "tokens": n, "gen_s": round(gen, 1), "run_s": round(wall, 1),
+               "ingest_s": steps.get("ingest"), "compare_s": steps.get("compare"),
+               "peak_rss_gib": round(rss, 2)}
         if args.dask:
-            row["compare_1w_s"] = run_sysdiff([*base, "--seed", "1", "--dask-local", "1"])[0]
-            row["compare_2w_s"] = run_sysdiff([*base, "--seed", "2", "--dask-local", "2"])[0]
+            for seed, label, extra in [(1, "threads", []), (2, "1w", ["--dask-local", "1"]),
+                                       (3, "2w", ["--dask-local", "2"])]:
+                row[f"compare_{label}_s"] = run_sysdiff([*base, "--seed", str(seed),
+                                                         *extra])[2].get("compare")
         results.append(row)
         print(row, flush=True)
+        if args.clean:
+            subprocess.run(["rm", "-rf", str(wh), str(paths["key"].parent)], check=True)
     first = results[0]
-    print(f"\n{'size':>6} {'run s':>9} {'s/Mtok':>8} {'vs first':>9} {'peak RSS GiB':>13}")
+    print(f"\n{'size':>6} {'run s':>8} {'ingest s':>9} {'compare s':>10} {'s/Mtok':>7} "
+          f"{'time/size vs first':>19} {'peak RSS GiB':>13}")
     for r in results:
         ratio = (r["run_s"] / first["run_s"]) / (r["tokens"] / first["tokens"])
-        print(f"{r['size']:>6} {r['run_s']:9.1f} {r['run_s'] / (r['tokens'] / 1e6):8.2f} "
-              f"{ratio:9.2f} {r['peak_rss_gib']:13.2f}")
-        if "compare_2w_s" in r:
-            one, two = r["compare_1w_s"], r["compare_2w_s"]
-            print(f"{'':>6} compare on 1 worker {one:.1f} s, on 2 workers {two:.1f} s: "
-                  f"speed-up {one / two:.2f}x")
+        print(f"{r['size']:>6} {r['run_s']:8.1f} {r['ingest_s'] or 0:9.1f} "
+              f"{r['compare_s'] or 0:10.1f} {r['run_s'] / (r['tokens'] / 1e6):7.2f} "
+              f"{ratio:19.2f} {r['peak_rss_gib']:13.2f}")
+        if r.get("compare_2w_s"):
+            one, two, threads = r["compare_1w_s"], r["compare_2w_s"], r["compare_threads_s"]
+            print(f"{'':>6} compare step: in-process threads {threads:.1f} s; Dask 1 worker "
+                  f"{one:.1f} s, 2 workers {two:.1f} s: speed-up {one / two:.2f}x")
 
 
 if __name__ == "__main__":

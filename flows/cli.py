@@ -6,6 +6,7 @@ and exit status 2, never a traceback.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -26,17 +27,26 @@ Warehouse = Annotated[str | None, typer.Option(
 Fmt = Annotated[str, typer.Option("--format", "-f", help="table, csv, json, markdown, latex.")]
 
 
-def show_warnings() -> None:
-    """sysdiff's own warnings (e.g. UNL encodings) go to stderr, one line each."""
+def show_warnings(verbose: bool = False) -> None:
+    """sysdiff's own warnings (e.g. UNL encodings) go to stderr, one line each; with
+    ``verbose`` also the time of each step."""
     import logging
 
     log = logging.getLogger("sysdiff")
     if not log.handlers:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("sysdiff: warning: %(message)s"))
+        handler.setFormatter(_LineFormatter())
         log.addHandler(handler)
-        log.setLevel(logging.WARNING)
         log.propagate = False
+    log.setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+class _LineFormatter(logging.Formatter):
+    """``sysdiff: warning: ...`` for warnings, ``sysdiff: ...`` for step times."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        kind = "warning: " if record.levelno >= logging.WARNING else ""
+        return f"sysdiff: {kind}{record.getMessage()}"
 
 
 def quiet_prefect(verbose: bool) -> None:
@@ -66,7 +76,7 @@ def run_spec(spec, warehouse: str | None, verbose: bool, dask_address: str | Non
              dask_local: int = 0) -> Path:
     """Run the evaluation flow for ``spec`` and return the warehouse it wrote."""
     quiet_prefect(verbose)
-    show_warnings()
+    show_warnings(verbose)
     from flows.run import run_evaluation
 
     root = resolve_warehouse(warehouse)
@@ -266,7 +276,7 @@ def check(
 @app.command()
 def serve(
     watch: Annotated[str, typer.Option(help="Folder: <corpus>/key.* and "
-                                       "<corpus>/systems/<name>[@version].*")],
+                                       "<corpus>/systems/<name>\\[@version].*")],
     cron: Annotated[str, typer.Option(help="Cron schedule of the deployment.")] = "0 2 * * *",
     once: Annotated[bool, typer.Option("--once", help="Evaluate the folder once and exit.")]
     = False,

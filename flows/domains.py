@@ -1,12 +1,16 @@
 """Flows for the non-token tasks: coreference (coref) and UNL (unl, nl).
 
-Same rules as the token flows: coarse tasks (one per file), content-hash signatures per
-partition, everything staged and committed atomically by the caller's ``open_run``.
+Same rules as the token flows: content-hash signatures per partition, everything staged and
+committed atomically by the caller's ``open_run``, and the scoring mapped over shards of whole
+documents (coref) or sentences (UNL) submitted to the task runner (threads, or Dask workers):
+each shard returns additive counts or per-unit rows, and the reduce sums or concatenates them
+before any ratio is computed, so the tables do not depend on the shard size.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -14,6 +18,7 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from flows.progress import progress
+from flows.shards import collect, plan_ranges
 from flows.spec import KEY_ID, RunSpec, Source
 from flows.warehouse import (
     Staging,
@@ -51,7 +56,7 @@ def system_row(spec: RunSpec, source: Source, role: str, sha: str, fmt: str, n_d
     }])
 
 
-@task(name="ingest {source.name}", cache_policy=NONE)
+@task(name="ingest", task_run_name="ingest {source.id}", cache_policy=NONE)
 def read_coref_file(source: Source) -> tuple[pl.DataFrame, pl.DataFrame, str]:
     """Mentions and per-document token counts of one coreference file."""
     from schemas.coref import detect_format, read_coref_with_tokens, read_text
@@ -62,6 +67,47 @@ def read_coref_file(source: Source) -> tuple[pl.DataFrame, pl.DataFrame, str]:
     return mentions, toks, fmt
 
 
+class Opaque:
+    """Holds a shard's in-memory inputs (lists of parsed sentences) so that neither Prefect
+    nor Dask walks through them looking for futures (``prefect.quote`` is a tuple, which
+    Dask unpacks on the way to a worker)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
+@dataclass(frozen=True)
+class DocShard:
+    """Whole documents (every part) scored together, by name in sorted order."""
+
+    index: int
+    docs: tuple[str, ...]
+
+
+def plan_doc_shards(paths: dict[str, str], shard_sents: int) -> list[DocShard]:
+    """Documents with a mention in any file, sorted by name, in shards of about
+    ``shard_sents`` sentences. A document counts 1 + the sentence index of its last mention
+    in any file (per part): the mention files hold no sentence count."""
+    per_doc = (pl.concat([pl.scan_parquet(p).select("doc", "part", "sent")
+                          for p in paths.values()])
+               .group_by("doc", "part").agg(n=pl.col("sent").max().cast(pl.Int64) + 1)
+               .group_by("doc").agg(pl.col("n").sum()).sort("doc").collect())
+    names = per_doc["doc"].to_list()
+    shards = [DocShard(i, tuple(names[lo:hi]))
+              for i, (lo, hi) in enumerate(plan_ranges(per_doc["n"].to_numpy(), shard_sents))]
+    return shards or [DocShard(0, ())]      # no mention anywhere: still one (empty) shard
+
+
+def read_shard_mentions(path: str, shard: DocShard) -> pl.DataFrame:
+    """The mentions of a shard's documents, in file order."""
+    from schemas.coref import MENTION_COLUMNS
+
+    return (pl.scan_parquet(path).filter(pl.col("doc").is_in(list(shard.docs)))
+            .select(MENTION_COLUMNS).collect())
+
+
 def run_coref(spec: RunSpec, stage: Staging) -> None:
     """Coreference: scores, ARCS classes, pairs, oracles and agreement for all systems."""
     from schemas.coref import validate_response
@@ -69,7 +115,7 @@ def run_coref(spec: RunSpec, stage: Staging) -> None:
     corpus = spec.corpus
     sources = [(spec.key, "key")] + [(s, "system") for s in spec.systems]
     shas = {(KEY_ID if role == "key" else s.id): input_sha256(s.path) for s, role in sources}
-    mentions: dict[str, pl.DataFrame] = {}
+    paths: dict[str, str] = {}
     with progress("ingest", len(sources)) as tick:
         key_tokens = None
         for source, role in sources:
@@ -79,59 +125,98 @@ def run_coref(spec: RunSpec, stage: Staging) -> None:
                 key_tokens = toks
             else:
                 validate_response(key_tokens, toks, spec.key.path, source.path)
-            mentions[sid] = m
+            part = partition(corpus, sid)
             sig = signature(shas[sid], fmt, shas[KEY_ID])
-            if not stage.has("mentions", partition(corpus, sid), sig):
-                stage.write("mentions", partition(corpus, sid), sig,
-                            with_literals(m, corpus=corpus, system=sid))
-                stage.write("coref_tokens", partition(corpus, sid), sig,
+            if not stage.has("mentions", part, sig):
+                stage.write("mentions", part, sig, with_literals(m, corpus=corpus, system=sid))
+                stage.write("coref_tokens", part, sig,
                             with_literals(toks, corpus=corpus, system=sid))
-                stage.write("systems", partition(corpus, sid), sig, system_row(
+                stage.write("systems", part, sig, system_row(
                     spec, source, role, shas[sid], fmt, toks.height,
                     int(m["sent"].n_unique()) if m.height else 0, m.height))
+            paths[sid] = str(stage.staged_path("mentions", part) or stage.live_file("mentions",
+                                                                                   part))
             tick()
-    _coref_results(spec, stage, mentions, shas)
+    _coref_results(spec, stage, paths, shas)
 
 
-def _coref_results(spec: RunSpec, stage: Staging, mentions: dict[str, pl.DataFrame],
-                   shas: dict[str, str]) -> None:
+@task(name="coref shard", task_run_name="coref shard {shard.index}", cache_policy=NONE,
+      retries=2)
+def coref_shard(systems: list[str], paths: dict[str, str], shard: DocShard, score: list[str],
+                compare: bool) -> dict:
+    """The map: per-document counts and mention classes of the ``score`` systems and, when
+    ``compare``, the additive pair, oracle and agreement counts of all systems."""
     from transforms import arcs, coref
 
-    corpus, key = spec.corpus, mentions[KEY_ID]
+    key = read_shard_mentions(paths[KEY_ID], shard)
+    mentions = {s: read_shard_mentions(paths[s], shard) for s in systems}
+    need = systems if compare else score
+    classes = {c: {s: arcs.mention_classes(key, mentions[s], c) for s in need}
+               for c in CRITERIA}
+    out: dict = {"counts": {s: coref.coref_counts(key, mentions[s]) for s in score},
+                 "classes": {c: {s: classes[c][s] for s in score} for c in CRITERIA}}
+    if compare:
+        out["oracles"] = {c: arcs.oracle_partials(classes[c]) for c in CRITERIA}
+    if compare and len(systems) > 1:
+        out["pairs"] = {c: arcs.pair_partials(classes[c]) for c in CRITERIA}
+        out["agreement"] = arcs.agreement_counts(mentions)
+    return out
+
+
+def _coref_results(spec: RunSpec, stage: Staging, paths: dict[str, str],
+                   shas: dict[str, str]) -> None:
+    """Map the stale work over document shards, then reduce and stage every table."""
+    corpus = spec.corpus
     systems = [s.id for s in spec.systems]
-    classes: dict[str, dict[str, pl.DataFrame]] = {c: {} for c in CRITERIA}
-    with progress("score", len(systems)) as tick:
-        for s in systems:
-            sig = signature(shas[KEY_ID], shas[s], "coref")
-            for c in CRITERIA:
-                classes[c][s] = arcs.mention_classes(key, mentions[s], c)
-            if not stage.has("coref_scores", partition(corpus, s), sig):
-                scores = coref.coref_scores(coref.coref_counts(key, mentions[s]))
-                stage.write("coref_scores", partition(corpus, s), sig,
-                            with_literals(scores, corpus=corpus, system=s))
-                cls = pl.concat([classes[c][s] for c in CRITERIA])
-                stage.write("mention_classes", partition(corpus, s), sig,
-                            with_literals(cls, corpus=corpus, system=s))
-                stage.write("arcs_scores", partition(corpus, s), sig,
-                            with_literals(arcs.arcs_scores(cls), corpus=corpus, system=s))
-            tick()
+    sigs = {s: signature(shas[KEY_ID], shas[s], "coref") for s in systems}
+    score = [s for s in systems if not stage.has("coref_scores", partition(corpus, s), sigs[s])]
     all_sig = signature(shas[KEY_ID], sorted((s, shas[s]) for s in systems), "coref")
-    if len(systems) < 1 or stage.has("coref_oracles", f"corpus={corpus}", all_sig):
+    compare = bool(systems) and not stage.has("coref_oracles", f"corpus={corpus}", all_sig)
+    if not (score or compare):
         return
-    pairs, transitions, oracles = [], [], []
-    for c in CRITERIA:
-        p, t = arcs.coref_pairs(classes[c], c)
-        pairs.append(p)
-        transitions.append(t)
-        oracles.append(arcs.coref_oracles(classes[c], c))
+    shards = plan_doc_shards(paths, spec.shard_sents)
+    with progress("score", len(shards)) as tick:
+        parts = collect([coref_shard.submit(systems, paths, sh, score, compare)
+                        for sh in shards], tick)
+    for s in score:
+        _stage_coref_system(stage, corpus, s, sigs[s], parts)
+    if compare:
+        _stage_coref_compare(stage, corpus, systems, all_sig, parts)
+
+
+def _stage_coref_system(stage: Staging, corpus: str, s: str, sig: str, parts: list[dict]
+                        ) -> None:
+    """Reduce: scores from the summed per-document counts, classes concatenated in
+    document order, ARCS scores counted over them."""
+    from transforms import arcs, coref
+
+    part = partition(corpus, s)
+    scores = coref.coref_scores(pl.concat([p["counts"][s] for p in parts]))
+    cls = pl.concat([p["classes"][c][s] for c in CRITERIA for p in parts])
+    stage.write("coref_scores", part, sig, with_literals(scores, corpus=corpus, system=s))
+    stage.write("mention_classes", part, sig, with_literals(cls, corpus=corpus, system=s))
+    stage.write("arcs_scores", part, sig,
+                with_literals(arcs.arcs_scores(cls), corpus=corpus, system=s))
+
+
+def _stage_coref_compare(stage: Staging, corpus: str, systems: list[str], sig: str,
+                         parts: list[dict]) -> None:
+    """Reduce: oracles, pairs, transitions and agreement from the summed shard counts."""
+    from transforms import arcs, coref
+
     part = f"corpus={corpus}"
-    stage.write("coref_oracles", part, all_sig, with_literals(pl.concat(oracles), corpus=corpus))
-    if len(systems) > 1:
-        stage.write("coref_pairs", part, all_sig, with_literals(pl.concat(pairs), corpus=corpus))
-        stage.write("coref_transitions", part, all_sig,
-                    with_literals(pl.concat(transitions), corpus=corpus))
-        agreement = arcs.coref_agreement({s: mentions[s] for s in systems})
-        stage.write("coref_agreement", part, all_sig, with_literals(agreement, corpus=corpus))
+    oracles = [arcs.finish_oracles([p["oracles"][c] for p in parts], systems, c)
+               for c in CRITERIA]
+    stage.write("coref_oracles", part, sig, with_literals(pl.concat(oracles), corpus=corpus))
+    if len(systems) < 2:
+        return
+    pairs = [arcs.finish_pairs([p["pairs"][c] for p in parts], systems, c) for c in CRITERIA]
+    stage.write("coref_pairs", part, sig,
+                with_literals(pl.concat([p for p, _ in pairs]), corpus=corpus))
+    stage.write("coref_transitions", part, sig,
+                with_literals(pl.concat([t for _, t in pairs]), corpus=corpus))
+    agreement = coref.coref_scores(pl.concat([p["agreement"] for p in parts]))
+    stage.write("coref_agreement", part, sig, with_literals(agreement, corpus=corpus))
 
 
 def live_mentions(stage: Staging, corpus: str) -> pl.DataFrame:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
+import time
 from collections.abc import Callable, Iterator
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -11,7 +13,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 @contextlib.contextmanager
 def progress(label: str, total: int) -> Iterator[Callable[[], None]]:
-    """Yield a ``tick()`` that advances a bar of ``total`` steps (silent when not a TTY)."""
+    """Yield a ``tick()`` that advances a bar of ``total`` steps (shown only when a person
+    watches a terminal); the step's wall time is logged at INFO (``sysdiff run -v``)."""
+    start = time.perf_counter()
+    with _bar(label, total) as tick:
+        yield tick
+    logging.getLogger("sysdiff").info("%s: %d steps in %.2f s", label, total,
+                                      time.perf_counter() - start)
+
+
+@contextlib.contextmanager
+def _bar(label: str, total: int) -> Iterator[Callable[[], None]]:
     if not sys.stderr.isatty():
         yield lambda: None
         return

@@ -12,6 +12,11 @@ from flows.spec import RunSpec
 from flows.warehouse import open_run
 from schemas.errors import InputError
 
+# Each local Dask worker is one process with one thread, and so are the libraries in it:
+# N workers use N cores, without N x cores threads competing for them.
+ONE_THREAD = {name: "1" for name in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS",
+                                      "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+
 
 @flow(name="sysdiff-run", validate_parameters=False, log_prints=False)
 def evaluate(spec: RunSpec, warehouse: Path) -> Path:
@@ -41,7 +46,23 @@ def task_runner(dask_address: str | None, dask_local: int):
     if dask_address:
         return DaskTaskRunner(address=dask_address)
     return DaskTaskRunner(cluster_kwargs={"n_workers": dask_local, "threads_per_worker": 1,
-                                          "processes": True, "dashboard_address": None})
+                                          "processes": True, "dashboard_address": None,
+                                          "env": ONE_THREAD | {"PREFECT_API_URL": api_url()}})
+
+
+def api_url() -> str:
+    """The Prefect API this process reports to; in ephemeral mode its server is started now,
+    so that local workers report to it too instead of each starting a server of their own."""
+    from prefect.settings import PREFECT_API_URL
+
+    url = PREFECT_API_URL.value()
+    if url:
+        return url
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer()
+    server.start()
+    return server.api_url
 
 
 def run_evaluation(spec: RunSpec, warehouse: Path, dask_address: str | None = None,

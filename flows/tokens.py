@@ -7,9 +7,12 @@ unchanged partition is never recomputed and a new system only adds what involves
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -17,6 +20,7 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from flows.progress import progress
+from flows.shards import map_fold, plan_ranges
 from flows.spec import KEY_ID, RunSpec, Source
 from flows.warehouse import (
     Staging,
@@ -27,7 +31,7 @@ from flows.warehouse import (
     signature,
     with_literals,
 )
-from schemas.conll import ConllDoc, check_same_words, read_conll
+from schemas.conll import KIND_WORD, WordCheck, iter_conll
 from transforms import conll18, reduce, tokens
 from transforms.views import DEP_VIEWS, TOKEN_VIEWS, WORD_COLUMNS, view_matrix
 
@@ -45,32 +49,44 @@ class Ingested:
     sents: Path
 
 
-@task(name="ingest {source.name}", cache_policy=NONE)
+@task(name="ingest", task_run_name="ingest {spec.corpus} {source.id}", cache_policy=NONE)
 def ingest_file(spec: RunSpec, source: Source, role: str, sha: str, stage: Staging,
                 key: Ingested | None, key_sha: str) -> Ingested:
-    """Read and validate one file, check it against the key, stage its units and sentences.
+    """Read and validate one file chunk by chunk, check it against the key, stage its units
+    and sentences as it goes (memory depends on the chunk size, not the file size).
 
-    Only paths and metadata leave the task: the parsed frames are freed when it ends.
+    Only paths and metadata leave the task.
     """
-    doc = read_conll(source.path, source.fmt)
-    if key is not None:
-        check_same_words(key_words_for_check(key, spec.key.path), doc)
     sid = KEY_ID if role == "key" else source.id
     part = partition(spec.corpus, sid)
-    sig = signature(sha, doc.fmt, None if role == "key" else key_sha)
-    units = stage.write("units", part, sig,
-                        with_literals(doc.tokens, corpus=spec.corpus, system=sid))
-    sents = stage.write("sents", part, sig,
-                        with_literals(doc.sents, corpus=spec.corpus, system=sid))
+    check = None if key is None else WordCheck(str(spec.key.path), _key_sents(key),
+                                               str(source.path))
+    fmt, n_sents, n_units, n_docs = source.fmt, 0, 0, 0
+    sig = None
+    with contextlib.ExitStack() as files:
+        for chunk in iter_conll(source.path, source.fmt):
+            if sig is None:
+                fmt = chunk.fmt
+                sig = signature(sha, fmt, None if role == "key" else key_sha)
+                units = files.enter_context(stage.writer("units", part, sig))
+                sents = files.enter_context(stage.writer("sents", part, sig))
+            if check is not None:
+                check.add(chunk, _key_words(key, chunk.sents))
+            units(with_literals(chunk.tokens, corpus=spec.corpus, system=sid))
+            sents(with_literals(chunk.sents, corpus=spec.corpus, system=sid))
+            n_sents, n_units = n_sents + chunk.sents.height, n_units + chunk.words.height
+            n_docs = int(chunk.sents["doc"][-1]) + 1
+        if check is not None:
+            check.finish()
     meta = {
         "corpus": spec.corpus, "system": sid, "version": source.version, "task": spec.task,
-        "role": role, "format": doc.fmt, "path": str(Path(source.path).absolute()),
-        "sha256": sha, "n_docs": int(doc.sents["doc"].n_unique()),
-        "n_sents": doc.sents.height, "n_units": doc.words.height,
+        "role": role, "format": fmt, "path": str(Path(source.path).absolute()),
+        "sha256": sha, "n_docs": n_docs, "n_sents": n_sents, "n_units": n_units,
         "ingested_at": dt.datetime.now(dt.UTC),
     }
     stage.write("systems", part, sig, pl.DataFrame([meta]))
-    return Ingested(sid, sha, doc.fmt, units, sents)
+    return Ingested(sid, sha, fmt, stage.staged_path("units", part),
+                    stage.staged_path("sents", part))
 
 
 def _live(stage: Staging, spec: RunSpec, sid: str, sha: str, fmt: str) -> Ingested:
@@ -78,11 +94,17 @@ def _live(stage: Staging, spec: RunSpec, sid: str, sha: str, fmt: str) -> Ingest
     return Ingested(sid, sha, fmt, stage.live_file("units", part), stage.live_file("sents", part))
 
 
-def key_words_for_check(key: Ingested, source_path: Path) -> ConllDoc:
-    """The columns of the ingested key that :func:`check_same_words` reads (no labels)."""
-    units = pl.read_parquet(key.units, columns=["sent", "id", "kind", "form", "line"])
-    sents = pl.read_parquet(key.sents, columns=["sent", "sent_id", "n_words", "line"])
-    return ConllDoc(str(source_path), key.fmt, units, sents)
+def _key_sents(key: Ingested) -> pl.DataFrame:
+    """The key's sentences as :class:`WordCheck` reads them."""
+    return pl.read_parquet(key.sents, columns=["sent", "sent_id", "n_words", "line"])
+
+
+def _key_words(key: Ingested, sents: pl.DataFrame) -> pl.DataFrame:
+    """The key's words of the sentences in ``sents`` (a contiguous range)."""
+    lo, hi = int(sents["sent"][0]), int(sents["sent"][-1])
+    return (pl.scan_parquet(key.units)
+            .filter((pl.col("kind") == KIND_WORD) & pl.col("sent").is_between(lo, hi))
+            .select("sent", "id", "form").collect())
 
 
 def _known_inputs(stage: Staging, corpus: str) -> dict[str, tuple[str, str]]:
@@ -152,15 +174,11 @@ def plan_shards(key_sents: pl.DataFrame, shard_sents: int) -> list[Shard]:
     ``shard_sents`` sentences; a document is never split."""
     doc = key_sents.sort("sent")["doc"].to_numpy()
     starts = np.flatnonzero(np.r_[True, doc[1:] != doc[:-1]])  # first sentence of each doc
-    bounds, lo = [], 0
-    size = max(1, shard_sents)
-    cuts = starts if starts.size > 1 else np.arange(0, doc.size, size)
-    for start in cuts[1:]:
-        if start - lo >= size:
-            bounds.append((lo, int(start)))
-            lo = int(start)
-    bounds.append((lo, int(doc.size)))
-    return [Shard(i, a, b) for i, (a, b) in enumerate(bounds)]
+    if starts.size < 2:
+        starts = np.arange(doc.size)  # no documents: any sentence may start a shard
+    ends = np.r_[starts[1:], doc.size]
+    return [Shard(i, int(starts[lo]), int(ends[hi - 1]))
+            for i, (lo, hi) in enumerate(plan_ranges(ends - starts, shard_sents))]
 
 
 def read_shard_words(path: Path, shard: Shard) -> pl.DataFrame:
@@ -185,7 +203,8 @@ def _matrices(spec: RunSpec, key: pl.DataFrame, words: dict[str, pl.DataFrame], 
             yield view, punct, (m if punct else m.select(~m.punct))
 
 
-@task(name="priors {spec.corpus} shard {shard.index}", cache_policy=NONE, retries=2)
+@task(name="priors", task_run_name="priors {spec.corpus} shard {shard.index}", cache_policy=NONE,
+      retries=2)
 def shard_priors(spec: RunSpec, systems: list[str], unit_paths: dict[str, str], fmt: str,
                  shard: Shard) -> dict[tuple[str, bool], dict[str, pl.DataFrame]]:
     """Phase 1 of the map: per-system counts and gold label counts of one shard."""
@@ -194,7 +213,8 @@ def shard_priors(spec: RunSpec, systems: list[str], unit_paths: dict[str, str], 
             for view, punct, m in _matrices(spec, key, words, fmt)}
 
 
-@task(name="compare {spec.corpus} shard {shard.index}", cache_policy=NONE, retries=2)
+@task(name="compare", task_run_name="compare {spec.corpus} shard {shard.index}",
+      cache_policy=NONE, retries=2)
 def shard_compare(spec: RunSpec, systems: list[str], unit_paths: dict[str, str], fmt: str,
                   shard: Shard, lengths_path: str, priors: dict, pairs: list[tuple[int, int]],
                   conll18_systems: list[str]) -> dict:
@@ -216,18 +236,29 @@ def _tag(df: pl.DataFrame, corpus: str, view: str, punct: bool, options: str) ->
                            pl.lit(punct).alias("punct"), pl.lit(options).alias("options"))
 
 
-def _gather(futures: list) -> list:
-    return [f.result() for f in futures]
+class Folder:
+    """Sums shard results into one accumulator per key as they arrive."""
+
+    def __init__(self, merge: Callable[[object, list], Any]) -> None:
+        self.merge, self.acc = merge, {}
+
+    def __call__(self, result: dict) -> None:
+        for key, part in result.items():
+            self.acc[key] = self.merge(key, [self.acc[key], part]) if key in self.acc else part
 
 
-def reduce_priors(results: list[dict], systems: list[str]) -> dict:
+def _merge_compare(key: object, parts: list[dict[str, pl.DataFrame]]) -> dict:
+    """Sum two shard results of one view setting, or of the CoNLL 2018 counts."""
+    if key == "conll18":
+        return {s: reduce.sum_counts([p[s] for p in parts], ["metric"]) for s in parts[0]}
+    return tokens.merge_partials(parts)
+
+
+def reduce_priors(merged: dict, systems: list[str]) -> dict:
     """Tie order of the majority vote and gold label frequencies, per view setting."""
-    out = {}
-    for key in results[0]:
-        merged = tokens.merge_priors([r[key] for r in results])
-        out[key] = (tokens.priority_from_scores(merged["scores"], systems),
-                    dict(zip(merged["gold"]["gold_label"], merged["gold"]["n"], strict=True)))
-    return out
+    return {key: (tokens.priority_from_scores(m["scores"], systems),
+                  dict(zip(m["gold"]["gold_label"], m["gold"]["n"], strict=True)))
+            for key, m in merged.items()}
 
 
 def compare_tokens(spec: RunSpec, stage: Staging) -> None:
@@ -256,34 +287,32 @@ def compare_tokens(spec: RunSpec, stage: Staging) -> None:
     shards = plan_shards(pl.read_parquet(sents_path), spec.shard_sents)
     index = {s: i for i, s in enumerate(systems)}
     pairs = [(index[a], index[b]) for a, b in todo_pairs]
+    conll = todo_sys if spec.task == "dep" else []
+    first = Folder(lambda _key, parts: tokens.merge_priors(parts))
+    second = Folder(_merge_compare)
     with progress("compare", 2 * len(shards)) as tick:
-        first = _gather([shard_priors.submit(spec, systems, unit_paths, fmt, sh)
-                         for sh in shards])
-        for _ in shards:
-            tick()
-        priors = reduce_priors(first, systems)
-        conll = todo_sys if spec.task == "dep" else []
-        parts = _gather([shard_compare.submit(spec, systems, unit_paths, fmt, sh, sents_path,
-                                              priors, pairs, conll) for sh in shards])
-        for _ in shards:
-            tick()
-    tables = _finalize(spec, systems, parts)
+        map_fold(lambda sh: shard_priors.submit(spec, systems, unit_paths, fmt, sh), shards,
+                 first, tick)
+        priors = reduce_priors(first.acc, systems)
+        map_fold(lambda sh: shard_compare.submit(spec, systems, unit_paths, fmt, sh, sents_path,
+                                                 priors, pairs, conll), shards, second, tick)
+    merged = second.acc
+    tables = _finalize(spec, systems, merged)
     _stage_per_system(stage, corpus, tables, todo_sys, sys_sig)
     _stage_per_pair(stage, corpus, tables, todo_pairs, pair_sig)
     if todo_all:
         for name in ("oracles", "oracle_labels", "difficulty", "majority"):
             stage.write(name, f"corpus={corpus}", all_sig, tables[name])
     if conll:
-        _stage_conll18(stage, corpus, [p["conll18"] for p in parts], conll, sys_sig)
+        _stage_conll18(stage, corpus, merged["conll18"], conll, sys_sig)
 
 
-def _finalize(spec: RunSpec, systems: list[str], parts: list[dict]) -> dict[str, pl.DataFrame]:
-    """Reduce the shard partials of every view setting into tagged, sorted tables."""
+def _finalize(spec: RunSpec, systems: list[str], merged: dict) -> dict[str, pl.DataFrame]:
+    """Tagged, sorted tables from the summed partials of every view setting."""
     collected: dict[str, list[pl.DataFrame]] = {}
-    for key in [k for k in parts[0] if k != "conll18"]:
+    for key in [k for k in merged if k != "conll18"]:
         view, punct = key
-        merged = tokens.merge_partials(p[key] for p in parts)
-        tables = tokens.finalize(merged, systems, spec.ar_trials, spec.seed)
+        tables = tokens.finalize(merged[key], systems, spec.ar_trials, spec.seed)
         options = options_string(view, punct, spec.mappings)
         for name, df in tables.items():
             collected.setdefault(name, []).append(_tag(df, spec.corpus, view, punct, options))
@@ -316,10 +345,10 @@ def _stage_per_pair(stage: Staging, corpus: str, tables: dict[str, pl.DataFrame]
                             tables[name].filter(both))
 
 
-def _stage_conll18(stage: Staging, corpus: str, shard_counts: list[dict[str, pl.DataFrame]],
+def _stage_conll18(stage: Staging, corpus: str, counts_by_system: dict[str, pl.DataFrame],
                    todo: list[str], sigs: dict) -> None:
     for s in todo:
-        counts = reduce.sum_counts([c[s] for c in shard_counts], ["metric"])
+        counts = counts_by_system[s]
         df = counts.join(conll18.conll18_scores(counts), on="metric").with_columns(
             pl.lit(corpus).alias("corpus"), pl.lit(s).alias("system"))
         stage.write("conll18", partition(corpus, s), sigs[s], df)

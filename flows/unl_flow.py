@@ -1,16 +1,25 @@
 """UNLization (``--task unl``) and NLization (``--task nl``) runs: score every grammar
-version against the expected file, then compare the versions."""
+version against the expected file, then compare the versions.
+
+Both steps are mapped over shards of ``shard_sents`` consecutive expected sentences: a version
+is aligned with the expected file once (alignment is global: by id or by position), then each
+shard scores its sentences (rows concatenated in sentence order); the comparison maps over the
+same shards (additive pair and oracle counts, per-sentence moved rows) and reduces last.
+"""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
+import numpy as np
 import polars as pl
 from prefect import task
 from prefect.cache_policies import NONE
 
-from flows.domains import system_row
+from flows.domains import Opaque, system_row
 from flows.progress import progress
+from flows.shards import collect, plan_ranges
 from flows.spec import KEY_ID, RunSpec, Source
 from flows.warehouse import Staging, input_sha256, partition, signature, with_literals
 
@@ -36,7 +45,7 @@ def unl_options(spec: RunSpec):
     return opts
 
 
-@task(name="read {source.name}", cache_policy=NONE)
+@task(name="read", task_run_name="read {source.id}", cache_policy=NONE)
 def read_sentences(source: Source, task_name: str) -> list:
     """UNL graphs (``unl``) or target-language sentences (``nl``) of one file."""
     from schemas.unl import read_nl, read_unl
@@ -44,20 +53,52 @@ def read_sentences(source: Source, task_name: str) -> list:
     return read_nl(source.path) if task_name == "nl" else read_unl(source.path)
 
 
-@task(name="score {source.name}", cache_policy=NONE)
-def score_file(expected: list, actual: list, source: Source, task_name: str, options
-               ) -> pl.DataFrame:
-    """Per-sentence discrepancies and verdicts of one version."""
-    from transforms.unl import score_nlization, score_unlization
+@task(name="score", task_run_name="score {task_name} sentences {first}+", cache_policy=NONE,
+      retries=2)
+def score_shard(pairs: Opaque, first: int, task_name: str, options) -> pl.DataFrame:
+    """The map of scoring: ``unl_sentences`` rows of expected sentences ``first``, ... of one
+    version; ``pairs`` holds (expected sentences, the actual sentence aligned with each or
+    None)."""
+    from transforms.unl import score_nl_rows, score_unl_rows
 
-    if task_name == "nl":
-        return score_nlization(expected, actual, options)
-    return score_unlization(expected, actual, options)
+    rows = score_nl_rows if task_name == "nl" else score_unl_rows
+    return rows(*pairs.value, options, first)
+
+
+@task(name="compare", task_run_name="compare sentences {first}+", cache_policy=NONE,
+      retries=2)
+def compare_shard(sentences: dict[str, pl.DataFrame], first: int) -> dict:
+    """The map of the comparison: additive counts of every version's rows of one shard."""
+    from transforms.unl import compare_partials
+
+    return compare_partials(sentences)
+
+
+def score_version(expected: list, actual: list, ranges: list[tuple[int, int]], task_name: str,
+                  options, tick: Callable[[], None]) -> pl.DataFrame:
+    """Align one version with the expected file, score it shard by shard, concatenate."""
+    from transforms.unl import aligned_partners
+
+    partners = aligned_partners(expected, actual, options.align)
+    futures = [score_shard.submit(Opaque((expected[lo:hi], partners[lo:hi])), lo, task_name,
+                                  options) for lo, hi in ranges]
+    return pl.concat(collect(futures, tick))
+
+
+def compare_all(sentences: dict[str, pl.DataFrame], ranges: list[tuple[int, int]]
+                ) -> dict[str, pl.DataFrame]:
+    """Compare all versions shard by shard (rows are in sentence order), then reduce."""
+    from transforms.unl import finish_compare
+
+    with progress("compare", len(ranges)) as tick:
+        futures = [compare_shard.submit({s: df.slice(lo, hi - lo) for s, df in sentences.items()},
+                                        lo) for lo, hi in ranges]
+        return finish_compare(collect(futures, tick))
 
 
 def run_unl(spec: RunSpec, stage: Staging) -> None:
     """Score each version, then compare all versions (pairs, oracle, moved sentences)."""
-    from transforms.unl import compare_versions, unl_scores, unl_warnings
+    from transforms.unl import unl_scores, unl_warnings
 
     corpus, options = spec.corpus, unl_options(spec)
     opt_sig = options.signature() if hasattr(options, "signature") else repr(options)
@@ -65,8 +106,9 @@ def run_unl(spec: RunSpec, stage: Staging) -> None:
     shas = {s.id: input_sha256(s.path) for s in spec.systems}
     expected = read_sentences(spec.key, spec.task)
     stage_system(stage, spec, spec.key, "key", key_sha, len(expected), expected)
+    ranges = plan_ranges(np.ones(len(expected), np.int64), spec.shard_sents) or [(0, 0)]
     sentences: dict[str, pl.DataFrame] = {}
-    with progress("score", len(spec.systems)) as tick:
+    with progress("score", len(spec.systems) * len(ranges)) as tick:
         for source in spec.systems:
             sha = shas[source.id]
             actual = read_sentences(source, spec.task)
@@ -74,7 +116,7 @@ def run_unl(spec: RunSpec, stage: Staging) -> None:
                 for w in unl_warnings(expected, actual):
                     log.warning("%s: %s", source.path, w)
             sig = signature(key_sha, sha, opt_sig, spec.task)
-            df = score_file(expected, actual, source, spec.task, options)
+            df = score_version(expected, actual, ranges, spec.task, options, tick)
             sentences[source.id] = df
             if not stage.has("unl_sentences", partition(corpus, source.id), sig):
                 stage_system(stage, spec, source, "system", sha, len(actual), actual, sig)
@@ -82,10 +124,9 @@ def run_unl(spec: RunSpec, stage: Staging) -> None:
                             with_literals(df, corpus=corpus, system=source.id))
                 stage.write("unl_scores", partition(corpus, source.id), sig,
                             with_literals(unl_scores(df), corpus=corpus, system=source.id))
-            tick()
     all_sig = signature(key_sha, sorted(shas.items()), opt_sig)
     if len(sentences) > 1 and not stage.has("unl_oracle", f"corpus={corpus}", all_sig):
-        compared = compare_versions(sentences)
+        compared = compare_all(sentences, ranges)
         for name in ("pairs", "oracle", "moved"):
             stage.write(f"unl_{name}", f"corpus={corpus}", all_sig,
                         with_literals(compared[name], corpus=corpus))

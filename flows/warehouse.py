@@ -22,7 +22,7 @@ import os
 import shutil
 import signal
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +36,7 @@ from schemas.tables import all_tables, conform
 MANIFEST = "manifest.json"
 CATALOG = "sysdiff.duckdb"
 DEFAULT_WAREHOUSE = Path("data") / "warehouse"
+ROW_GROUP = 1 << 17  # rows per Parquet row group: shard reads skip the groups they do not need
 
 
 def crash_point(name: str) -> None:
@@ -121,9 +122,13 @@ def _umask() -> int:
 
 @contextlib.contextmanager
 def warehouse_lock(root: Path) -> Iterator[None]:
-    """Serialise runs on one warehouse (an advisory lock on its folder, or its parent)."""
-    target = root if root.exists() else _existing_parent(root)
-    fd = os.open(target, os.O_RDONLY)
+    """Serialise runs on one warehouse: an advisory lock on ``.<name>.lock`` beside it.
+
+    The lock file exists before the warehouse does and stays after it, so two runs on a new
+    warehouse lock the same file whichever starts first.
+    """
+    root.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root.parent / f".{root.name}.lock", os.O_RDWR | os.O_CREAT, 0o666)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -171,9 +176,22 @@ class Staging:
         rel = f"tables/{table}/{partition}/{sig}.parquet"
         path = self.dir / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(conform(df, schema), path, compression="zstd")
+        pq.write_table(conform(df, schema), path, compression="zstd", row_group_size=ROW_GROUP)
         self.staged[(table, partition)] = (rel, sig)
         return path
+
+    @contextlib.contextmanager
+    def writer(self, table: str, partition: str, sig: str
+               ) -> Iterator[Callable[[pl.DataFrame], None]]:
+        """Stage one partition written in pieces: yields ``append(df)``; the partition is
+        staged only when the block ends without an error."""
+        schema = all_tables()[table]
+        rel = f"tables/{table}/{partition}/{sig}.parquet"
+        path = self.dir / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with pq.ParquetWriter(path, schema, compression="zstd") as out:
+            yield lambda df: out.write_table(conform(df, schema), row_group_size=ROW_GROUP)
+        self.staged[(table, partition)] = (rel, sig)
 
     def staged_path(self, table: str, partition: str) -> Path | None:
         """Where a partition staged by this run lies before commit."""

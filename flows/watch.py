@@ -8,6 +8,7 @@ results free, so a pass picks up exactly the new or changed system files.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 
@@ -54,14 +55,34 @@ def evaluate_folder(folder: str, warehouse: str) -> list[str]:
 
 
 def deployment(folder: Path, warehouse: Path, cron: str):
-    """The deployment of :func:`evaluate_folder` on a cron schedule."""
+    """The deployment of :func:`evaluate_folder` on a cron schedule.
+
+    One run at a time: runs on one warehouse are serialised (a second one would fail on the
+    warehouse lock), so a run triggered while another is active waits for its turn.
+    """
+    from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
+
     return evaluate_folder.to_deployment(
         name="sysdiff-nightly", cron=cron,
-        parameters={"folder": str(folder), "warehouse": str(warehouse)})
+        parameters={"folder": str(folder), "warehouse": str(warehouse)},
+        concurrency_limit=ConcurrencyLimitConfig(
+            limit=1, collision_strategy=ConcurrencyLimitStrategy.ENQUEUE),
+        description=f"sysdiff: evaluate {folder} into {warehouse}")
 
 
 def serve_folder(folder: Path, warehouse: Path, cron: str) -> None:
-    """Serve the deployment until interrupted (needs a Prefect server)."""
-    from prefect import serve
+    """Serve the deployment until interrupted (needs a Prefect server).
 
-    serve(deployment(folder, warehouse, cron))
+    The CLI silences Prefect's logs for one-shot commands (level CRITICAL). A served run's
+    logs belong in the Prefect UI, so that quiet default is raised to INFO here (any other
+    level is kept). Flow runs start in child processes that take both this environment and
+    this process's settings, hence both are set.
+    """
+    from prefect import serve
+    from prefect.settings import PREFECT_LOGGING_LEVEL, temporary_settings
+
+    level = os.environ.get("PREFECT_LOGGING_LEVEL", "CRITICAL")
+    if level.upper() == "CRITICAL":
+        level = os.environ["PREFECT_LOGGING_LEVEL"] = "INFO"
+    with temporary_settings(updates={PREFECT_LOGGING_LEVEL: level}):
+        serve(deployment(folder, warehouse, cron))

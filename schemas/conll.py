@@ -27,6 +27,7 @@ TSV_FIELDS = ["form", "tag"]
 KIND_WORD, KIND_RANGE, KIND_EMPTY = 0, 1, 2
 PTB_PUNCT = ["``", "''", ",", ".", ":", "-LRB-", "-RRB-", "#", "$"]
 _SEP = "\x1f"  # a separator that never occurs in text: one column of whole lines
+CHUNK_BYTES = 32 << 20  # text read at once by iter_conll (about 0.5 GiB of parsed columns)
 
 TOKEN_COLUMNS = {
     "sent": pl.Int32, "id": pl.Int32, "token_id": pl.String, "kind": pl.Int8,
@@ -377,8 +378,14 @@ def _first_value(n_sent: int, comments: pl.DataFrame, key: str) -> pl.Series:
     return out.scatter(sent, comments["value"].gather(rows)) if rows.size else out
 
 
-def sentence_table(comments: pl.DataFrame, toks: pl.DataFrame) -> pl.DataFrame:
-    """Per sentence: sent_id, text and document from comments; word count; first line."""
+def sentence_table(comments: pl.DataFrame, toks: pl.DataFrame, sent_base: int = 0,
+                   doc_base: int | None = None) -> pl.DataFrame:
+    """Per sentence: sent_id, text and document from comments; word count; first line.
+
+    Sentences are numbered from 0 here; ``sent_base`` (sentences before this chunk) numbers
+    default sentence IDs, and ``doc_base`` (the previous chunk's last document) continues the
+    document numbers.
+    """
     sent, csent = toks["sent"].to_numpy(), comments["sent"].to_numpy()
     n_sent = int(max(sent.max(), csent.max(initial=-1))) + 1
     line = np.full(n_sent, np.iinfo(np.int32).max, dtype=np.int32)
@@ -393,28 +400,31 @@ def sentence_table(comments: pl.DataFrame, toks: pl.DataFrame) -> pl.DataFrame:
     df = pl.DataFrame({
         "sent": np.arange(n_sent),
         "sent_id": _first_value(n_sent, comments, "sent_id"),
-        "doc": np.cumsum(newdoc) - newdoc[0],
+        "doc": np.cumsum(newdoc) - (int(newdoc[0]) if doc_base is None else -doc_base),
         "doc_id": _first_value(n_sent, comments, "newdoc"),
         "text": _first_value(n_sent, comments, "text"),
         "n_words": n_words, "line": line,
     }, schema=SENT_COLUMNS)
     return df.with_columns(
-        pl.col("sent_id").fill_null((pl.col("sent") + 1).cast(pl.String)),
+        pl.col("sent_id").fill_null((pl.col("sent") + 1 + sent_base).cast(pl.String)),
         pl.col("doc_id").forward_fill(),
     )
 
 
+NO_WORDS = ("sentence has no words (only comments or multiword ranges); expected token lines "
+            "after the comments")
+
+
 def _check_nonempty_sentences(path: str | Path, sents: pl.DataFrame) -> None:
-    _first_bad(path, sents, pl.col("n_words") == 0,
-               lambda r: "sentence has no words (only comments or multiword ranges); expected "
-               "token lines after the comments")
+    _first_bad(path, sents, pl.col("n_words") == 0, lambda r: NO_WORDS)
 
 
 def read_table(path: str | Path, data: bytes | mmap.mmap, fmt: str,
                fields: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Token rows and comment rows (see :func:`split_rows`); bad lines raise an InputError.
 
-    ``data`` is the file's content (bytes, or a memory map of ``path``, which is then read).
+    ``data`` is the text (bytes, or a memory map of the whole of ``path``, which is then read
+    by path: no copy).
     """
     try:
         df = read_fields(data if isinstance(data, bytes) else Path(path), fields)
@@ -424,27 +434,106 @@ def read_table(path: str | Path, data: bytes | mmap.mmap, fmt: str,
     toks, comments = split_rows(df, fmt)
     if any(toks[f].null_count() for f in fields):
         diagnose_lines(path, data[:], fmt, len(fields))
-    if toks.is_empty():
-        raise InputError("no token lines (only comments); expected tab-separated tokens", path)
     return toks, comments
 
 
-def read_conll(path: str | Path, fmt: str | None = None) -> ConllDoc:
-    """Read and validate a CoNLL-U, CoNLL-X or word<TAB>tag file."""
-    if fmt is not None and fmt not in FORMATS:
-        raise InputError(f"unknown format '{fmt}'; expected one of {', '.join(FORMATS)}", path)
-    with mapped_file(path) as data:
-        fmt = fmt or detect_format(path, data)
-        fields = TSV_FIELDS if fmt == "tsv" else CONLL_FIELDS
-        toks, comments = read_table(path, data, fmt, fields)
+def chunk_bounds(data: bytes | mmap.mmap, size: int) -> Iterator[tuple[int, int]]:
+    """Byte ranges of about ``size`` bytes that end after a blank line (whole sentences)."""
+    start, n = 0, len(data)
+    while start < n:
+        end = _after_blank_line(data, start + size) if start + size < n else n
+        yield start, end
+        start = end
+
+
+def _after_blank_line(data: bytes | mmap.mmap, pos: int) -> int:
+    """Where the line after the first blank line at or after ``pos`` starts (else the end)."""
+    cuts = [c + len(sep) for sep in (b"\n\n", b"\n\r\n") if (c := data.find(sep, pos)) >= 0]
+    return min(cuts) if cuts else len(data)
+
+
+@dataclass
+class _Carry:
+    """Numbering carried from one chunk to the next: lines, sentences, documents."""
+
+    line: int = 0
+    sent: int = 0
+    doc: int | None = None
+    doc_id: str | None = None
+
+
+def _parse_chunk(path: str | Path, data: bytes | mmap.mmap, fmt: str, carry: _Carry
+                 ) -> ConllDoc | None:
+    """One chunk of whole sentences (None when it is blank): lines and sentences numbered
+    from 1 and 0, documents and default sentence IDs continuing from ``carry``."""
+    first = carry.doc is None
+    fields = TSV_FIELDS if fmt == "tsv" else CONLL_FIELDS
+    if isinstance(data, bytes) and re.search(rb"\S", data) is None:
+        return None
+    toks, comments = read_table(path, data, fmt, fields)
+    if toks.is_empty():
+        if first:
+            raise InputError("no token lines (only comments); expected tab-separated tokens",
+                             path)
+        raise InputError(NO_WORDS, path, int(comments["line"][0]))
     if fmt == "tsv":
         toks = _tsv_to_conll(toks)
     toks = with_numbers(toks.rename({"id": "token_id"}))
     toks = parse_ids(path, toks)
-    sents = sentence_table(comments, toks)
+    sents = sentence_table(comments, toks, carry.sent, carry.doc)
     _check_nonempty_sentences(path, sents)
     toks = parse_heads(path, toks, sents)
     return ConllDoc(str(path), fmt, toks.select(list(TOKEN_COLUMNS)).cast(TOKEN_COLUMNS), sents)
+
+
+def _renumber(doc: ConllDoc, carry: _Carry) -> ConllDoc:
+    """Shift a chunk's sentence and line numbers to the file's; update ``carry``."""
+    sents, toks = doc.sents, doc.tokens
+    if carry.line or carry.sent:
+        shift = [pl.col("line") + carry.line, pl.col("sent") + carry.sent]
+        toks = toks.with_columns(shift)
+        sents = sents.with_columns(*shift, pl.col("doc_id").fill_null(
+            pl.lit(carry.doc_id, pl.String)))
+    carry.sent += sents.height
+    carry.doc = int(sents["doc"][-1])
+    carry.doc_id = sents["doc_id"][-1]
+    return ConllDoc(doc.path, doc.fmt, toks, sents)
+
+
+def iter_conll(path: str | Path, fmt: str | None = None, chunk_bytes: int | None = None
+               ) -> Iterator[ConllDoc]:
+    """Read and validate a CoNLL-U, CoNLL-X or word<TAB>tag file in chunks of whole sentences.
+
+    Each chunk is about ``chunk_bytes`` of text (default :data:`CHUNK_BYTES`), so memory
+    depends on the chunk size, not the file size. Sentence, document and line numbers are the
+    file's; errors name the file's line.
+    """
+    if fmt is not None and fmt not in FORMATS:
+        raise InputError(f"unknown format '{fmt}'; expected one of {', '.join(FORMATS)}", path)
+    size = chunk_bytes or CHUNK_BYTES
+    with mapped_file(path) as data:
+        fmt = fmt or detect_format(path, data)
+        carry = _Carry()
+        for start, end in chunk_bounds(data, size):
+            whole = start == 0 and end == len(data)
+            text = data if whole else data[start:end]
+            try:
+                doc = _parse_chunk(path, text, fmt, carry)
+            except InputError as e:
+                raise InputError(e.message, e.path, e.line and e.line + carry.line) from None
+            if doc is not None:
+                yield _renumber(doc, carry)
+            carry.line += text.count(b"\n") if not whole else 0
+
+
+def read_conll(path: str | Path, fmt: str | None = None, chunk_bytes: int | None = None
+               ) -> ConllDoc:
+    """Read and validate a whole CoNLL-U, CoNLL-X or word<TAB>tag file."""
+    chunks = list(iter_conll(path, fmt, chunk_bytes))
+    if len(chunks) == 1:
+        return chunks[0]
+    return ConllDoc(chunks[0].path, chunks[0].fmt, pl.concat([c.tokens for c in chunks]),
+                    pl.concat([c.sents for c in chunks]))
 
 
 def _tsv_to_conll(toks: pl.DataFrame) -> pl.DataFrame:
@@ -457,32 +546,75 @@ def _tsv_to_conll(toks: pl.DataFrame) -> pl.DataFrame:
         blank.alias("deprel"), blank.alias("deps"), blank.alias("misc"),
     )
 
+class WordCheck:
+    """Checks a system file against the key while it is read chunk by chunk.
+
+    Errors come in the order of :func:`check_same_words`: the number of sentences, then the
+    words per sentence, then the first differing form (found chunk by chunk, raised last).
+    ``key_sents`` is the key's sentence table (``sent``, ``sent_id``, ``n_words``, ``line``).
+    """
+
+    def __init__(self, key_path: str, key_sents: pl.DataFrame, system_path: str) -> None:
+        self.key_path, self.system_path = key_path, system_path
+        self.key_sents = key_sents.sort("sent")
+        self.key_n = self.key_sents["n_words"].to_numpy()
+        self.n_words: list[np.ndarray] = []
+        self.lines: list[np.ndarray] = []
+        self.form_error: InputError | None = None
+
+    def add(self, chunk: ConllDoc, key_words: pl.DataFrame) -> None:
+        """One chunk of the system; ``key_words`` are the key's words (``sent``, ``id``,
+        ``form``), in order, of at least the same sentences."""
+        n = chunk.sents["n_words"].to_numpy()
+        lo = int(chunk.sents["sent"][0])
+        self.n_words.append(n)
+        self.lines.append(chunk.sents["line"].to_numpy())
+        same_shape = lo + n.size <= self.key_n.size and np.array_equal(
+            self.key_n[lo:lo + n.size], n)
+        if self.form_error is None and same_shape:
+            in_chunk = pl.col("sent").is_between(lo, lo + n.size - 1)
+            self.form_error = self._form_error(key_words.filter(in_chunk), chunk.words)
+
+    def _form_error(self, key_words: pl.DataFrame, words: pl.DataFrame) -> InputError | None:
+        kw = key_words.select("sent", "id", pl.col("form").alias("kf"))
+        sw = words.select(pl.col("form").alias("sf"), "line")
+        both = pl.concat([kw, sw], how="horizontal").filter(pl.col("kf") != pl.col("sf"))
+        nfc = [pl.col(c).str.normalize("NFC") for c in ("kf", "sf")]  # only where bytes differ
+        both = both.with_columns(nfc).filter(pl.col("kf") != pl.col("sf"))
+        if both.is_empty():
+            return None
+        r = both.row(0, named=True)
+        sent_id = self.key_sents["sent_id"][r["sent"]]
+        return InputError(
+            f"sentence {sent_id}, word {r['id']}: form '{r['sf']}' differs from the "
+            f"key's '{r['kf']}'; expected the key's words", self.system_path, r["line"],
+        )
+
+    def finish(self) -> None:
+        """Raise the first difference from the key, if any."""
+        n = np.concatenate(self.n_words) if self.n_words else np.zeros(0, np.int32)
+        lines = np.concatenate(self.lines) if self.lines else np.zeros(0, np.int32)
+        k = self.key_n.size
+        if n.size != k:
+            raise InputError(
+                f"has {n.size} sentences but the key ({self.key_path}) has {k}; expected the "
+                "key's sentences in the key's order", self.system_path,
+                int(lines[k]) if n.size > k else None,
+            )
+        bad = np.flatnonzero(n != self.key_n)
+        if bad.size:
+            i = int(bad[0])
+            what = "a word is missing" if n[i] < self.key_n[i] else "it has an extra word"
+            raise InputError(
+                f"sentence {self.key_sents['sent_id'][i]} has {n[i]} words but the key has "
+                f"{self.key_n[i]}: {what}", self.system_path, int(lines[i]),
+            )
+        if self.form_error is not None:
+            raise self.form_error
+
+
 def check_same_words(key: ConllDoc, system: ConllDoc) -> None:
     """A system must have the key's sentences and words (forms compared after NFC)."""
-    ks, ss = key.sents, system.sents
-    if ks.height != ss.height:
-        more = ss.height > ks.height
-        line = int(ss["line"][ks.height]) if more else None
-        raise InputError(
-            f"has {ss.height} sentences but the key ({key.path}) has {ks.height}; expected the "
-            "key's sentences in the key's order", system.path, line,
-        )
-    lens = ks.select("sent", "sent_id", pl.col("n_words").alias("nk")).join(
-        ss.select("sent", pl.col("n_words").alias("ns"), "line"), on="sent")
-    bad = lens.filter(pl.col("nk") != pl.col("ns"))
-    if not bad.is_empty():
-        r = bad.row(0, named=True)
-        what = "a word is missing" if r["ns"] < r["nk"] else "it has an extra word"
-        raise InputError(
-            f"sentence {r['sent_id']} has {r['ns']} words but the key has {r['nk']}: {what}",
-            system.path, r["line"],
-        )
-    kw = key.words.select("sent", "id", pl.col("form").str.normalize("NFC").alias("kf"))
-    sw = system.words.select(pl.col("form").str.normalize("NFC").alias("sf"), "line")
-    both = pl.concat([kw, sw], how="horizontal").filter(pl.col("kf") != pl.col("sf"))
-    if not both.is_empty():
-        r = both.join(ks.select("sent", "sent_id"), on="sent").row(0, named=True)
-        raise InputError(
-            f"sentence {r['sent_id']}, word {r['id']}: form '{r['sf']}' differs from the "
-            f"key's '{r['kf']}'; expected the key's words", system.path, r["line"],
-        )
+    check = WordCheck(key.path, key.sents, system.path)
+    check.add(system, key.words)
+    check.finish()

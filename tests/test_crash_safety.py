@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from flows.queries import query
-from tests.conftest import REPO
+from tests.conftest import REPO, snapshot
 from tests.test_scale import all_tables, sample
 
 POINTS = ["compare", "commit-moving", "commit-manifest", "commit-catalog"]
@@ -83,15 +83,16 @@ def test_kill_then_rerun(point, files, uninterrupted, tmp_path, cli):
     assert listed == manifest_files  # no orphans left behind
 
 
-def test_concurrent_run_is_refused_clearly(files, tmp_path, cli):
-    import fcntl
+@pytest.mark.parametrize("existing", [True, False])
+def test_concurrent_run_is_refused_clearly(existing, files, tmp_path, cli):
+    """While another run holds a warehouse (also one not created yet), a run is refused."""
+    from flows.warehouse import warehouse_lock
 
     root = tmp_path / "wh"
-    assert cli(*args(files, root, ["a"]))[0] == 0
-    fd = os.open(root, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another run holds the warehouse
+    if existing:
+        assert cli(*args(files, root, ["a"]))[0] == 0
+    before = snapshot(root)
+    with warehouse_lock(root):  # another run holds the warehouse
         code, _, err = cli(*args(files, root, ["b"]))
-    finally:
-        os.close(fd)
+    assert snapshot(root) == before
     assert code == 2 and "another sysdiff run is writing to this warehouse" in err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -60,6 +61,32 @@ def test_deployment_has_the_cron_schedule(folder, tmp_path, prefect_harness):
     assert d.name == "sysdiff-nightly"
     assert d.schedules[0].schedule.cron == "0 2 * * *"
     assert d.parameters == {"folder": str(folder), "warehouse": str(tmp_path / "wh")}
+    # one run at a time (runs on one warehouse are serialised): a run triggered while another
+    # is active waits for its turn instead of failing on the warehouse lock
+    assert d.concurrency_limit == 1
+    assert d.concurrency_options.collision_strategy == "ENQUEUE"
+
+
+@pytest.mark.parametrize(("given", "expected"), [("CRITICAL", "INFO"), ("WARNING", "WARNING")])
+def test_served_runs_send_their_logs_to_the_server(folder, tmp_path, monkeypatch, given,
+                                                   expected):
+    """The CLI's quiet default (CRITICAL) would reach the served runs' child processes through
+    both the environment and the settings, and the Prefect UI would show no logs at all."""
+    import prefect
+    from prefect.settings import PREFECT_LOGGING_LEVEL
+
+    from flows.watch import serve_folder
+
+    seen = {}
+
+    def fake_serve(*deployments):
+        seen.update(env=os.environ["PREFECT_LOGGING_LEVEL"], setting=PREFECT_LOGGING_LEVEL.value(),
+                    names=[d.name for d in deployments])
+
+    monkeypatch.setattr(prefect, "serve", fake_serve)
+    monkeypatch.setenv("PREFECT_LOGGING_LEVEL", given)
+    serve_folder(folder, tmp_path / "wh", "0 2 * * *")
+    assert seen == {"env": expected, "setting": expected, "names": ["sysdiff-nightly"]}
 
 
 def test_serve_without_server_says_what_to_do(folder, tmp_path, cli, monkeypatch):

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from tests.helpers import as_dict, evaluate, words
 from transforms import tokens
+from transforms.significance import approximate_randomization
 from transforms.views import view_matrix
 
 LABELS = list("ABCD")
@@ -51,6 +52,26 @@ def test_pair_invariants(corpus):
         assert r["corrections"] + r["new_errors"] + r["changed_errors"] == r["n_diff"]
 
 
+@settings(max_examples=40, deadline=None)
+@given(corpora())
+def test_randomization_p_equals_the_per_sentence_test(corpus):
+    """The p-value from summed per-sentence difference counts equals the randomization test
+    run on every sentence's counts (same seed, same trials)."""
+    key, systems, sent = corpus
+    out = _eval(key, systems, sent)
+    sents = sorted(set(sent))
+    units = np.array([sent.count(s) for s in sents])
+
+    def per_sentence(labels):
+        return np.array([sum(labels[t] == key[t] for t in range(len(key)) if sent[t] == s)
+                         for s in sents])
+
+    for r in out["pairs"].rows(named=True):
+        naive = approximate_randomization(per_sentence(systems[r["sys1"]]),
+                                          per_sentence(systems[r["sys2"]]), units, 50, 0)
+        assert r["ar_p"] == naive
+
+
 @settings(max_examples=60, deadline=None)
 @given(corpora())
 def test_oracle_invariants(corpus):
@@ -82,7 +103,7 @@ def test_sharding_does_not_change_counts(corpus, n_shards):
     in_shard = [pl.col("sent") % n_shards == k for k in range(n_shards)]
     parts = tokens.merge_partials(tokens.shard_partials(matrix(keep), prio, {})
                                   for keep in in_shard if frames["@key"].filter(keep).height)
-    for name in ("scores", "labels", "pairs", "changes", "masks", "majority"):
+    for name in ("scores", "labels", "pairs", "changes", "masks", "majority", "sent_diffs"):
         a, b = whole[name], parts[name]
         assert a.sort(a.columns).equals(b.select(a.columns).sort(a.columns)), name
 

@@ -6,7 +6,10 @@ span first): TN, FP, FN, TP or WL (criteria ``any`` and ``nom``). Pairs of respo
 compared unit by unit over the mentions of K, S1 and S2; oracles count the key mentions with
 an antecedent that at least one response of a set gets TP.
 
-All counts are additive over documents; ratios are computed last.
+All counts are additive over documents; ratios are computed last. Each comparison has a map
+(``pair_partials``, ``oracle_partials``, ``agreement_counts``: counts of any set of whole
+documents) and a reduce (``finish_pairs``, ``finish_oracles``, ``coref_scores``) over the
+partials of all shards; ``coref_pairs``/``coref_oracles``/``coref_agreement`` are both in one.
 """
 
 from __future__ import annotations
@@ -178,6 +181,16 @@ def coref_pairs(
     and the non-zero cells per (pronoun type, lower-cased word); single-token mentions of
     type UNKNOWN (no POS in the files) get per-word rows too.
     """
+    return finish_pairs([pair_partials(classes_by_system)], list(classes_by_system), criterion)
+
+
+_PAIR_COUNTS = ["n_mentions", "n_diff", "corrections", "new_errors", "changed_errors"]
+
+
+def pair_partials(classes_by_system: dict[str, pl.DataFrame]) -> dict:
+    """The additive counts of ``coref_pairs`` over some documents: ``pairs`` (ordered pairs x
+    5 counts, int64), ``typed`` (p, mtype, cell, count) and ``worded`` (p, mtype, word, cell,
+    count) non-zero transition cells (cell = c1 * 5 + c2), ``mtypes`` (all mention types)."""
     names = list(classes_by_system)
     units, mat, pres = _unit_matrix(classes_by_system)
     in_key = units["in_key"].to_numpy()
@@ -191,40 +204,76 @@ def coref_pairs(
     w_keys = words.unique("k").sort("k")
     pairs_idx = list(itertools.permutations(range(len(names)), 2))
     n_mt, n_w = len(mtypes), w_keys.height
-    per_mt = np.zeros((len(pairs_idx), n_mt + 1, 25), dtype=np.int64)
+    per_mt = np.zeros((len(pairs_idx), n_mt * 25), dtype=np.int64)
     per_w = np.zeros((len(pairs_idx), n_w * 25), dtype=np.int64)
-    rows = []
+    rows = np.zeros((len(pairs_idx), len(_PAIR_COUNTS)), dtype=np.int64)
     for p, (i, j) in enumerate(pairs_idx):
         c1, c2 = mat[:, i], mat[:, j]
         unit = in_key | pres[:, i] | pres[:, j]
         diff = c1 != c2
         ok1, ok2 = correct[c1], correct[c2]
-        rows.append((int(unit.sum()), int(diff.sum()), int((diff & ~ok1 & ok2).sum()),
-                     int((diff & ok1 & ~ok2).sum()), int((diff & ~ok1 & ~ok2).sum())))
+        rows[p] = (unit.sum(), diff.sum(), (diff & ~ok1 & ok2).sum(), (diff & ok1 & ~ok2).sum(),
+                   (diff & ~ok1 & ~ok2).sum())
         cell = c1.astype(np.int64) * 5 + c2
-        per_mt[p, 1:] = np.bincount(mt_codes[unit] * 25 + cell[unit],
-                                    minlength=n_mt * 25).reshape(n_mt, 25)
+        per_mt[p] = np.bincount(mt_codes[unit] * 25 + cell[unit], minlength=n_mt * 25)
         wu = unit[w_idx]
         per_w[p] = np.bincount(w_codes[wu] * 25 + cell[w_idx][wu], minlength=n_w * 25)
-    per_mt[:, 0] = per_mt[:, 1:].sum(axis=1)
+    return {"pairs": rows, "mtypes": mtypes,
+            "typed": _cells(per_mt, pl.DataFrame({"mtype": mtypes}, schema={"mtype": pl.Utf8})),
+            "worded": _cells(per_w, w_keys.select("mtype", "word"))}
+
+
+def _cells(counts: np.ndarray, groups: pl.DataFrame) -> pl.DataFrame:
+    """Non-zero cells of a pairs x (groups * 25) count array as rows (p, <group columns>,
+    cell, count)."""
+    p, col = np.nonzero(counts)
+    cells = pl.DataFrame({"p": p.astype(np.int64), "cell": (col % 25).astype(np.int64),
+                          "count": counts[p, col]})
+    return pl.concat([cells, groups[col // 25]], how="horizontal")
+
+
+def finish_pairs(partials: list[dict], names: list[str], criterion: str
+                 ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``coref_pairs``' (pairs, transitions) from the partials of all shards."""
+    pairs_idx = list(itertools.permutations(range(len(names)), 2))
+    counts = np.zeros((len(pairs_idx), len(_PAIR_COUNTS)), dtype=np.int64)
+    for part in partials:
+        counts += part["pairs"]
+    mtypes = sorted({m for part in partials for m in part["mtypes"]})
     sys1 = pl.Series([names[i] for i, _ in pairs_idx], dtype=pl.Utf8)
     sys2 = pl.Series([names[j] for _, j in pairs_idx], dtype=pl.Utf8)
-    counts = np.array(rows, dtype=np.int64).reshape(len(pairs_idx), 5)
     pairs = pl.DataFrame({
         "criterion": pl.Series([criterion] * len(pairs_idx), dtype=pl.Utf8),
-        "sys1": sys1, "sys2": sys2,
-        **{c: counts[:, k] for k, c in enumerate(
-            ["n_mentions", "n_diff", "corrections", "new_errors", "changed_errors"])},
+        "sys1": sys1, "sys2": sys2, **{c: counts[:, k] for k, c in enumerate(_PAIR_COUNTS)},
     }).with_columns(diff=pl.when(pl.col("n_mentions") > 0)
                     .then(pl.col("n_diff") / pl.col("n_mentions")).otherwise(0.0))
-    typed = _transition_rows(per_mt.reshape(len(pairs_idx), -1), sys1, sys2,
-                             pl.Series(["ALL", *mtypes], dtype=pl.Utf8),
-                             pl.Series([None] * (n_mt + 1), dtype=pl.Utf8), keep_zero=True)
+    per_mt = _dense(partials, "typed", ["mtype"],
+                    pl.DataFrame({"mtype": mtypes}, schema={"mtype": pl.Utf8}), len(pairs_idx))
+    total = per_mt.reshape(len(pairs_idx), len(mtypes), 25).sum(axis=1)
+    per_mt = np.concatenate([total, per_mt], axis=1)          # 'ALL' first
+    w_keys = (pl.concat([part["worded"].select("mtype", "word") for part in partials])
+              .unique().sort("mtype", "word"))
+    per_w = _dense(partials, "worded", ["mtype", "word"], w_keys, len(pairs_idx))
+    typed = _transition_rows(per_mt, sys1, sys2, pl.Series(["ALL", *mtypes], dtype=pl.Utf8),
+                             pl.Series([None] * (len(mtypes) + 1), dtype=pl.Utf8),
+                             keep_zero=True)
     worded = _transition_rows(per_w, sys1, sys2, w_keys["mtype"], w_keys["word"],
                               keep_zero=False)
     transitions = pl.concat([typed, worded]).select(
         pl.lit(criterion, dtype=pl.Utf8).alias("criterion"), pl.all())
     return pairs, transitions
+
+
+def _dense(partials: list[dict], name: str, on: list[str], groups: pl.DataFrame,
+           n_pairs: int) -> np.ndarray:
+    """The summed cells of the ``name`` partials as a pairs x (groups * 25) array."""
+    out = np.zeros((n_pairs, groups.height * 25), dtype=np.int64)
+    index = groups.with_columns(g=pl.int_range(pl.len(), dtype=pl.Int64))
+    for part in partials:
+        cells = part[name].join(index, on=on)
+        np.add.at(out, (cells["p"].to_numpy(), cells["g"].to_numpy() * 25
+                        + cells["cell"].to_numpy()), cells["count"].to_numpy())
+    return out
 
 
 def _transition_rows(counts: np.ndarray, sys1: pl.Series, sys2: pl.Series, mtype: pl.Series,
@@ -256,6 +305,13 @@ def coref_oracles(classes_by_system: dict[str, pl.DataFrame], criterion: str) ->
     Columns: criterion, systems (sorted names), mtype ('ALL' and each type), n, n_tp.
     """
     names = list(classes_by_system)
+    return finish_oracles([oracle_partials(classes_by_system)], names, criterion)
+
+
+def oracle_partials(classes_by_system: dict[str, pl.DataFrame]) -> dict:
+    """The additive counts of ``coref_oracles`` over some documents: ``mtypes`` (sorted),
+    ``n`` (units per type) and ``n_tp`` (types x subsets, ``subsets`` order: units that some
+    response of the subset gets TP)."""
     units, mat, _ = _unit_matrix(classes_by_system)
     first = next(iter(classes_by_system.values()))
     with_ante = first.filter(pl.col("in_key") & pl.col("cls").is_in(["TP", "FN", "WL"]))
@@ -263,16 +319,28 @@ def coref_oracles(classes_by_system: dict[str, pl.DataFrame], criterion: str) ->
         with_ante.select(_SPAN), on=_SPAN, how="semi").sort("idx")
     tp = (mat[sel["idx"].to_numpy()] == CLASSES.index("TP")).astype(np.int64)
     mt_codes, mtypes = _codes(sel["mtype"].fill_null("UNKNOWN"))
-    subs = subsets(names)
-    ind = np.zeros((len(names), len(subs)), dtype=np.int64)
+    subs = subsets(list(classes_by_system))
+    ind = np.zeros((len(classes_by_system), len(subs)), dtype=np.int64)
     for s, members in enumerate(subs):
         ind[list(members), s] = 1
     hit = (tp @ ind) > 0                                    # units x subsets
-    onehot = np.zeros((len(mtypes) + 1, len(mt_codes)), dtype=np.int64)
-    onehot[0, :] = 1
-    onehot[mt_codes + 1, np.arange(len(mt_codes))] = 1
-    n_tp = onehot @ hit.astype(np.int64)                    # (ALL + mtypes) x subsets
-    n = onehot.sum(axis=1)
+    onehot = np.zeros((len(mtypes), len(mt_codes)), dtype=np.int64)
+    onehot[mt_codes, np.arange(len(mt_codes))] = 1
+    return {"mtypes": mtypes, "n": onehot.sum(axis=1), "n_tp": onehot @ hit.astype(np.int64)}
+
+
+def finish_oracles(partials: list[dict], names: list[str], criterion: str) -> pl.DataFrame:
+    """``coref_oracles`` from the partials of all shards ('ALL' = the sum of the types)."""
+    subs = subsets(names)
+    mtypes = sorted({m for part in partials for m in part["mtypes"]})
+    pos = {m: k + 1 for k, m in enumerate(mtypes)}
+    n = np.zeros(len(mtypes) + 1, dtype=np.int64)
+    n_tp = np.zeros((len(mtypes) + 1, len(subs)), dtype=np.int64)
+    for part in partials:
+        rows = [pos[m] for m in part["mtypes"]]
+        n[rows] += part["n"]
+        n_tp[rows] += part["n_tp"]
+    n[0], n_tp[0] = n[1:].sum(), n_tp[1:].sum(axis=0)
     labels = ["ALL", *mtypes]
     sys_lists = [sorted(names[i] for i in members) for members in subs]
     return pl.DataFrame({
@@ -290,20 +358,26 @@ def coref_agreement(
 ) -> pl.DataFrame:
     """Every standard metric of S2 scored with S1 as the key, for all ordered pairs.
 
-    Counts are computed once per unordered pair: scoring S1 against S2 swaps the recall and
-    precision counts of scoring S2 against S1. Columns: sys1, sys2 and those of
-    ``coref_scores``.
+    Columns: sys1, sys2 and those of ``coref_scores``.
     """
-    names = list(mentions_by_system)
     nums = ["recall_num", "recall_den", "precision_num", "precision_den"]
+    if len(mentions_by_system) < 2:
+        return pl.DataFrame(schema={"sys1": pl.Utf8, "sys2": pl.Utf8, "metric": pl.Utf8,
+                                    **{x: pl.Float64 for x in nums}})
+    return coref_scores(agreement_counts(mentions_by_system, keep_singletons))
+
+
+def agreement_counts(
+    mentions_by_system: dict[str, pl.DataFrame], keep_singletons: bool = True
+) -> pl.DataFrame:
+    """Per-document ``coref_counts`` of every ordered pair (sys1 as the key), additive over
+    documents. Counts are computed once per unordered pair: scoring S1 against S2 swaps the
+    recall and precision counts of scoring S2 against S1."""
     parts = []
-    for a, b in itertools.combinations(names, 2):
+    for a, b in itertools.combinations(list(mentions_by_system), 2):
         c = coref_counts(mentions_by_system[a], mentions_by_system[b], keep_singletons)
         parts.append(c.with_columns(sys1=pl.lit(a), sys2=pl.lit(b)))
         swapped = c.rename({"recall_num": "precision_num", "recall_den": "precision_den",
                             "precision_num": "recall_num", "precision_den": "recall_den"})
         parts.append(swapped.select(c.columns).with_columns(sys1=pl.lit(b), sys2=pl.lit(a)))
-    if not parts:
-        return pl.DataFrame(schema={"sys1": pl.Utf8, "sys2": pl.Utf8, "metric": pl.Utf8,
-                                    **{x: pl.Float64 for x in nums}})
-    return coref_scores(pl.concat(parts))
+    return pl.concat(parts)

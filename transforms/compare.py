@@ -50,21 +50,27 @@ def system_counts(m: ViewMatrix) -> pl.DataFrame:
                                       "n_sents_exact"], orient="row")
 
 
-def sentence_counts(m: ViewMatrix) -> pl.DataFrame:
-    """Per system and sentence: units and correct units (for sentence-level significance)."""
+def sentence_differences(m: ViewMatrix, pairs: list[tuple[int, int]] | None = None
+                         ) -> pl.DataFrame:
+    """For both directions of each pair, how many sentences have each non-zero difference
+    ``d`` = correct units of sys2 - correct units of sys1 (what the randomization test needs;
+    additive because shards hold whole sentences)."""
     correct = correct_matrix(m)
     sents, inv = _local_sentences(m)
-    units = np.bincount(inv, minlength=len(sents))
-    frames = [
-        pl.DataFrame({
-            "system": [name] * len(sents), "sent": sents.astype(np.int32),
-            "n_units": units.astype(np.int64),
-            "n_correct": np.bincount(inv, weights=correct[i], minlength=len(sents))
-            .astype(np.int64),
-        })
-        for i, name in enumerate(m.systems)
-    ]
-    return pl.concat(frames) if frames else pl.DataFrame()
+    per_sent = [np.bincount(inv, weights=c, minlength=len(sents)).astype(np.int64)
+                for c in correct]
+    frames = []
+    for i, j in pairs if pairs is not None else all_pairs(len(m.systems)):
+        d = per_sent[j] - per_sent[i]
+        values, counts = np.unique(d[d != 0], return_counts=True)
+        a, b = m.systems[i], m.systems[j]
+        for s1, s2, v in ((a, b, values), (b, a, -values)):
+            frames.append(pl.DataFrame({"sys1": s1, "sys2": s2, "d": v, "n": counts},
+                                       schema=DIFF_SCHEMA))
+    return pl.concat(frames) if frames else pl.DataFrame(schema=DIFF_SCHEMA)
+
+
+DIFF_SCHEMA = {"sys1": pl.String, "sys2": pl.String, "d": pl.Int64, "n": pl.Int64}
 
 
 def label_counts(m: ViewMatrix) -> pl.DataFrame:

@@ -6,6 +6,11 @@ and metric with recall/precision numerators and denominators) and a reduce
 documents can be scored in shards. All counts derive from the sparse entity overlap table
 ``n_ij = |K_i ∩ R_j|`` (mentions matched by exact span); CEAF solves one optimal assignment
 per connected group of overlapping entities (``scipy.optimize.linear_sum_assignment``).
+
+Floating-point sums are taken in a fixed order (entity pairs sorted by key then response
+entity, documents by name) with ``np.bincount``, never by a hash group-by, so a document's
+counts, and the scores, are the same bits whatever other documents are scored with it (any
+shard size, any number of threads).
 """
 
 from __future__ import annotations
@@ -65,65 +70,74 @@ def coref_counts(
     if not keep_singletons:
         key, resp = drop_singletons(key), drop_singletons(resp)
     k, r, docs = _encode(key, resp)
-    ksize = k.group_by("e").agg(d=pl.col("d").first(), ks=pl.len())
-    rsize = r.group_by("e").agg(d=pl.col("d").first(), rs=pl.len())
+    ksize = k.group_by("e").agg(d=pl.col("d").first(), ks=pl.len()).sort("e")
+    rsize = r.group_by("e").agg(d=pl.col("d").first(), rs=pl.len()).sort("e")
     pairs = (
         k.join(r, on=_SPAN, suffix="_r")
         .group_by("d", "e", "e_r").agg(n=pl.len())
         .rename({"e": "ek", "e_r": "er"})
         .join(ksize.select(ek="e", ks="ks"), on="ek")
         .join(rsize.select(er="e", rs="rs"), on="er")
+        .sort("ek", "er")   # the fixed order of every floating-point sum below
     )
-    per_doc = [
-        _entity_totals(ksize, "ks", "k"), _entity_totals(rsize, "rs", "r"),
-        _pair_totals(pairs), _ceaf_totals(pairs),
-    ]
-    tot = docs.select("d")
-    for t in per_doc:
-        tot = tot.join(t, on="d", how="left")
-    tot = tot.fill_null(0)
-    return _count_rows(tot, docs)
+    nd = docs.height
+    tot = {"d": docs["d"], **_entity_totals(ksize, "ks", "k", nd),
+           **_entity_totals(rsize, "rs", "r", nd), **_pair_totals(pairs, ksize, rsize, nd),
+           **_ceaf_totals(pairs, nd)}
+    return _count_rows(pl.DataFrame(tot), docs)
 
 
-def _entity_totals(sizes: pl.DataFrame, col: str, p: str) -> pl.DataFrame:
-    """Per document: mentions, entities, coreference links (pairs within an entity)."""
-    s = pl.col(col)
-    return sizes.group_by("d").agg(
-        pl.len().alias(f"ent_{p}"), s.sum().cast(pl.Float64).alias(f"men_{p}"),
-        _c2(s).sum().alias(f"link_{p}"),
-    )
+def _per_doc(d: np.ndarray, values: np.ndarray | None, nd: int) -> np.ndarray:
+    """Sum of ``values`` (or count) per document id, adding in row order."""
+    return np.bincount(d, weights=values, minlength=nd).astype(np.float64)
 
 
-def _pair_totals(pairs: pl.DataFrame) -> pl.DataFrame:
+def _np_c2(x: np.ndarray) -> np.ndarray:
+    """``_c2`` of an array: unordered pairs among x items, in float64."""
+    x = x.astype(np.float64)
+    return x * (x - 1) / 2
+
+
+def _entity_totals(sizes: pl.DataFrame, col: str, p: str, nd: int) -> dict[str, np.ndarray]:
+    """Per document: entities, mentions, coreference links (pairs within an entity)."""
+    d, s = sizes["d"].to_numpy(), sizes[col].to_numpy().astype(np.float64)
+    return {f"ent_{p}": _per_doc(d, None, nd), f"men_{p}": _per_doc(d, s, nd),
+            f"link_{p}": _per_doc(d, _np_c2(s), nd)}
+
+
+def _pair_totals(pairs: pl.DataFrame, ksize: pl.DataFrame, rsize: pl.DataFrame, nd: int
+                 ) -> dict[str, np.ndarray]:
     """Per document sums over overlapping entity pairs (MUC, B3, LEA, BLANC terms)."""
-    n, ks, rs = pl.col("n").cast(pl.Float64), pl.col("ks"), pl.col("rs")
-    # LEA: a singleton entity is resolved iff it is a singleton on the other side too
-    lea_r = pl.when(ks == 1).then((rs == 1).cast(pl.Float64)).otherwise(_c2(n) / _c2(ks)) * ks
-    lea_p = pl.when(rs == 1).then((ks == 1).cast(pl.Float64)).otherwise(_c2(n) / _c2(rs)) * rs
-    per_ent_k = pairs.group_by("d", "ek").agg(a=pl.col("n").sum()).group_by("d").agg(
-        sum_a2=_c2(pl.col("a")).sum())
-    per_ent_r = pairs.group_by("d", "er").agg(b=pl.col("n").sum()).group_by("d").agg(
-        sum_b2=_c2(pl.col("b")).sum())
-    return (
-        pairs.group_by("d").agg(
-            matched=n.sum(), n_pairs=pl.len().cast(pl.Float64),
-            b3_r=(n * n / ks).sum(), b3_p=(n * n / rs).sum(),
-            lea_r=lea_r.sum(), lea_p=lea_p.sum(), both_c=_c2(n).sum(),
-        )
-        .join(per_ent_k, on="d").join(per_ent_r, on="d")
-    )
+    d, ek, er = (pairs[c].to_numpy() for c in ("d", "ek", "er"))
+    n, ks, rs = (pairs[c].to_numpy().astype(np.float64) for c in ("n", "ks", "rs"))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # LEA: a singleton entity is resolved iff it is a singleton on the other side too
+        lea_r = np.where(ks == 1, (rs == 1).astype(np.float64), _np_c2(n) / _np_c2(ks)) * ks
+        lea_p = np.where(rs == 1, (ks == 1).astype(np.float64), _np_c2(n) / _np_c2(rs)) * rs
+    a = np.bincount(ek, weights=n, minlength=ksize.height)   # mentions of K_i matched
+    b = np.bincount(er, weights=n, minlength=rsize.height)
+    return {
+        "matched": _per_doc(d, n, nd), "n_pairs": _per_doc(d, None, nd),
+        "b3_r": _per_doc(d, n * n / ks, nd), "b3_p": _per_doc(d, n * n / rs, nd),
+        "lea_r": _per_doc(d, lea_r, nd), "lea_p": _per_doc(d, lea_p, nd),
+        "both_c": _per_doc(d, _np_c2(n), nd),
+        "sum_a2": _per_doc(ksize["d"].to_numpy(), _np_c2(a), nd),
+        "sum_b2": _per_doc(rsize["d"].to_numpy(), _np_c2(b), nd),
+    }
 
 
-def _ceaf_totals(pairs: pl.DataFrame, batch_rows: int = 150) -> pl.DataFrame:
+def _ceaf_totals(pairs: pl.DataFrame, nd: int, batch_rows: int = 150) -> dict[str, np.ndarray]:
     """Per document optimal CEAF-m (phi3) and CEAF-e (phi4) similarity sums.
 
     Entities that overlap nothing add 0; a key and a response entity that overlap only each
     other align trivially. The remaining connected groups of overlapping entities are
     packed into block-diagonal matrices of about ``batch_rows`` rows, one assignment each:
-    the optimum of a block-diagonal matrix is the sum of the blocks' optima.
+    the optimum of a block-diagonal matrix is the sum of the blocks' optima. Batches never
+    span documents and rows are counted from each document's first, so the packing (and the
+    rounding of the sums) of a document does not depend on the other documents.
     """
     if pairs.height == 0:
-        return pl.DataFrame(schema={"d": pl.Int32, "ceafm": pl.Float64, "ceafe": pl.Float64})
+        return {"ceafm": np.zeros(nd), "ceafe": np.zeros(nd)}
     ek, er = pairs["ek"].to_numpy(), pairs["er"].to_numpy()
     n = pairs["n"].to_numpy().astype(np.float64)
     phi4 = 2 * n / (pairs["ks"].to_numpy() + pairs["rs"].to_numpy())
@@ -140,7 +154,8 @@ def _ceaf_totals(pairs: pl.DataFrame, batch_rows: int = 150) -> pl.DataFrame:
         row = _run_rank(c, ek[order])
         col = _dense_rank(c, er[order])
         # batches: whole components, within one document, about batch_rows rows each
-        block = row // batch_rows
+        doc_start = np.r_[True, dd[1:] != dd[:-1]]
+        block = (row - row[doc_start][np.cumsum(doc_start) - 1]) // batch_rows
         step = np.r_[True, (c[1:] != c[:-1]) & ((dd[1:] != dd[:-1]) | (block[1:] != block[:-1]))]
         bounds = np.flatnonzero(np.r_[step, True])
         for lo, hi in itertools.pairwise(bounds):
@@ -151,8 +166,7 @@ def _ceaf_totals(pairs: pl.DataFrame, batch_rows: int = 150) -> pl.DataFrame:
                 mat[r - r.min(), q - q.min()] = sim[idx]
                 a, b = linear_sum_assignment(mat, maximize=True)
                 target[idx[0]] += mat[a, b].sum()
-    out = pl.DataFrame({"d": d, "ceafm": m_sum, "ceafe": e_sum})
-    return out.group_by("d").agg(pl.col("ceafm").sum(), pl.col("ceafe").sum())
+    return {"ceafm": _per_doc(d, m_sum, nd), "ceafe": _per_doc(d, e_sum, nd)}
 
 
 def _run_rank(group: np.ndarray, value: np.ndarray) -> np.ndarray:
@@ -221,30 +235,50 @@ def coref_scores(counts: pl.DataFrame) -> pl.DataFrame:
     when present. BLANC = mean of the coreference- and non-coreference-link scores, or one
     of them alone when the key has no link of the other kind (reference scorer); its
     numerator/denominator columns are null, as are those of ``conll`` (mean F1 of MUC, B3,
-    CEAF-e; its recall/precision are the means of theirs).
+    CEAF-e; its recall/precision are the means of theirs). Sums are taken per group in
+    (doc, part) order, so the result does not depend on the order of the rows.
     """
     by = [g for g in ("corpus", "system", "sys1", "sys2", "criterion") if g in counts.columns]
     if not by and counts.height == 0:       # nothing to score: every count is 0
         counts = pl.DataFrame({"metric": COUNT_METRICS, **{c: [0.0] * len(COUNT_METRICS)
                                                            for c in _NUMS}})
-    sums = counts.group_by(*by, "metric").agg(pl.col(_NUMS).sum())
+    sums = sum_in_order(counts, [*by, "metric"], _NUMS)
     sums = sums.with_columns(
         recall=_ratio(pl.col("recall_num"), pl.col("recall_den")),
         precision=_ratio(pl.col("precision_num"), pl.col("precision_den")),
     ).with_columns(f1=_f1(pl.col("recall"), pl.col("precision")))
     plain = sums.filter(~pl.col("metric").str.starts_with("blanc"))
-    conll = (
-        plain.filter(pl.col("metric").is_in(["muc", "bcub", "ceafe"]))
-        .group_by(by or pl.lit(0).alias("_g"))
-        .agg(pl.col("recall", "precision", "f1").mean())
-        .with_columns(metric=pl.lit("conll"))
-    )
-    rows = [plain, _blanc(sums, by), conll]
+    rows = [plain, _blanc(sums, by), _conll(plain, by)]
     out = pl.concat([r.select(*by, "metric", *[
         pl.col(x).cast(pl.Float64) if x in r.columns else pl.lit(None, pl.Float64).alias(x)
         for x in [*_NUMS, "recall", "precision", "f1"]]) for r in rows])
     order = pl.col("metric").replace_strict(METRICS, list(range(len(METRICS))))
     return out.sort(*by, order)
+
+
+def sum_in_order(counts: pl.DataFrame, keys: list[str], values: list[str]) -> pl.DataFrame:
+    """Per group of ``keys``, the sums of ``values`` adding rows in (doc, part) order (in
+    row order without those columns): the same bits however the rows were produced."""
+    order = [*keys, *[c for c in _DOC if c in counts.columns]]
+    rows = counts.sort(order, maintain_order=True)
+    gid = (rows.select(pl.struct(keys).rle_id())[:, 0].to_numpy() if rows.height
+           else np.zeros(0, np.int64))
+    groups = rows.select(keys).unique(maintain_order=True)
+    return groups.with_columns(**{
+        v: pl.Series(np.bincount(gid, weights=rows[v].cast(pl.Float64).fill_null(0).to_numpy(),
+                                 minlength=groups.height)) for v in values})
+
+
+def _conll(plain: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """The CoNLL average: mean of the MUC, B3 and CEAF-e scores, added in that order."""
+    keys = by or ["_g"]
+    parts = [plain.filter(pl.col("metric") == m).with_columns(_g=pl.lit(0)).select(
+        *keys, *[pl.col(x).alias(f"{x}_{m}") for x in ("recall", "precision", "f1")])
+        for m in ("muc", "bcub", "ceafe")]
+    j = parts[0].join(parts[1], on=keys).join(parts[2], on=keys)
+    return j.select(*by, metric=pl.lit("conll"), **{
+        x: (pl.col(f"{x}_muc") + pl.col(f"{x}_bcub") + pl.col(f"{x}_ceafe")) / 3
+        for x in ("recall", "precision", "f1")})
 
 
 def _blanc(sums: pl.DataFrame, by: list[str]) -> pl.DataFrame:

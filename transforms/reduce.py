@@ -7,7 +7,7 @@ from itertools import combinations
 import numpy as np
 import polars as pl
 
-from transforms.significance import AR_TRIALS, approximate_randomization, mcnemar_exact
+from transforms.significance import AR_TRIALS, mcnemar_exact, randomization_from_histogram
 
 MAX_ALL_SUBSETS = 10
 
@@ -40,18 +40,22 @@ def labels_table(counts: pl.DataFrame) -> pl.DataFrame:
     return counts.with_columns(_ratio("n_correct", "n").alias("accuracy"))
 
 
-def pairs_table(counts: pl.DataFrame, scores: pl.DataFrame, sentences: pl.DataFrame,
+def pairs_table(counts: pl.DataFrame, scores: pl.DataFrame, sent_diffs: pl.DataFrame,
                 trials: int = AR_TRIALS, seed: int = 0) -> pl.DataFrame:
-    """diff, delta accuracy and both significance tests for every ordered pair."""
+    """diff, delta accuracy and both significance tests for every ordered pair.
+
+    ``sent_diffs`` counts sentences per (sys1, sys2, d) (see
+    :func:`transforms.compare.sentence_differences`).
+    """
     acc = dict(zip(scores["system"], scores["accuracy"], strict=True))
-    by_sys = {s: g.sort("sent") for (s,), g in sentences.group_by(["system"])}
+    hist = {key: (g["d"].to_numpy(), g["n"].to_numpy())
+            for key, g in sent_diffs.sort("d").group_by(["sys1", "sys2"], maintain_order=True)
+            } if sent_diffs.height else {}
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     mcnemar, ar = [], []
     for a, b, fixed, broken in counts.select("sys1", "sys2", "corrections", "new_errors").rows():
         mcnemar.append(mcnemar_exact(fixed, broken))
-        s1, s2 = by_sys[a], by_sys[b]
-        ar.append(approximate_randomization(
-            s1["n_correct"].to_numpy(), s2["n_correct"].to_numpy(), s1["n_units"].to_numpy(),
-            trials, seed))
+        ar.append(randomization_from_histogram(*hist.get((a, b), empty), trials, seed))
     return counts.with_columns(
         _ratio("n_diff", "n_units").alias("diff"),
         pl.Series("delta_acc", [acc[b] - acc[a] for a, b in counts.select("sys1", "sys2").rows()],

@@ -30,14 +30,20 @@ def approximate_randomization(
     binomial per distinct value gives exactly the same distribution as one coin per sentence,
     in O(trials x distinct values) instead of O(trials x sentences).
     """
-    total = units.sum()
-    if total == 0:
+    if units.sum() == 0:
         return 1.0
     d = (np.asarray(correct2) - np.asarray(correct1)).astype(np.int64)
-    observed = abs(int(d.sum()))
     values, counts = np.unique(d[d != 0], return_counts=True)
+    return randomization_from_histogram(values, counts, trials, seed)
+
+
+def randomization_from_histogram(values: np.ndarray, counts: np.ndarray,
+                                 trials: int = AR_TRIALS, seed: int = 0) -> float:
+    """:func:`approximate_randomization` from the sorted distinct non-zero per-sentence
+    differences ``values`` and how many sentences have each (``counts``)."""
     if values.size == 0:
         return 1.0
+    observed = abs(int((values * counts).sum()))
     rng = np.random.default_rng(seed)
     hits = 0
     for start in range(0, trials, _BATCH):

@@ -24,7 +24,7 @@ PARTIAL_KEYS = {
     "majority": [],
     "buckets": ["kind", "bucket", "system"],
     "bucket_pairs": ["kind", "bucket", "sys1", "sys2"],
-    "sentences": None,  # concatenated, not summed
+    "sent_diffs": ["sys1", "sys2", "d"],
 }
 LENGTH_EDGES = np.array([10, 20, 30, 40, 50])
 DISTANCE_EDGES = np.array([1, 2, 3, 4, 7, 11])
@@ -83,7 +83,7 @@ def shard_partials(m: ViewMatrix, priority: list[int],
         "buckets": pl.concat(bucket_scores) if bucket_scores else pl.DataFrame(),
         "bucket_pairs": pl.concat([p for p in bucket_pairs if p.height])
         if any(p.height for p in bucket_pairs) else pl.DataFrame(),
-        "sentences": compare.sentence_counts(m),
+        "sent_diffs": compare.sentence_differences(m, pairs),
     }
 
 
@@ -109,9 +109,7 @@ def merge_partials(partials: Iterable[dict[str, pl.DataFrame]]) -> dict[str, pl.
     merged = {}
     for name, keys in PARTIAL_KEYS.items():
         frames = [p[name] for p in parts if p[name].height]
-        if keys is None:
-            merged[name] = pl.concat(frames) if frames else pl.DataFrame()
-        elif keys == []:
+        if keys == []:
             merged[name] = pl.concat(frames).sum() if frames else pl.DataFrame()
         else:
             merged[name] = reduce.sum_counts(frames, keys)
@@ -124,7 +122,7 @@ def finalize(merged: dict[str, pl.DataFrame], systems: list[str], trials: int,
     scores = reduce.scores_table(merged["scores"])
     out = {"scores": scores, "labels": reduce.labels_table(merged["labels"])}
     if merged["pairs"].height:
-        out["pairs"] = reduce.pairs_table(merged["pairs"], scores, merged["sentences"], trials,
+        out["pairs"] = reduce.pairs_table(merged["pairs"], scores, merged["sent_diffs"], trials,
                                           seed)
         out["changes"] = merged["changes"]
         out["bucket_pairs"] = merged["bucket_pairs"]

@@ -155,8 +155,19 @@ def _preview(xs: Sequence[object], k: int = 5) -> str:
     return head + (f", ... ({len(xs)} in all)" if len(xs) > k else "")
 
 
-def _sent_ids(expected: Sequence[UnlSentence | NlSentence]) -> list[str]:
-    return [s.sent_id if s.sent_id is not None else f"#{k + 1}" for k, s in enumerate(expected)]
+def _sent_ids(expected: Sequence[UnlSentence | NlSentence], first: int = 0) -> list[str]:
+    return [s.sent_id if s.sent_id is not None else f"#{first + k + 1}"
+            for k, s in enumerate(expected)]
+
+
+def aligned_partners(
+    expected: Sequence[UnlSentence | NlSentence],
+    actual: Sequence[UnlSentence | NlSentence],
+    mode: str = "auto",
+) -> list:
+    """For each expected sentence, the aligned actual sentence (None without a partner)."""
+    al = align_sentences(expected, actual, mode)
+    return [actual[p] if p is not None else None for p in al.partner]
 
 
 # --------------------------------------------------------------------------------------------
@@ -406,12 +417,23 @@ def score_unlization(
 ) -> pl.DataFrame:
     """One ``unl_sentences`` row per expected sentence (without corpus/system)."""
     options = options or UnlOptions()
-    al = align_sentences(expected, actual, options.align)
+    return score_unl_rows(expected, aligned_partners(expected, actual, options.align), options)
+
+
+def score_unl_rows(
+    expected: Sequence[UnlSentence],
+    partners: Sequence[UnlSentence | None],
+    options: UnlOptions,
+    first: int = 0,
+) -> pl.DataFrame:
+    """The ``unl_sentences`` rows of expected sentences ``first``, ``first + 1``, ... given
+    their aligned actual sentences: each row depends on its own sentence pair only, so a
+    file can be scored in shards of sentences and the rows concatenated."""
     with gc_paused():
-        base = _base_frame(expected, al, actual, unl_status)
-        pairs_a = [(i, actual[p]) for i, p in enumerate(al.partner) if p is not None]
+        base = _base_frame(expected, partners, unl_status, first)
+        pairs_a = [(first + i, a) for i, a in enumerate(partners) if a is not None]
         rel_a, nodes_a = unl_item_rows(pairs_a, ACTUAL, options)
-        rel_e, nodes_e = unl_item_rows(list(enumerate(expected)), EXPECTED, options)
+        rel_e, nodes_e = unl_item_rows(list(enumerate(expected, first)), EXPECTED, options)
     items = unl_items(pl.concat([rel_a, rel_e]), pl.concat([nodes_a, nodes_e]), options)
     counts = item_counts(items, options.multiset)
     df = _join_counts(base, counts, "RUA")
@@ -435,18 +457,17 @@ def score_unlization(
     return _finalise(df, "unlization", options.signature())
 
 
-def _base_frame(expected, al: Alignment, actual, status) -> pl.DataFrame:
+def _base_frame(expected, partners, status, first: int) -> pl.DataFrame:
     """sent, sent_id, returned, reason, reason_line for each expected sentence."""
     rows = []
-    for i, (e, p) in enumerate(zip(expected, al.partner, strict=True)):
-        a = actual[p] if p is not None else None
+    for i, (e, a) in enumerate(zip(expected, partners, strict=True), first):
         returned, reason, line = status(a)
         if e.error is not None:
             reason = f"expected sentence malformed: {e.error}" + (f"; {reason}" if reason else "")
         rows.append((i, returned, reason, line))
     sent, returned, reason, line = zip(*rows, strict=True) if rows else ((), (), (), ())
     return pl.DataFrame(
-        {"sent": list(sent), "sent_id": _sent_ids(expected), "returned": list(returned),
+        {"sent": list(sent), "sent_id": _sent_ids(expected, first), "returned": list(returned),
          "reason": list(reason), "reason_line": list(line)},
         schema={"sent": pl.Int32, "sent_id": pl.String, "returned": pl.Boolean,
                 "reason": pl.String, "reason_line": pl.Int32},
@@ -492,7 +513,16 @@ def score_nlization(
     """One ``unl_sentences`` row (task ``nlization``) per expected sentence."""
     options = options or NlOptions()
     exp, act = _as_nl(expected), _as_nl(actual)
-    al = align_sentences(exp, act, options.align)
+    return score_nl_rows(exp, aligned_partners(exp, act, options.align), options)
+
+
+def score_nl_rows(
+    expected: Sequence[NlSentence],
+    partners: Sequence[NlSentence | None],
+    options: NlOptions,
+    first: int = 0,
+) -> pl.DataFrame:
+    """``score_unl_rows`` for NLization: rows of expected sentences ``first``, ..."""
 
     def status(a: NlSentence | None) -> tuple[bool, str | None, int | None]:
         if a is None:
@@ -500,10 +530,10 @@ def score_nlization(
         ok, why = nl_status(a.text, a.error)
         return ok, why, None if ok else a.line
 
-    base = _base_frame(exp, al, act, status)
+    base = _base_frame(expected, partners, status, first)
     sent, side, word = [], [], []
-    for i, p in enumerate(al.partner):
-        sides = [(EXPECTED, exp[i])] + ([(ACTUAL, act[p])] if p is not None else [])
+    for i, (e, a) in enumerate(zip(expected, partners, strict=True), first):
+        sides = [(EXPECTED, e)] + ([(ACTUAL, a)] if a is not None else [])
         for sd, s in sides:
             ws = nl_words(s.text) if s.text else []
             sent.extend([i] * len(ws))
@@ -602,6 +632,14 @@ def compare_versions(sentences_by_system: dict[str, pl.DataFrame]) -> dict[str, 
     ordered pair whose verdict or error profile moved). A sentence is matched across systems
     by (task, sent_index, sent_id); a changed error is incorrect in both with a different
     profile (returned, reason, error digest)."""
+    return finish_compare([compare_partials(sentences_by_system)])
+
+
+def compare_partials(sentences_by_system: dict[str, pl.DataFrame]) -> dict:
+    """The map of :func:`compare_versions` over some sentences (every system's rows of the
+    same sentences): additive counts per ordered pair (``pairs``), per-sentence ``moved``
+    rows, oracle counts (``oracle``: sentences present for every system, and correct by
+    some) and ``best`` (correct sentences per system among them)."""
     stacked, keys = _stack(sentences_by_system)
     on = [*keys, "sent_index", "sent_id"]
     pair = stacked.join(stacked, on=on, suffix="_b").filter(pl.col("system") != pl.col("system_b"))
@@ -614,52 +652,28 @@ def compare_versions(sentences_by_system: dict[str, pl.DataFrame]) -> dict[str, 
         .when(~ca & ~cb & (pl.col("profile") != pl.col("profile_b")))
         .then(pl.lit("changed_error"))
     ).rename({"system": "sys1", "system_b": "sys2"})
-    n_changed = pl.col("change").is_not_null().sum()
-    pairs = (
-        pair.group_by([*keys, "sys1", "sys2"])
-        .agg(
-            n_sentences=pl.len(),
-            n_correct_a=ca.sum(),
-            n_correct_b=cb.sum(),
-            n_changed=n_changed,
-            corrections=(pl.col("change") == "correction").sum(),
-            new_errors=(pl.col("change") == "new_error").sum(),
-            changed_errors=(pl.col("change") == "changed_error").sum(),
-            diff=n_changed / pl.len(),
-            oracle=(ca | cb).mean(),
-        )
-        .sort([*keys, "sys1", "sys2"])
+    pairs = pair.group_by([*keys, "sys1", "sys2"]).agg(
+        n_sentences=pl.len().cast(pl.Int64),
+        n_correct_a=ca.sum().cast(pl.Int64),
+        n_correct_b=cb.sum().cast(pl.Int64),
+        n_changed=pl.col("change").is_not_null().sum().cast(pl.Int64),
+        corrections=(pl.col("change") == "correction").sum().cast(pl.Int64),
+        new_errors=(pl.col("change") == "new_error").sum().cast(pl.Int64),
+        changed_errors=(pl.col("change") == "changed_error").sum().cast(pl.Int64),
+        n_oracle=(ca | cb).sum().cast(pl.Int64),
     )
-    moved = (
-        pair.filter(pl.col("change").is_not_null())
-        .select(
-            *keys,
-            "sys1",
-            "sys2",
-            "sent_id",
-            "sent_index",
-            "change",
-            pl.col("returned").alias("returned_a"),
-            "returned_b",
-            pl.col("correct").alias("correct_a"),
-            "correct_b",
-            pl.col("d_frac").alias("d_all_frac_a"),
-            pl.col("d_frac_b").alias("d_all_frac_b"),
-            pl.col("reason").alias("reason_a"),
-            "reason_b",
-        )  # fmt: skip
-        .sort([*keys, "sys1", "sys2", "sent_index"])
-    )
-    return {
-        "pairs": _cast_to(pairs, "unl_pairs"),
-        "oracle": _cast_to(oracle_table(stacked, keys), "unl_oracle"),
-        "moved": _cast_to(moved, "unl_moved"),
-    }
+    moved = pair.filter(pl.col("change").is_not_null()).select(
+        *keys, "sys1", "sys2", "sent_id", "sent_index", "change",
+        pl.col("returned").alias("returned_a"), "returned_b",
+        pl.col("correct").alias("correct_a"), "correct_b",
+        pl.col("d_frac").alias("d_all_frac_a"), pl.col("d_frac_b").alias("d_all_frac_b"),
+        pl.col("reason").alias("reason_a"), "reason_b",
+    )  # fmt: skip
+    return {"keys": keys, "pairs": pairs, "moved": moved, **_oracle_partials(stacked, keys)}
 
 
-def oracle_table(stacked: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    """Share of sentences (present for every system) that at least one system gets CORRECT,
-    with the best single system and the oracle's gain over it."""
+def _oracle_partials(stacked: pl.DataFrame, keys: list[str]) -> dict[str, pl.DataFrame]:
+    """Oracle counts of some sentences: only sentences present for every system count."""
     n_sys = stacked.group_by(keys).agg(pl.col("system").n_unique().alias("n_sys"))
     per_sent = (
         stacked.group_by([*keys, "sent_index", "sent_id"])
@@ -671,16 +685,50 @@ def oracle_table(stacked: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     best = (
         stacked.join(complete, on=[*keys, "sent_index", "sent_id"])
         .group_by([*keys, "system"])
-        .agg(pl.col("correct").sum().alias("best_correct"))
+        .agg(pl.col("correct").sum().cast(pl.Int64).alias("best_correct"))
+    )
+    oracle = per_sent.group_by(keys).agg(n_sentences=pl.len().cast(pl.Int64),
+                                         n_oracle=pl.col("any").sum().cast(pl.Int64))
+    systems = stacked.select(*keys, "system").unique()
+    return {"oracle": oracle, "best": best, "systems": systems}
+
+
+def finish_compare(partials: list[dict]) -> dict[str, pl.DataFrame]:
+    """The reduce of :func:`compare_versions`: sum the partials of all shards, then the
+    ratios, the best single system and the oracle's gain."""
+    keys = partials[0]["keys"]
+
+    def summed(name: str, by: list[str]) -> pl.DataFrame:
+        df = pl.concat([p[name] for p in partials])
+        return df.group_by(by).agg(pl.exclude(by).sum())
+
+    n = pl.col("n_sentences")
+    pairs = summed("pairs", [*keys, "sys1", "sys2"]).with_columns(
+        diff=pl.col("n_changed") / n, oracle=pl.col("n_oracle") / n,
+    ).sort([*keys, "sys1", "sys2"])
+    moved = pl.concat([p["moved"] for p in partials]).sort([*keys, "sys1", "sys2",
+                                                            "sent_index"])
+    return {
+        "pairs": _cast_to(pairs, "unl_pairs"),
+        "oracle": _cast_to(_finish_oracle(partials, keys, summed), "unl_oracle"),
+        "moved": _cast_to(moved, "unl_moved"),
+    }
+
+
+def _finish_oracle(partials: list[dict], keys: list[str], summed) -> pl.DataFrame:
+    """Share of sentences (present for every system) that at least one system gets CORRECT,
+    with the best single system and the oracle's gain over it."""
+    best = (
+        summed("best", [*keys, "system"])
         .sort([*keys, "best_correct", "system"], descending=[False] * len(keys) + [True, False])
         .group_by(keys, maintain_order=True)
         .first()
         .rename({"system": "best_system"})
     )
-    systems = stacked.group_by(keys).agg(pl.col("system").unique().sort().str.join(","))
+    systems = (pl.concat([p["systems"] for p in partials]).group_by(keys)
+               .agg(pl.col("system").unique().sort().str.join(",")))
     out = (
-        per_sent.group_by(keys)
-        .agg(n_sentences=pl.len(), n_oracle=pl.col("any").sum())
+        summed("oracle", keys)
         .join(systems.rename({"system": "systems"}), on=keys)
         .join(best, on=keys, how="left")
     )

@@ -1,0 +1,69 @@
+"""Map shard tasks and fold their results as they arrive, with a bounded number in flight.
+
+Partial counts are summed into one accumulator shard by shard, in shard order, and each
+result is dropped once folded: memory holds the accumulator and a few results, never one
+result per shard. The fold order is fixed, so results do not depend on timing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+import numpy as np
+
+T = TypeVar("T")
+
+
+def in_flight_limit() -> int:
+    """Shard tasks submitted ahead of the fold: twice the threads of the flow's task runner
+    (Dask: the cluster's threads), at least 2."""
+    from prefect.context import FlowRunContext
+
+    ctx = FlowRunContext.get()
+    runner = ctx.task_runner if ctx else None
+    threads = getattr(runner, "_max_workers", None)
+    client = getattr(runner, "_client", None)
+    if client is not None:
+        threads = sum(client.nthreads().values())
+    return 2 * max(1, threads or os.cpu_count() or 1)
+
+
+def map_fold(submit: Callable[[T], Any], items: Iterable[T], fold: Callable[[Any], None],
+             tick: Callable[[], None] = lambda: None, limit: int | None = None) -> None:
+    """``fold(submit(item).result())`` for every item, in order, with at most ``limit``
+    submitted tasks not yet folded."""
+    limit = limit or in_flight_limit()
+    pending: deque = deque()
+    for item in items:
+        pending.append(submit(item))
+        if len(pending) >= limit:
+            fold(pending.popleft().result())
+            tick()
+    while pending:
+        fold(pending.popleft().result())
+        tick()
+
+
+def plan_ranges(weights: np.ndarray, size: int) -> list[tuple[int, int]]:
+    """Group consecutive units (documents or sentences) into ``[lo, hi)`` ranges: a range
+    closes as soon as its weight (sentences) reaches ``size``; a unit is never split."""
+    cum = np.cumsum(np.asarray(weights, dtype=np.int64))
+    out, lo, size = [], 0, max(1, size)
+    while lo < cum.size:
+        base = cum[lo - 1] if lo else 0
+        hi = min(int(np.searchsorted(cum, base + size)) + 1, cum.size)
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+def collect(futures: list, tick: Callable[[], None] = lambda: None) -> list:
+    """The results of submitted shard tasks, in submission order."""
+    out = []
+    for f in futures:
+        out.append(f.result())
+        tick()
+    return out
