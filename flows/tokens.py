@@ -219,7 +219,8 @@ def shard_compare(spec: RunSpec, systems: list[str], unit_paths: dict[str, str],
                   shard: Shard, lengths_path: str, priors: dict, pairs: list[tuple[int, int]],
                   conll18_systems: list[str]) -> dict:
     """Phase 2 of the map: every additive count of one shard, for every view setting."""
-    lengths = pl.read_parquet(lengths_path).sort("sent")["n_words"].to_numpy()
+    sents = pl.read_parquet(lengths_path, columns=["sent", "n_words"])
+    lengths = sents.sort("sent")["n_words"].to_numpy()
     key, words = shard_words(systems, unit_paths, shard)
     out: dict = {}
     for view, punct, m in _matrices(spec, key, words, fmt):
@@ -284,7 +285,7 @@ def compare_tokens(spec: RunSpec, stage: Staging) -> None:
     sents_path = str(stage.staged_path("sents", partition(corpus, KEY_ID))
                      or stage.live_file("sents", partition(corpus, KEY_ID)))
     crash_point("compare")
-    shards = plan_shards(pl.read_parquet(sents_path), spec.shard_sents)
+    shards = plan_shards(pl.read_parquet(sents_path, columns=["sent", "doc"]), spec.shard_sents)
     index = {s: i for i, s in enumerate(systems)}
     pairs = [(index[a], index[b]) for a, b in todo_pairs]
     conll = todo_sys if spec.task == "dep" else []
