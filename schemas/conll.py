@@ -28,6 +28,7 @@ KIND_WORD, KIND_RANGE, KIND_EMPTY = 0, 1, 2
 PTB_PUNCT = ["``", "''", ",", ".", ":", "-LRB-", "-RRB-", "#", "$"]
 _SEP = "\x1f"  # a separator that never occurs in text: one column of whole lines
 CHUNK_BYTES = 32 << 20  # text read at once by iter_conll (about 0.5 GiB of parsed columns)
+HEAD_BYTES = 1 << 20  # checked for binary content before the format is guessed
 
 TOKEN_COLUMNS = {
     "sent": pl.Int32, "id": pl.Int32, "token_id": pl.String, "kind": pl.Int8,
@@ -63,13 +64,19 @@ def _check_path(p: Path) -> None:
         raise InputError("not a regular file", p)
 
 
-def _check_content(p: Path, data: bytes | mmap.mmap) -> None:
-    """Refuse empty (or all-whitespace) and binary content."""
+def _check_content(p: Path, data: bytes | mmap.mmap, line_offset: int = 0) -> None:
+    """Refuse empty (or all-whitespace) and binary content (``line_offset``: lines before
+    ``data`` in the file)."""
     if not len(data) or re.search(rb"\S", data) is None:
         raise InputError("file is empty; expected sentences of tab-separated token lines", p)
+    _check_text(p, data, line_offset)
+
+
+def _check_text(p: Path | str, data: bytes | mmap.mmap, line_offset: int = 0) -> None:
+    """Refuse binary content (a NUL byte) in ``data``, one chunk of the file."""
     nul = data.find(b"\x00")
     if nul >= 0:
-        line = data[:nul].count(b"\n") + 1
+        line = line_offset + data[:nul].count(b"\n") + 1
         raise InputError("binary data (NUL byte); expected a UTF-8 text file", p, line)
 
 
@@ -90,7 +97,10 @@ def mapped_file(path: str | Path) -> Iterator[mmap.mmap]:
     if p.stat().st_size == 0:
         _check_content(p, b"")  # raises: mmap refuses empty files
     with p.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        _check_content(p, data)
+        head = data[:HEAD_BYTES]  # the rest is checked chunk by chunk, as it is read
+        if re.search(rb"\S", data) is None:
+            _check_content(p, b"")
+        _check_text(p, head)
         yield data
 
 
@@ -517,7 +527,11 @@ def iter_conll(path: str | Path, fmt: str | None = None, chunk_bytes: int | None
         for start, end in chunk_bounds(data, size):
             whole = start == 0 and end == len(data)
             text = data if whole else data[start:end]
+            if not whole:  # pages already copied need not stay resident in this process
+                page = start - start % mmap.PAGESIZE
+                data.madvise(mmap.MADV_DONTNEED, page, end - page)
             try:
+                _check_text(path, text)
                 doc = _parse_chunk(path, text, fmt, carry)
             except InputError as e:
                 raise InputError(e.message, e.path, e.line and e.line + carry.line) from None

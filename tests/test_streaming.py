@@ -94,6 +94,17 @@ def test_errors_point_at_the_files_line_in_any_chunk(case, tmp_path):
     assert whole.line == line + 3 * PAD_SENTS
 
 
+def test_binary_data_deep_in_a_file_is_found_by_its_chunk(tmp_path, monkeypatch):
+    """Only the head is checked up front; a NUL byte further on is found by its chunk."""
+    monkeypatch.setattr(schemas.conll, "HEAD_BYTES", 64)
+    bad = tmp_path / "bad.conllu"
+    bad.write_bytes(PAD.encode() + b"1\tx\x00\tx\tX\t_\t_\t0\troot\t_\t_\n\n")
+    for size in (1, 64, 700, 1 << 30):
+        err = error_of(bad, size)
+        assert "binary data (NUL byte)" in err.message
+        assert err.line == 3 * PAD_SENTS + 1
+
+
 @pytest.mark.parametrize("case", sorted(MISMATCHES))
 def test_word_check_by_chunks_equals_whole_check(case, tmp_path):
     content, phrase, line = MISMATCHES[case]
