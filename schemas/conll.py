@@ -458,8 +458,11 @@ def chunk_bounds(data: bytes | mmap.mmap, size: int) -> Iterator[tuple[int, int]
 
 def _after_blank_line(data: bytes | mmap.mmap, pos: int) -> int:
     """Where the line after the first blank line at or after ``pos`` starts (else the end)."""
-    cuts = [c + len(sep) for sep in (b"\n\n", b"\n\r\n") if (c := data.find(sep, pos)) >= 0]
-    return min(cuts) if cuts else len(data)
+    lf = data.find(b"\n\n", pos)
+    crlf = data.find(b"\n\r\n", pos, lf + 1 if lf >= 0 else len(data))  # never past ``lf``
+    if crlf >= 0:
+        return crlf + 3
+    return lf + 2 if lf >= 0 else len(data)
 
 
 @dataclass

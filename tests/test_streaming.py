@@ -182,3 +182,30 @@ def test_map_fold_keeps_order_and_bounds_the_results_in_flight():
     map_fold(FakeFuture, range(25), fold, limit=3)
     assert seen == list(range(25))
     assert max(peak) <= 2 and FakeFuture.live == 0
+
+
+class Recorder(bytes):
+    """Bytes that remember how far each ``find`` scanned."""
+
+    reach: list[int]
+
+    def find(self, sub, start=0, end=None):  # type: ignore[override]
+        stop = len(self) if end is None else end
+        hit = super().find(sub, start, stop)
+        self.reach.append(hit + len(sub) if hit >= 0 else stop)
+        return hit
+
+
+def test_chunk_bounds_look_only_as_far_as_the_next_blank_line():
+    """Finding a chunk's end never scans the rest of the file (that made reading quadratic)."""
+    data = Recorder((("1\ta\n" * 3 + "\n") * 1000).encode())
+    data.reach = []
+    bounds = list(schemas.conll.chunk_bounds(data, 100))
+    assert bounds[0][0] == 0 and bounds[-1][1] == len(data) and len(bounds) > 100
+    assert all(end - start <= 100 + 16 for start, end in bounds)
+    assert all(start < end for start, end in bounds)
+    assert data.reach.count(len(data)) <= 2  # only the search for the last chunk's end
+    ends = sorted(end for _, end in bounds)
+    for reached in data.reach:  # every scan stops within a sentence of a chunk's end
+        nearest = ends[min(range(len(ends)), key=lambda i: abs(ends[i] - reached))]
+        assert abs(nearest - reached) <= 16
