@@ -1,7 +1,9 @@
 """Prefect flows for token-level tasks (pos, dep): ingest files, compare all systems.
 
-Tasks are coarse (one per file, one per view) and exchange paths, never big frames. Each
-result partition carries a signature of its inputs' content hashes and options, so an
+Ingest streams each file in chunks of whole sentences into Parquet. Compare maps two tasks
+over shards of whole documents (priors, then counts); tasks exchange paths and sentence
+ranges, never big frames, and their counts are folded into running sums as they finish.
+Each result partition carries a signature of its inputs' content hashes and options, so an
 unchanged partition is never recomputed and a new system only adds what involves it.
 """
 
