@@ -430,8 +430,9 @@ def _check_nonempty_sentences(path: str | Path, sents: pl.DataFrame) -> None:
 
 
 def read_table(path: str | Path, data: bytes | mmap.mmap, fmt: str,
-               fields: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Token rows and comment rows (see :func:`split_rows`); bad lines raise an InputError.
+               fields: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, int]:
+    """Token rows and comment rows (see :func:`split_rows`), and the number of lines read;
+    bad lines raise an InputError.
 
     ``data`` is the text (bytes, or a memory map of the whole of ``path``, which is then read
     by path: no copy).
@@ -444,7 +445,7 @@ def read_table(path: str | Path, data: bytes | mmap.mmap, fmt: str,
     toks, comments = split_rows(df, fmt)
     if any(toks[f].null_count() for f in fields):
         diagnose_lines(path, data[:], fmt, len(fields))
-    return toks, comments
+    return toks, comments, df.height
 
 
 def chunk_bounds(data: bytes | mmap.mmap, size: int) -> Iterator[tuple[int, int]]:
@@ -476,14 +477,15 @@ class _Carry:
 
 
 def _parse_chunk(path: str | Path, data: bytes | mmap.mmap, fmt: str, carry: _Carry
-                 ) -> ConllDoc | None:
-    """One chunk of whole sentences (None when it is blank): lines and sentences numbered
-    from 1 and 0, documents and default sentence IDs continuing from ``carry``."""
+                 ) -> tuple[ConllDoc | None, int]:
+    """One chunk of whole sentences (None when it is blank) and its number of lines: lines
+    and sentences numbered from 1 and 0, documents and default sentence IDs continuing from
+    ``carry``."""
     first = carry.doc is None
     fields = TSV_FIELDS if fmt == "tsv" else CONLL_FIELDS
     if isinstance(data, bytes) and re.search(rb"\S", data) is None:
-        return None
-    toks, comments = read_table(path, data, fmt, fields)
+        return None, data.count(b"\n")
+    toks, comments, n_lines = read_table(path, data, fmt, fields)
     if toks.is_empty():
         if first:
             raise InputError("no token lines (only comments); expected tab-separated tokens",
@@ -496,7 +498,8 @@ def _parse_chunk(path: str | Path, data: bytes | mmap.mmap, fmt: str, carry: _Ca
     sents = sentence_table(comments, toks, carry.sent, carry.doc)
     _check_nonempty_sentences(path, sents)
     toks = parse_heads(path, toks, sents)
-    return ConllDoc(str(path), fmt, toks.select(list(TOKEN_COLUMNS)).cast(TOKEN_COLUMNS), sents)
+    toks = toks.select(list(TOKEN_COLUMNS)).cast(TOKEN_COLUMNS)
+    return ConllDoc(str(path), fmt, toks, sents), n_lines
 
 
 def _renumber(doc: ConllDoc, carry: _Carry) -> ConllDoc:
@@ -535,12 +538,12 @@ def iter_conll(path: str | Path, fmt: str | None = None, chunk_bytes: int | None
                 data.madvise(mmap.MADV_DONTNEED, page, end - page)
             try:
                 _check_text(path, text)
-                doc = _parse_chunk(path, text, fmt, carry)
+                doc, n_lines = _parse_chunk(path, text, fmt, carry)
             except InputError as e:
                 raise InputError(e.message, e.path, e.line and e.line + carry.line) from None
             if doc is not None:
                 yield _renumber(doc, carry)
-            carry.line += text.count(b"\n") if not whole else 0
+            carry.line += n_lines
 
 
 def read_conll(path: str | Path, fmt: str | None = None, chunk_bytes: int | None = None
@@ -549,8 +552,9 @@ def read_conll(path: str | Path, fmt: str | None = None, chunk_bytes: int | None
     chunks = list(iter_conll(path, fmt, chunk_bytes))
     if len(chunks) == 1:
         return chunks[0]
-    return ConllDoc(chunks[0].path, chunks[0].fmt, pl.concat([c.tokens for c in chunks]),
-                    pl.concat([c.sents for c in chunks]))
+    return ConllDoc(chunks[0].path, chunks[0].fmt,
+                    pl.concat([c.tokens for c in chunks], rechunk=False),
+                    pl.concat([c.sents for c in chunks], rechunk=False))
 
 
 def _tsv_to_conll(toks: pl.DataFrame) -> pl.DataFrame:
