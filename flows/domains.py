@@ -18,7 +18,7 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from flows.progress import progress
-from flows.shards import collect, plan_ranges
+from flows.shards import map_collect, plan_ranges
 from flows.spec import KEY_ID, RunSpec, Source
 from flows.warehouse import (
     Staging,
@@ -176,8 +176,8 @@ def _coref_results(spec: RunSpec, stage: Staging, paths: dict[str, str],
         return
     shards = plan_doc_shards(paths, spec.shard_sents)
     with progress("score", len(shards)) as tick:
-        parts = collect([coref_shard.submit(systems, paths, sh, score, compare)
-                        for sh in shards], tick)
+        parts = map_collect(lambda sh: coref_shard.submit(systems, paths, sh, score, compare),
+                            shards, tick)
     for s in score:
         _stage_coref_system(stage, corpus, s, sigs[s], parts)
     if compare:

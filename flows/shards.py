@@ -60,10 +60,10 @@ def plan_ranges(weights: np.ndarray, size: int) -> list[tuple[int, int]]:
     return out
 
 
-def collect(futures: list, tick: Callable[[], None] = lambda: None) -> list:
-    """The results of submitted shard tasks, in submission order."""
-    out = []
-    for f in futures:
-        out.append(f.result())
-        tick()
+def map_collect(submit: Callable[[T], Any], items: Iterable[T],
+                tick: Callable[[], None] = lambda: None) -> list:
+    """The results of ``submit(item)`` for every item, in order (for per-unit rows that are
+    concatenated rather than summed); as many in flight as :func:`map_fold` allows."""
+    out: list = []
+    map_fold(submit, items, out.append, tick)
     return out

@@ -190,6 +190,17 @@ def read_shard_words(path: Path, shard: Shard) -> pl.DataFrame:
             .select(WORD_COLUMNS).collect())
 
 
+def shard_lengths(sents_path: str, shard: Shard) -> np.ndarray:
+    """Words per sentence, indexed by sentence number, read for the shard's sentences only
+    (the others stay 0)."""
+    rows = (pl.scan_parquet(sents_path)
+            .filter(pl.col("sent").is_between(shard.lo, shard.hi - 1))
+            .select("sent", "n_words").collect())
+    lengths = np.zeros(shard.hi, dtype=np.int64)
+    lengths[rows["sent"].to_numpy()] = rows["n_words"].to_numpy()
+    return lengths
+
+
 def shard_words(systems: list[str], unit_paths: dict[str, str], shard: Shard
                 ) -> tuple[pl.DataFrame, dict[str, pl.DataFrame]]:
     """The key's and every system's words of one shard (each file read once)."""
@@ -221,8 +232,7 @@ def shard_compare(spec: RunSpec, systems: list[str], unit_paths: dict[str, str],
                   shard: Shard, lengths_path: str, priors: dict, pairs: list[tuple[int, int]],
                   conll18_systems: list[str]) -> dict:
     """Phase 2 of the map: every additive count of one shard, for every view setting."""
-    sents = pl.read_parquet(lengths_path, columns=["sent", "n_words"])
-    lengths = sents.sort("sent")["n_words"].to_numpy()
+    lengths = shard_lengths(lengths_path, shard)
     key, words = shard_words(systems, unit_paths, shard)
     out: dict = {}
     for view, punct, m in _matrices(spec, key, words, fmt):

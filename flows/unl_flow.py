@@ -19,7 +19,7 @@ from prefect.cache_policies import NONE
 
 from flows.domains import Opaque, system_row
 from flows.progress import progress
-from flows.shards import collect, plan_ranges
+from flows.shards import map_collect, plan_ranges
 from flows.spec import KEY_ID, RunSpec, Source
 from flows.warehouse import Staging, input_sha256, partition, signature, with_literals
 
@@ -80,9 +80,10 @@ def score_version(expected: list, actual: list, ranges: list[tuple[int, int]], t
     from transforms.unl import aligned_partners
 
     partners = aligned_partners(expected, actual, options.align)
-    futures = [score_shard.submit(Opaque((expected[lo:hi], partners[lo:hi])), lo, task_name,
-                                  options) for lo, hi in ranges]
-    return pl.concat(collect(futures, tick))
+    rows = map_collect(lambda r: score_shard.submit(
+        Opaque((expected[r[0]:r[1]], partners[r[0]:r[1]])), r[0], task_name, options),
+        ranges, tick)
+    return pl.concat(rows)
 
 
 def compare_all(sentences: dict[str, pl.DataFrame], ranges: list[tuple[int, int]]
@@ -91,9 +92,10 @@ def compare_all(sentences: dict[str, pl.DataFrame], ranges: list[tuple[int, int]
     from transforms.unl import finish_compare
 
     with progress("compare", len(ranges)) as tick:
-        futures = [compare_shard.submit({s: df.slice(lo, hi - lo) for s, df in sentences.items()},
-                                        lo) for lo, hi in ranges]
-        return finish_compare(collect(futures, tick))
+        parts = map_collect(lambda r: compare_shard.submit(
+            {s: df.slice(r[0], r[1] - r[0]) for s, df in sentences.items()}, r[0]),
+            ranges, tick)
+        return finish_compare(parts)
 
 
 def run_unl(spec: RunSpec, stage: Staging) -> None:

@@ -172,13 +172,9 @@ class Staging:
 
     def write(self, table: str, partition: str, sig: str, df: pl.DataFrame) -> Path:
         """Stage one partition (conformed to the table's Arrow schema)."""
-        schema = all_tables()[table]
-        rel = f"tables/{table}/{partition}/{sig}.parquet"
-        path = self.dir / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(conform(df, schema), path, compression="zstd", row_group_size=ROW_GROUP)
-        self.staged[(table, partition)] = (rel, sig)
-        return path
+        with self.writer(table, partition, sig) as append:
+            append(df)
+        return self.staged_path(table, partition)
 
     @contextlib.contextmanager
     def writer(self, table: str, partition: str, sig: str

@@ -64,19 +64,17 @@ def _check_path(p: Path) -> None:
         raise InputError("not a regular file", p)
 
 
-def _check_content(p: Path, data: bytes | mmap.mmap, line_offset: int = 0) -> None:
-    """Refuse empty (or all-whitespace) and binary content (``line_offset``: lines before
-    ``data`` in the file)."""
+def _check_not_empty(p: Path, data: bytes | mmap.mmap) -> None:
+    """Refuse empty (or all-whitespace) content."""
     if not len(data) or re.search(rb"\S", data) is None:
         raise InputError("file is empty; expected sentences of tab-separated token lines", p)
-    _check_text(p, data, line_offset)
 
 
-def _check_text(p: Path | str, data: bytes | mmap.mmap, line_offset: int = 0) -> None:
-    """Refuse binary content (a NUL byte) in ``data``, one chunk of the file."""
+def _check_text(p: Path | str, data: bytes | mmap.mmap) -> None:
+    """Refuse binary content (a NUL byte) in ``data`` (a file, or a chunk of one)."""
     nul = data.find(b"\x00")
     if nul >= 0:
-        line = line_offset + data[:nul].count(b"\n") + 1
+        line = data[:nul].count(b"\n") + 1
         raise InputError("binary data (NUL byte); expected a UTF-8 text file", p, line)
 
 
@@ -85,7 +83,8 @@ def read_bytes(path: str | Path) -> bytes:
     p = Path(path)
     _check_path(p)
     data = p.read_bytes()
-    _check_content(p, data)
+    _check_not_empty(p, data)
+    _check_text(p, data)
     return data
 
 
@@ -95,12 +94,10 @@ def mapped_file(path: str | Path) -> Iterator[mmap.mmap]:
     p = Path(path)
     _check_path(p)
     if p.stat().st_size == 0:
-        _check_content(p, b"")  # raises: mmap refuses empty files
+        _check_not_empty(p, b"")  # raises: mmap refuses empty files
     with p.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        head = data[:HEAD_BYTES]  # the rest is checked chunk by chunk, as it is read
-        if re.search(rb"\S", data) is None:
-            _check_content(p, b"")
-        _check_text(p, head)
+        _check_not_empty(p, data)
+        _check_text(p, data[:HEAD_BYTES])  # the rest is checked chunk by chunk, as it is read
         yield data
 
 
