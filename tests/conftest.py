@@ -51,6 +51,27 @@ def cli(prefect_harness):
     return run_cli
 
 
+BUNDLED = {"sequoia": SEQUOIA / "sequoia.toml", "litbank": REPO / "data/litbank/litbank.toml",
+           "unl": REPO / "data/unl/unl.toml"}
+
+
+@pytest.fixture(scope="session")
+def bundled(tmp_path_factory, prefect_harness):
+    """``bundled(name)``: a warehouse holding the bundled sample ``name`` (run once per
+    session, shared by every test that only reads it)."""
+    built: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in built:
+            root = tmp_path_factory.mktemp(f"bundled-{name}") / "wh"
+            code, _out, err = run_cli("run", str(BUNDLED[name]), "-w", str(root))
+            assert code == 0, err
+            built[name] = root
+        return built[name]
+
+    return get
+
+
 def snapshot(root: Path) -> dict[str, str]:
     """Every file under ``root`` with the SHA-256 of its bytes."""
     if not root.exists():

@@ -1,0 +1,83 @@
+"""Canonical dumps of every warehouse table: proof that a change leaves the results identical.
+
+A table is dumped as ``SELECT * ... ORDER BY ALL`` to CSV, without the columns that depend on
+where and when a run happened (input paths, ingest time); floats are rounded to 12
+significant digits so that the dump does not depend on the last bit of a platform's libm.
+The golden digests under ``tests/data/snapshots/`` were written by the code before a change;
+``tests/test_snapshots.py`` compares a fresh run with them. To see what differs, dump both
+sides to folders and diff them::
+
+    python -m tests.snapshot WAREHOUSE                 # digests (JSON) on stdout
+    python -m tests.snapshot WAREHOUSE --out DIR       # plus one CSV per table in DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+VOLATILE = ("ingested_at", "path")
+SNAPSHOTS = Path(__file__).resolve().parent / "data" / "snapshots"
+
+
+def _canonical(df: pl.DataFrame) -> pl.DataFrame:
+    """Floats rounded to 12 significant digits, lists as text."""
+    out = []
+    for name, dtype in df.schema.items():
+        col = pl.col(name)
+        if dtype == pl.Float64:
+            col = col.round_sig_figs(12)
+        elif isinstance(dtype, pl.List):
+            col = col.list.join(",")
+        out.append(col)
+    return df.select(out)
+
+
+def table_dumps(root: Path) -> dict[str, str]:
+    """table -> canonical CSV text, for every non-empty table of the warehouse catalog."""
+    con = duckdb.connect(str(root / "sysdiff.duckdb"), read_only=True)
+    try:
+        names = sorted(r[0] for r in con.execute(
+            "select table_name from information_schema.tables "
+            "where table_name not like 'sysdiff_%'").fetchall())
+        dumps = {}
+        for name in names:
+            cols = [r[0] for r in con.execute(f"describe {name}").fetchall()]
+            keep = ", ".join(f'"{c}"' for c in cols if c not in VOLATILE)
+            df = pl.from_arrow(con.sql(f"select {keep} from {name} order by all").to_arrow_table())
+            if df.height:
+                dumps[name] = _canonical(df).write_csv()
+        return dumps
+    finally:
+        con.close()
+
+
+def digests(root: Path) -> dict[str, dict[str, object]]:
+    """table -> {rows, sha256} of its canonical dump."""
+    return {name: {"rows": text.count("\n") - 1,
+                   "sha256": hashlib.sha256(text.encode()).hexdigest()}
+            for name, text in table_dumps(root).items()}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Print the digests of a warehouse; with ``--out``, also write one CSV per table."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("warehouse", type=Path)
+    ap.add_argument("--out", type=Path, help="write one canonical CSV per table here")
+    args = ap.parse_args(argv)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for name, text in table_dumps(args.warehouse).items():
+            (args.out / f"{name}.csv").write_text(text)
+    json.dump(digests(args.warehouse), sys.stdout, indent=1, sort_keys=True)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
