@@ -17,8 +17,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import median_time, peak_memory  # noqa: E402
-from transforms import compare  # noqa: E402
-from transforms.views import ViewMatrix  # noqa: E402
+from sysdiff.transforms import compare  # noqa: E402
+from sysdiff.transforms.views import ViewMatrix  # noqa: E402
 
 
 def synthetic_matrix(n_sys: int, n_tok: int, n_lab: int, seed: int = 0) -> ViewMatrix:

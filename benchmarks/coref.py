@@ -33,9 +33,9 @@ import polars as pl
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from schemas.coref import _split_lines, conll_line_kinds, read_coref  # noqa: E402
-from transforms.arcs import coref_agreement, coref_oracles, coref_pairs, mention_classes  # noqa: E402
-from transforms.coref import coref_counts, coref_scores  # noqa: E402
+from sysdiff.schemas.formats.coref import _split_lines, conll_line_kinds, read_coref  # noqa: E402
+from sysdiff.transforms.arcs import coref_agreement, coref_oracles, coref_pairs, mention_classes  # noqa: E402
+from sysdiff.transforms.coref import coref_counts, coref_scores  # noqa: E402
 
 LITBANK = ROOT / "data" / "litbank" / "key.conll"
 BASELINE_S = 2.5          # the two peer scorers, per LitBank response (README)

@@ -16,7 +16,7 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import median_time  # noqa: E402
-from schemas.conll import read_conll  # noqa: E402
+from sysdiff.schemas.formats.conllu import read_conll  # noqa: E402
 
 TAGS = ["NOUN", "VERB", "DET", "ADP", "PUNCT", "ADJ", "PRON", "ADV", "PROPN", "CCONJ"]
 RELS = ["nsubj", "obj", "det", "case", "punct", "amod", "advmod", "obl", "nmod", "conj"]

@@ -79,7 +79,7 @@ STEP_RE = re.compile(r"^sysdiff: (\w+): \d+ steps in ([0-9.]+) s$")
 
 def run_sysdiff(args: list[str]) -> tuple[float, float, dict[str, float]]:
     """Wall seconds, peak RSS (GiB) and step seconds of one ``sysdiff run -v`` subprocess."""
-    code = ("import resource, sys; from flows.cli import main\n"
+    code = ("import resource, sys; from sysdiff.flows.cli import main\n"
             "try:\n    main()\nfinally:\n"
             "    print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"
             " file=sys.stderr)")

@@ -18,8 +18,8 @@ import random
 import statistics
 import time
 
-from schemas.unl import read_unl
-from transforms.unl import score_unlization, unl_scores
+from sysdiff.schemas.formats.unl import read_unl
+from sysdiff.transforms.unl import score_unlization, unl_scores
 
 LABELS = ["agt", "obj", "aoj", "mod", "plc", "tim", "man", "ins", "ben", "gol", "src", "pur"]
 HEADS = [f"concept{k}" for k in range(400)] + [f"to act {k}" for k in range(100)]

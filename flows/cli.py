@@ -14,9 +14,9 @@ from typing import Annotated
 
 import typer
 
-from flows.render import FORMATS, to_text
-from flows.warehouse import resolve_warehouse
-from schemas.errors import InputError
+from sysdiff.flows.render import FORMATS, to_text
+from sysdiff.flows.warehouse import resolve_warehouse
+from sysdiff.schemas.errors import InputError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="sysdiff: in-depth comparative evaluation of NLP system outputs.")
@@ -77,7 +77,7 @@ def run_spec(spec, warehouse: str | None, verbose: bool, dask_address: str | Non
     """Run the evaluation flow for ``spec`` and return the warehouse it wrote."""
     quiet_prefect(verbose)
     show_warnings(verbose)
-    from flows.run import run_evaluation
+    from sysdiff.flows.run import run_evaluation
 
     root = resolve_warehouse(warehouse)
     run_evaluation(spec, root, dask_address, dask_local)
@@ -118,7 +118,7 @@ def run(
     = False,
 ) -> None:
     """Ingest a key and systems, compute every table, and store them in the warehouse."""
-    from flows.spec import build_spec, load_config
+    from sysdiff.flows.spec import build_spec, load_config
 
     if config:
         spec = load_config(config)
@@ -136,7 +136,7 @@ def run(
 
 def summary(root: Path, corpus: str) -> None:
     """Print the headline scores of a corpus."""
-    from flows.show import headline
+    from sysdiff.flows.show import headline
 
     typer.echo(to_text(headline(root, corpus), "table", title=f"sysdiff: {corpus}"))
     typer.echo(f"warehouse: {root}  (list the tables: sysdiff sql \"show tables\")")
@@ -149,7 +149,7 @@ def sql(
     fmt: Fmt = "table",
 ) -> None:
     """Run a read-only SQL query (DuckDB) over the warehouse tables."""
-    from flows.queries import query as run_query
+    from sysdiff.flows.queries import query as run_query
 
     _check_format(fmt)
     typer.echo(to_text(run_query(resolve_warehouse(warehouse), query), fmt), nl=False)
@@ -172,7 +172,7 @@ def show(
     fmt: Fmt = "table",
 ) -> None:
     """Paper-style tables from the warehouse."""
-    from flows.show import show_table
+    from sysdiff.flows.show import show_table
 
     _check_format(fmt)
     typer.echo(show_table(resolve_warehouse(warehouse), table, corpus, view, sys1, sys2, punct,
@@ -185,9 +185,9 @@ def demo(warehouse: Warehouse = None,
          = "sysdiff-report.html",
          verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
     """Evaluate the bundled UD French-Sequoia sample (key + 4 real parsers) end to end."""
-    from flows.report import build_report
-    from flows.show import show_table
-    from flows.spec import load_config
+    from sysdiff.flows.report import build_report
+    from sysdiff.flows.show import show_table
+    from sysdiff.flows.spec import load_config
 
     spec = load_config(DATA / "sequoia" / "sequoia.toml")
     root = run_spec(spec, warehouse, verbose)
@@ -207,7 +207,7 @@ def report(
     warehouse: Warehouse = None,
 ) -> None:
     """One self-contained HTML report with charts and drill-down (opens offline)."""
-    from flows.report import build_report
+    from sysdiff.flows.report import build_report
 
     typer.echo(build_report(resolve_warehouse(warehouse), corpus, Path(out), examples))
 
@@ -229,8 +229,8 @@ def examples(
     fmt: Fmt = "table",
 ) -> None:
     """The words behind a change-table cell, with gold, sys1 and sys2 labels."""
-    from flows.examples import examples as find
-    from flows.show import only_corpus
+    from sysdiff.flows.examples import examples as find
+    from sysdiff.flows.show import only_corpus
 
     _check_format(fmt)
     root = resolve_warehouse(warehouse)
@@ -258,7 +258,7 @@ def check(
     """Regression gates for CI: exit 1 with a one-line reason when a gate fails."""
     import json
 
-    from flows import gates
+    from sysdiff.flows import gates
 
     result = gates.check(resolve_warehouse(warehouse), corpus, baseline, candidate, view,
                          punct, max_new_errors, min_delta, label)
@@ -286,7 +286,7 @@ def serve(
     """Evaluate a watched folder on a schedule (a Prefect deployment), or once."""
     quiet_prefect(verbose)
     root = resolve_warehouse(warehouse)
-    from flows import watch as watch_mod
+    from sysdiff.flows import watch as watch_mod
 
     folder = Path(watch).absolute()
     watch_mod.folder_specs(folder)  # validate the folder before serving

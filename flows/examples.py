@@ -13,9 +13,9 @@ from pathlib import Path
 
 import polars as pl
 
-from flows.queries import query
-from schemas.errors import InputError
-from transforms.views import DEP_VIEWS, PTB_PUNCT, check_view, default_punct
+from sysdiff.flows.queries import query
+from sysdiff.schemas.errors import InputError
+from sysdiff.transforms.views import DEP_VIEWS, PTB_PUNCT, check_view, default_punct
 
 KEY = "__key__"
 CLASSES = ("correction", "new_error", "changed_error")

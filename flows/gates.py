@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from flows.queries import query
-from flows.show import only_corpus
-from flows.warehouse import sql_literal
-from schemas.errors import InputError
+from sysdiff.flows.queries import query
+from sysdiff.flows.show import only_corpus
+from sysdiff.flows.warehouse import sql_literal
+from sysdiff.schemas.errors import InputError
 
 
 @dataclass(frozen=True)

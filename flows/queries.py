@@ -7,8 +7,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from flows.warehouse import CATALOG
-from schemas.errors import InputError
+from sysdiff.flows.warehouse import CATALOG
+from sysdiff.schemas.errors import InputError
 
 
 def connect(root: Path) -> duckdb.DuckDBPyConnection:

@@ -22,11 +22,11 @@ import polars as pl
 from scipy.cluster.hierarchy import leaves_list, linkage, optimal_leaf_ordering
 from scipy.spatial.distance import squareform
 
-from flows.examples import examples_sql, lit, parse_mappings
-from flows.queries import connect
-from flows.report_assets import CSS, JS
-from schemas.errors import InputError
-from transforms.views import DEP_VIEWS, VIEWS, default_punct
+from sysdiff.flows.examples import examples_sql, lit, parse_mappings
+from sysdiff.flows.queries import connect
+from sysdiff.flows.report_assets import CSS, JS
+from sysdiff.schemas.errors import InputError
+from sysdiff.transforms.views import DEP_VIEWS, VIEWS, default_punct
 
 CLASSES = ("correction", "new_error", "changed_error")
 CLASS_NAMES = {"correction": "Corrections", "new_error": "New errors",

@@ -7,28 +7,26 @@ from pathlib import Path
 
 from prefect import flow
 
-from flows import tokens
-from flows.spec import RunSpec
-from flows.warehouse import open_run
-from schemas.errors import InputError
+from sysdiff.flows import coref, tokens, unl
+from sysdiff.flows.spec import RunSpec
+from sysdiff.flows.warehouse import open_run
+from sysdiff.schemas.errors import InputError
 
 # Each local Dask worker is one process with one thread, and so are the libraries in it:
 # N workers use N cores, without N x cores threads competing for them.
 ONE_THREAD = {name: "1" for name in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS",
                                       "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 
+# The flow of each task: ingest, then compute every table (``flows/<task>.py``).
+TASK_FLOWS = {"pos": tokens.run_tokens, "dep": tokens.run_tokens, "coref": coref.run_coref,
+              "unl": unl.run_unl, "nl": unl.run_unl}
+
 
 @flow(name="sysdiff-run", validate_parameters=False, log_prints=False)
 def evaluate(spec: RunSpec, warehouse: Path) -> Path:
     """Ingest the key and systems of ``spec``, compute every table, commit atomically."""
     with open_run(warehouse) as stage:
-        if spec.task in ("pos", "dep"):
-            tokens.ingest_tokens(spec, stage)
-            tokens.compare_tokens(spec, stage)
-        else:
-            from flows import domains
-
-            domains.run_domain(spec, stage)
+        TASK_FLOWS[spec.task](spec, stage)
     return warehouse
 
 

@@ -67,3 +67,14 @@ def map_collect(submit: Callable[[T], Any], items: Iterable[T],
     out: list = []
     map_fold(submit, items, out.append, tick)
     return out
+
+
+class Opaque:
+    """Holds a shard's in-memory inputs (lists of parsed sentences) so that neither Prefect
+    nor Dask walks through them looking for futures (``prefect.quote`` is a tuple, which
+    Dask unpacks on the way to a worker)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import polars as pl
 
-from flows.queries import query
-from flows.render import to_text
-from flows.warehouse import sql_literal
-from schemas.errors import InputError
+from sysdiff.flows.queries import query
+from sysdiff.flows.render import to_text
+from sysdiff.flows.warehouse import sql_literal
+from sysdiff.schemas.errors import InputError
 
 SHOWABLE = ("scores", "pairs", "changes", "labels", "labeldiff", "oracles", "gains",
             "difficulty", "conll18", "coref", "arcs", "coref_pairs", "coref_oracles",

@@ -7,7 +7,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from schemas.errors import InputError
+from sysdiff.schemas.errors import InputError
 
 TASKS = ("pos", "dep", "coref", "unl", "nl")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
@@ -41,6 +41,11 @@ class RunSpec:
     seed: int = 0
     shard_sents: int = 5000
     unl: dict = field(default_factory=dict)
+
+    @property
+    def sources(self) -> list[tuple[Source, str]]:
+        """The key and every system with its role (``key`` or ``system``), key first."""
+        return [(self.key, "key")] + [(s, "system") for s in self.systems]
 
 
 def check_name(kind: str, name: str) -> str:

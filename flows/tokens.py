@@ -10,7 +10,6 @@ unchanged partition is never recomputed and a new system only adds what involves
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,21 +20,22 @@ import polars as pl
 from prefect import task
 from prefect.cache_policies import NONE
 
-from flows.progress import progress
-from flows.shards import map_fold, plan_ranges
-from flows.spec import KEY_ID, RunSpec, Source
-from flows.warehouse import (
+from sysdiff.flows.progress import progress
+from sysdiff.flows.shards import map_fold, plan_ranges
+from sysdiff.flows.spec import KEY_ID, RunSpec, Source
+from sysdiff.flows.warehouse import (
     Staging,
     crash_point,
     input_sha256,
     partition,
     read_table,
     signature,
+    systems_row,
     with_literals,
 )
-from schemas.conll import KIND_WORD, WordCheck, iter_conll
-from transforms import conll18, reduce, tokens
-from transforms.views import DEP_VIEWS, TOKEN_VIEWS, WORD_COLUMNS, view_matrix
+from sysdiff.schemas.formats.conllu import KIND_WORD, WordCheck, iter_conll
+from sysdiff.transforms import conll18, reduce, tokens
+from sysdiff.transforms.views import DEP_VIEWS, TOKEN_VIEWS, WORD_COLUMNS, view_matrix
 
 TASK_VIEWS = {"pos": TOKEN_VIEWS, "dep": TOKEN_VIEWS + DEP_VIEWS}
 
@@ -59,7 +59,7 @@ def ingest_file(spec: RunSpec, source: Source, role: str, sha: str, stage: Stagi
 
     Only paths and metadata leave the task.
     """
-    sid = KEY_ID if role == "key" else source.id
+    sid = source.id
     part = partition(spec.corpus, sid)
     check = None if key is None else WordCheck(str(spec.key.path), _key_sents(key),
                                                str(source.path))
@@ -80,13 +80,8 @@ def ingest_file(spec: RunSpec, source: Source, role: str, sha: str, stage: Stagi
             n_docs = int(chunk.sents["doc"][-1]) + 1
         if check is not None:
             check.finish()
-    meta = {
-        "corpus": spec.corpus, "system": sid, "version": source.version, "task": spec.task,
-        "role": role, "format": fmt, "path": str(Path(source.path).absolute()),
-        "sha256": sha, "n_docs": n_docs, "n_sents": n_sents, "n_units": n_units,
-        "ingested_at": dt.datetime.now(dt.UTC),
-    }
-    stage.write("systems", part, sig, pl.DataFrame([meta]))
+    stage.write("systems", part, sig,
+                systems_row(spec, source, role, sha, fmt, n_docs, n_sents, n_units))
     return Ingested(sid, sha, fmt, stage.staged_path("units", part),
                     stage.staged_path("sents", part))
 
@@ -115,16 +110,22 @@ def _known_inputs(stage: Staging, corpus: str) -> dict[str, tuple[str, str]]:
     return {r[0]: (r[1], r[2]) for r in rows.select("system", "sha256", "format").rows()}
 
 
+def run_tokens(spec: RunSpec, stage: Staging) -> None:
+    """A token task (pos, dep): ingest the files, then compute every table."""
+    ingest_tokens(spec, stage)
+    compare_tokens(spec, stage)
+
+
 def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
     """Ingest the key and every system; unchanged files are not read again."""
     out: dict[str, Ingested] = {}
     key_sha = input_sha256(spec.key.path)
     known = _known_inputs(stage, spec.corpus)
     key_same = known.get(KEY_ID, ("", ""))[0] == key_sha
-    sources = [(spec.key, "key")] + [(s, "system") for s in spec.systems]
+    sources = spec.sources
     with progress("ingest", len(sources)) as tick:
         for source, role in sources:
-            sid = KEY_ID if role == "key" else source.id
+            sid = source.id
             sha = key_sha if role == "key" else input_sha256(source.path)
             if key_same and known.get(sid, ("", ""))[0] == sha:
                 out[sid] = _live(stage, spec, sid, sha, known[sid][1])

@@ -15,6 +15,7 @@ readable; one that fails on bad input leaves the warehouse byte-identical.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import fcntl
 import hashlib
 import json
@@ -25,13 +26,17 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
-from schemas.errors import InputError
-from schemas.tables import all_tables, conform
+from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.tables import all_tables, conform
+
+if TYPE_CHECKING:
+    from sysdiff.flows.spec import RunSpec, Source
 
 MANIFEST = "manifest.json"
 CATALOG = "sysdiff.duckdb"
@@ -63,11 +68,22 @@ def partition(corpus: str, system: str) -> str:
 
 def input_sha256(path: str | Path) -> str:
     """The SHA-256 of an input file; a missing or unreadable file is an InputError."""
-    from schemas.conll import read_bytes
+    from sysdiff.schemas.formats.conllu import read_bytes
 
     if not Path(path).is_file():
         read_bytes(path)  # raises the precise InputError
     return file_sha256(path)
+
+
+def systems_row(spec: RunSpec, source: Source, role: str, sha: str, fmt: str, n_docs: int,
+                n_sents: int, n_units: int) -> pl.DataFrame:
+    """The ``systems`` table's row of one ingested file (the key's id is ``__key__``)."""
+    return pl.DataFrame([{
+        "corpus": spec.corpus, "system": source.id, "version": source.version,
+        "task": spec.task, "role": role, "format": fmt,
+        "path": str(Path(source.path).absolute()), "sha256": sha, "n_docs": n_docs,
+        "n_sents": n_sents, "n_units": n_units, "ingested_at": dt.datetime.now(dt.UTC),
+    }])
 
 
 def with_literals(df: pl.DataFrame, **values: object) -> pl.DataFrame:

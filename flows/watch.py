@@ -14,9 +14,9 @@ from pathlib import Path
 
 from prefect import flow
 
-from flows.run import evaluate
-from flows.spec import RunSpec, build_spec
-from schemas.errors import InputError
+from sysdiff.flows.run import evaluate
+from sysdiff.flows.spec import RunSpec, build_spec
+from sysdiff.schemas.errors import InputError
 
 TASK_BY_SUFFIX = {".conllu": "dep", ".conllx": "dep", ".tsv": "pos", ".txt": "pos",
                   ".jsonlines": "coref", ".jsonl": "coref", ".unl": "unl"}

@@ -1,4 +1,8 @@
-"""Arrow schemas of every warehouse table: the one place where table shapes are defined."""
+"""Arrow schemas of every warehouse table: the one place where table shapes are defined.
+
+Polars dtypes derive from these (``polars_schema``); readers and transforms conform their
+frames to them when a table is written (``conform``).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import polars as pl
 import pyarrow as pa
 
 S, I32, I64, F64, B = pa.string(), pa.int32(), pa.int64(), pa.float64(), pa.bool_()
+OWNER = [("corpus", S), ("system", S)]
 LIST_S = pa.list_(pa.string())
 VIEW_KEYS = [("corpus", S), ("view", S), ("punct", B)]
 
@@ -79,16 +84,102 @@ TOKEN_TABLES: dict[str, pa.Schema] = {
 }
 
 
+# ------------------------------------------------------------------------------ coreference
+# Mention spans are never null: the reader fills every one of these fields.
+_SPAN = [pa.field("doc", S, nullable=False), pa.field("part", I32, nullable=False),
+         pa.field("start", I32, nullable=False), pa.field("end", I32, nullable=False)]
+_COREF_COUNTS = [(name, F64) for name in ("recall_num", "recall_den", "precision_num",
+                                           "precision_den")]
+_PRF = [("recall", F64), ("precision", F64), ("f1", F64)]
+
+COREF_TABLES: dict[str, pa.Schema] = {
+    "mentions": pa.schema([
+        *OWNER, *_SPAN, ("entity", S), ("mtype", S), ("sent", I32), ("head_pos", S),
+        ("word", S),
+    ]),
+    "coref_tokens": _schema(*OWNER, ("doc", S), ("part", I32), ("n_tokens", I32),
+                            ("line", I32)),
+    "coref_counts": _schema(*OWNER, ("doc", S), ("part", I32), ("metric", S), *_COREF_COUNTS),
+    "coref_scores": _schema(*OWNER, ("metric", S), *_COREF_COUNTS, *_PRF),
+    "mention_classes": pa.schema([
+        *OWNER, ("criterion", S), *_SPAN, ("mtype", S), ("word", S), ("in_key", B),
+        ("in_resp", B), ("cls", S),
+    ]),
+    "arcs_scores": _schema(
+        *OWNER, ("criterion", S), ("mtype", S), ("tp", I64), ("fp", I64), ("fn", I64),
+        ("wl", I64), ("tn", I64), ("precision", F64), ("recall", F64), ("f1", F64),
+    ),
+    "coref_pairs": _schema(
+        ("corpus", S), ("criterion", S), ("sys1", S), ("sys2", S), ("n_mentions", I64),
+        ("n_diff", I64), ("corrections", I64), ("new_errors", I64), ("changed_errors", I64),
+        ("diff", F64),
+    ),
+    "coref_transitions": _schema(
+        ("corpus", S), ("criterion", S), ("sys1", S), ("sys2", S), ("mtype", S), ("word", S),
+        ("c1", S), ("c2", S), ("count", I64),
+    ),
+    "coref_oracles": _schema(
+        ("corpus", S), ("criterion", S), ("systems", LIST_S), ("mtype", S), ("n", I64),
+        ("n_tp", I64),
+    ),
+    "coref_agreement": _schema(
+        ("corpus", S), ("sys1", S), ("sys2", S), ("metric", S), *_COREF_COUNTS, *_PRF,
+    ),
+}
+
+# ------------------------------------------------------------------------------ UNL
+# ``*_frac`` are exact reduced fractions ("0", "1", "3/14"); UNLization rows leave word_*
+# null, NLization rows leave rel_*/uw_*/attr_* null. ``reason`` says why a sentence is not
+# returned / not correct, ``reason_line`` is its line in the actual file, ``error_digest``
+# fingerprints the exceeding/missing items (equal digests = same errors).
+_UNL_COUNTS = [(f"{kind}_{what}", I64) for kind in ("rel", "uw", "attr", "word")
+               for what in ("exc", "miss", "tot")]
+_UNL_DISC = ([(f"d_{k}", F64) for k in ("rel", "uw", "all", "words")]
+             + [(f"d_{k}_frac", S) for k in ("rel", "uw", "all", "words")])
+
+UNL_TABLES: dict[str, pa.Schema] = {
+    "unl_sentences": _schema(
+        *OWNER, ("task", S), ("sent_id", S), ("sent_index", I32), ("returned", B),
+        ("correct", B), ("reason", S), ("reason_line", I32), *_UNL_COUNTS, *_UNL_DISC,
+        ("error_digest", S), ("options", S),
+    ),
+    # *_f1 are micro-averaged 1 - D over summed counts.
+    "unl_scores": _schema(
+        *OWNER, ("task", S), ("options", S), ("n_expected", I64), ("n_returned", I64),
+        ("n_correct", I64), ("precision", F64), ("recall", F64), ("f1", F64), ("rel_f1", F64),
+        ("uw_f1", F64), ("attr_f1", F64), ("word_f1", F64),
+    ),
+    # Ordered pairs of versions (sys1 -> sys2).
+    "unl_pairs": _schema(
+        ("corpus", S), ("task", S), ("sys1", S), ("sys2", S), ("n_sentences", I64),
+        ("n_correct_a", I64), ("n_correct_b", I64), ("n_changed", I64), ("corrections", I64),
+        ("new_errors", I64), ("changed_errors", I64), ("diff", F64), ("oracle", F64),
+    ),
+    # Oracle over all versions: share of sentences at least one version gets CORRECT.
+    "unl_oracle": _schema(
+        ("corpus", S), ("task", S), ("systems", S), ("n_sentences", I64), ("n_oracle", I64),
+        ("oracle", F64), ("best_system", S), ("best_correct", I64), ("gain", F64),
+    ),
+    # Sentences whose verdict or error profile moved between sys1 and sys2.
+    "unl_moved": _schema(
+        ("corpus", S), ("task", S), ("sys1", S), ("sys2", S), ("sent_id", S),
+        ("sent_index", I32), ("change", S), ("returned_a", B), ("returned_b", B),
+        ("correct_a", B), ("correct_b", B), ("d_all_frac_a", S), ("d_all_frac_b", S),
+        ("reason_a", S), ("reason_b", S),
+    ),
+}
+
+TABLES: dict[str, pa.Schema] = {**TOKEN_TABLES, **COREF_TABLES, **UNL_TABLES}
+
+
 def all_tables() -> dict[str, pa.Schema]:
-    """Every table the warehouse knows: token tables plus coreference and UNL tables."""
-    tables = dict(TOKEN_TABLES)
-    for module in ("schemas.coref", "schemas.unl"):
-        try:
-            mod = __import__(module, fromlist=["TABLES"])
-        except ImportError:
-            continue
-        tables.update(getattr(mod, "TABLES", {}))
-    return tables
+    """Every table the warehouse knows."""
+    return TABLES
+
+
+def polars_schema(table: str) -> pl.Schema:
+    """The polars schema of a table (derived from its Arrow schema)."""
+    return pl.Schema(pl.from_arrow(TABLES[table].empty_table()).schema)
 
 
 def conform(df: pl.DataFrame, schema: pa.Schema) -> pa.Table:

@@ -30,7 +30,7 @@ def prefect_harness():
 
 def run_cli(*args: str) -> tuple[int, str, str]:
     """Run ``sysdiff ARGS`` in-process; return (exit status, stdout, stderr)."""
-    from flows.cli import main
+    from sysdiff.flows.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     old = sys.argv

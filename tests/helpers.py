@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from transforms import tokens
-from transforms.views import view_matrix
+from sysdiff.transforms import tokens
+from sysdiff.transforms.views import view_matrix
 
 
 def words(upos: list[str], sent: list[int] | None = None, heads: list[int] | None = None,

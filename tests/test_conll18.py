@@ -7,9 +7,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from schemas.conll import read_conll
-from schemas.errors import InputError
-from transforms.conll18 import METRICS, conll18_counts, conll18_matches, conll18_scores
+from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.formats.conllu import read_conll
+from sysdiff.transforms.conll18 import METRICS, conll18_counts, conll18_matches, conll18_scores
 
 SEQUOIA = Path(__file__).resolve().parents[1] / "data" / "sequoia"
 SYSTEMS = [

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schemas.coref import TABLES, read_coref
-from tests.helpers import bracket_marks
-from transforms.arcs import (
+from sysdiff.schemas.formats.coref import read_coref
+from sysdiff.schemas.tables import TABLES
+from sysdiff.transforms.arcs import (
     CLASSES,
     arcs_scores,
     coref_agreement,
@@ -22,7 +22,8 @@ from transforms.arcs import (
     mention_classes,
     subsets,
 )
-from transforms.coref import coref_counts, coref_scores
+from sysdiff.transforms.coref import coref_counts, coref_scores
+from tests.helpers import bracket_marks
 
 SHARED = Path(__file__).resolve().parent / "data"
 

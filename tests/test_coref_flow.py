@@ -6,7 +6,7 @@ import csv
 
 import pytest
 
-from flows.queries import query
+from sysdiff.flows.queries import query
 from tests.conftest import REPO, snapshot
 
 LITBANK = REPO / "data" / "litbank"

@@ -10,16 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schemas.coref import (
+from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.formats.coref import (
     MENTION_COLUMNS,
-    TABLES,
     detect_format,
     read_coref,
     read_coref_tokens,
     read_coref_with_tokens,
     validate_response,
 )
-from schemas.errors import InputError
+from sysdiff.schemas.tables import TABLES
 from tests.helpers import bracket_marks
 
 SHARED = str(Path(__file__).resolve().parent / "data")

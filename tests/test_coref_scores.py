@@ -15,8 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
-from schemas.coref import TABLES, read_coref
-from transforms.coref import COUNT_METRICS, METRICS, coref_counts, coref_scores
+from sysdiff.schemas.formats.coref import read_coref
+from sysdiff.schemas.tables import TABLES
+from sysdiff.transforms.coref import COUNT_METRICS, METRICS, coref_counts, coref_scores
 
 SHARED = Path(__file__).resolve().parent / "data"
 SCORED = ["muc", "bcub", "ceafm", "ceafe", "blanc", "lea"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from flows.queries import query
+from sysdiff.flows.queries import query
 from tests.conftest import REPO, snapshot
 from tests.test_scale import all_tables, sample
 
@@ -34,7 +34,7 @@ def run_killed(argv: list[str], point: str) -> int:
     from prefect.settings import PREFECT_API_URL
 
     env = dict(os.environ, SYSDIFF_CRASH_AT=point, PREFECT_API_URL=PREFECT_API_URL.value())
-    code = "from flows.cli import main; main()"
+    code = "from sysdiff.flows.cli import main; main()"
     proc = subprocess.run([sys.executable, "-c", code, *argv], env=env, cwd=REPO,
                           capture_output=True, text=True, timeout=300)
     return proc.returncode
@@ -86,7 +86,7 @@ def test_kill_then_rerun(point, files, uninterrupted, tmp_path, cli):
 @pytest.mark.parametrize("existing", [True, False])
 def test_concurrent_run_is_refused_clearly(existing, files, tmp_path, cli):
     """While another run holds a warehouse (also one not created yet), a run is refused."""
-    from flows.warehouse import warehouse_lock
+    from sysdiff.flows.warehouse import warehouse_lock
 
     root = tmp_path / "wh"
     if existing:

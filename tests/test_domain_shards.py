@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from flows.warehouse import read_manifest
+from sysdiff.flows.warehouse import read_manifest
 from tests.conftest import REPO, TEST_DATA
 
 LITBANK = REPO / "data" / "litbank"
@@ -99,7 +99,7 @@ def unl_real_corpus(tmp: Path) -> list[str]:
 
 def nl_corpus(tmp: Path) -> list[str]:
     """NLization: plain-text sentences (aligned by position) and three outputs."""
-    from schemas.unl import read_nl
+    from sysdiff.schemas.formats.unl import read_nl
 
     lines = [s.text or "" for s in read_nl(REAL / "unlarium_aa1_en_ucn.raw.html.txt")]
     case = {side: [(CASES / c / f"{side}.txt").read_text().strip() for c in
@@ -231,8 +231,8 @@ def test_one_coref_system_gets_scores_and_oracles(tmp_path, cli):
 def test_document_counts_do_not_depend_on_the_other_documents():
     """The root of shard identity: every float of a document's counts has the same bits
     whether the document is scored alone or with the whole corpus."""
-    from schemas.coref import read_coref
-    from transforms.coref import coref_counts
+    from sysdiff.schemas.formats.coref import read_coref
+    from sysdiff.transforms.coref import coref_counts
 
     key = read_coref(LITBANK / "key.conll")
     for s in ("sys1", "sys2"):
@@ -244,7 +244,7 @@ def test_document_counts_do_not_depend_on_the_other_documents():
 
 
 def test_plan_ranges_never_splits_a_unit():
-    from flows.domains import plan_ranges
+    from sysdiff.flows.coref import plan_ranges
 
     assert plan_ranges(np.array([3, 1, 4, 1, 5]), 4) == [(0, 2), (2, 3), (3, 5)]
     assert plan_ranges(np.array([3, 1, 4, 1, 5]), 1) == [(k, k + 1) for k in range(5)]
@@ -254,8 +254,8 @@ def test_plan_ranges_never_splits_a_unit():
 
 
 def test_document_shards_follow_sorted_names(tmp_path):
-    from flows.domains import plan_doc_shards, read_shard_mentions
-    from schemas.coref import read_coref
+    from sysdiff.flows.coref import plan_doc_shards, read_shard_mentions
+    from sysdiff.schemas.formats.coref import read_coref
 
     key = read_coref(LITBANK / "key.conll")
     path = str(tmp_path / "key.parquet")

@@ -6,9 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from schemas.conll import KIND_EMPTY, KIND_RANGE, KIND_WORD, check_same_words, read_conll
-from schemas.errors import InputError
-from transforms.views import punct_mask, view_matrix
+from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.formats.conllu import (
+    KIND_EMPTY,
+    KIND_RANGE,
+    KIND_WORD,
+    check_same_words,
+    read_conll,
+)
+from sysdiff.transforms.views import punct_mask, view_matrix
 
 CONLLX = ("1\tThe\tthe\tDT\tDT\t_\t2\tNMOD\t_\t_\n2\tcat\tcat\tNN\tNN\t_\t3\tSBJ\t_\t_\n"
           "3\tsat\tsit\tVBD\tVBD\t_\t0\tROOT\t_\t_\n4\t.\t.\t.\t.\t_\t3\tP\t_\t_\n\n")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.queries import query
+from sysdiff.flows.queries import query
 from tests.conftest import SEQUOIA, snapshot
 from tests.test_scale import first_sentences
 
@@ -55,7 +55,7 @@ def test_serve_picks_up_a_new_system_file(watched):
 
 
 def test_deployment_has_the_cron_schedule(folder, tmp_path, prefect_harness):
-    from flows.watch import deployment
+    from sysdiff.flows.watch import deployment
 
     d = deployment(folder, tmp_path / "wh", "0 2 * * *")
     assert d.name == "sysdiff-nightly"
@@ -75,7 +75,7 @@ def test_served_runs_send_their_logs_to_the_server(folder, tmp_path, monkeypatch
     import prefect
     from prefect.settings import PREFECT_LOGGING_LEVEL
 
-    from flows.watch import serve_folder
+    from sysdiff.flows.watch import serve_folder
 
     seen = {}
 

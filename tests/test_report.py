@@ -19,10 +19,10 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from flows.examples import examples
-from flows.queries import query
-from flows.render import to_text
-from flows.report import (
+from sysdiff.flows.examples import examples
+from sysdiff.flows.queries import query
+from sysdiff.flows.render import to_text
+from sysdiff.flows.report import (
     build_report,
     cluster_order,
     coref_html,
@@ -42,8 +42,8 @@ from flows.report import (
     ticks,
     unl_html,
 )
-from schemas.errors import InputError
-from schemas.unl import TABLES as UNL_TABLES
+from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.tables import UNL_TABLES
 from tests.conftest import REPO, SEQUOIA, run_cli
 
 CORPUS = "seq"
@@ -658,7 +658,7 @@ def test_coref_section_escapes_names(litbank):
 # ----------------------------------------------------------------------------- UNL
 
 def unl_frames() -> dict[str, pl.DataFrame]:
-    """Hand-made UNL tables with the columns of ``schemas.unl.TABLES`` (a corpus 'g<1>' with
+    """Hand-made UNL tables with the columns of ``UNL_TABLES`` (a corpus 'g<1>' with
     three grammar versions, and another corpus)."""
     corpus, versions = "g<1>", ["v1", "v2", "v3&"]
     correct = {"v1": [1, 0, 0, 1, 0] * 10, "v2": [0, 1, 0, 1, 0] * 10,

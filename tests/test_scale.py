@@ -7,8 +7,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from flows.warehouse import read_manifest, read_table
-from schemas.tables import TOKEN_TABLES
+from sysdiff.flows.warehouse import read_manifest, read_table
+from sysdiff.schemas.tables import TOKEN_TABLES
 from tests.conftest import SEQUOIA
 
 FILES = {"a": "fr_core_news_sm-3.8.0.conllu", "b": "seqsm_local-ud2.16.conllu",

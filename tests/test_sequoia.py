@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.queries import query
+from sysdiff.flows.queries import query
 from tests.conftest import SEQUOIA, snapshot
 
 SYSTEMS = {
@@ -156,7 +156,7 @@ def test_marginal_gains_from_leave_one_out_oracles(warehouse):
     def oracle(names):
         return sum(any(cols[n][t] == g for n in names) for t, g in enumerate(gold))
 
-    from flows.show import show_table
+    from sysdiff.flows.show import show_table
 
     text = show_table(warehouse, "gains", None, "upos", None, None, None, 5, "csv")
     rows = {line.split(",")[0]: float(line.split(",")[3]) for line in text.splitlines()[1:]}

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from transforms.significance import approximate_randomization, mcnemar_exact
+from sysdiff.transforms.significance import approximate_randomization, mcnemar_exact
 
 
 def naive_ar(c1: np.ndarray, c2: np.ndarray, trials: int, seed: int) -> float:

@@ -8,11 +8,11 @@ import pyarrow.parquet as pq
 import pytest
 from polars.testing import assert_frame_equal
 
-import schemas.conll
-from flows.shards import map_fold
-from flows.warehouse import read_manifest
-from schemas.conll import WordCheck, check_same_words, iter_conll, read_conll
-from schemas.errors import InputError
+import sysdiff.schemas.formats.conllu
+from sysdiff.flows.shards import map_fold
+from sysdiff.flows.warehouse import read_manifest
+from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.formats.conllu import WordCheck, check_same_words, iter_conll, read_conll
 from tests.conftest import SEQUOIA
 from tests.test_bad_inputs import CASES, GOOD, MISMATCHES
 from tests.test_scale import assert_same_tables, run, sample
@@ -96,7 +96,7 @@ def test_errors_point_at_the_files_line_in_any_chunk(case, tmp_path):
 
 def test_binary_data_deep_in_a_file_is_found_by_its_chunk(tmp_path, monkeypatch):
     """Only the head is checked up front; a NUL byte further on is found by its chunk."""
-    monkeypatch.setattr(schemas.conll, "HEAD_BYTES", 64)
+    monkeypatch.setattr(sysdiff.schemas.formats.conllu, "HEAD_BYTES", 64)
     bad = tmp_path / "bad.conllu"
     bad.write_bytes(PAD.encode() + b"1\tx\x00\tx\tX\t_\t_\t0\troot\t_\t_\n\n")
     for size in (1, 64, 700, 1 << 30):
@@ -132,7 +132,7 @@ def test_streamed_ingest_writes_the_same_tables(tmp_path, cli, monkeypatch):
     """Ingest in 2 KB chunks: several row groups per file, every table identical."""
     files = sample(tmp_path, 60)
     run(cli, files, tmp_path / "whole")
-    monkeypatch.setattr(schemas.conll, "CHUNK_BYTES", 2048)
+    monkeypatch.setattr(sysdiff.schemas.formats.conllu, "CHUNK_BYTES", 2048)
     run(cli, files, tmp_path / "chunked")
     assert_same_tables(tmp_path / "whole", tmp_path / "chunked")
     units = read_manifest(tmp_path / "chunked")["tables"]["units"]
@@ -150,7 +150,7 @@ def test_streamed_ingest_reports_a_late_mismatch(tmp_path, cli, monkeypatch):
     lines[row] = "\t".join([cols[0], cols[1] + "x", *cols[2:]])
     bad = tmp_path / "bad.conllu"
     bad.write_text("\n".join(lines), encoding="utf-8")
-    monkeypatch.setattr(schemas.conll, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(sysdiff.schemas.formats.conllu, "CHUNK_BYTES", 4096)
     code, _, err = cli("run", "--key", str(key), "--system", f"a={bad}", "--corpus", "c",
                        "--task", "pos", "-w", str(tmp_path / "wh"))
     assert code == 2
@@ -200,7 +200,7 @@ def test_chunk_bounds_look_only_as_far_as_the_next_blank_line():
     """Finding a chunk's end never scans the rest of the file (that made reading quadratic)."""
     data = Recorder((("1\ta\n" * 3 + "\n") * 1000).encode())
     data.reach = []
-    bounds = list(schemas.conll.chunk_bounds(data, 100))
+    bounds = list(sysdiff.schemas.formats.conllu.chunk_bounds(data, 100))
     assert bounds[0][0] == 0 and bounds[-1][1] == len(data) and len(bounds) > 100
     assert all(end - start <= 100 + 16 for start, end in bounds)
     assert all(start < end for start, end in bounds)

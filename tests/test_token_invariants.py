@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sysdiff.transforms import tokens
+from sysdiff.transforms.significance import approximate_randomization
+from sysdiff.transforms.views import view_matrix
 from tests.helpers import as_dict, evaluate, words
-from transforms import tokens
-from transforms.significance import approximate_randomization
-from transforms.views import view_matrix
 
 LABELS = list("ABCD")
 
@@ -125,7 +125,7 @@ def test_label_mapping_is_applied_before_comparison():
 
 
 def test_unknown_view_is_refused():
-    from schemas.errors import InputError
+    from sysdiff.schemas.errors import InputError
 
     with pytest.raises(InputError, match="unknown view 'pos'"):
         view_matrix("pos", words(["A"]), {"s": words(["A"])})

@@ -8,8 +8,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from schemas.unl import TABLES, read_unl
-from transforms.unl import (
+from sysdiff.schemas.formats.unl import read_unl
+from sysdiff.schemas.tables import TABLES
+from sysdiff.transforms.unl import (
     UnlOptions,
     compare_versions,
     score_nlization,

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from flows.queries import query
+from sysdiff.flows.queries import query
 from tests.conftest import TEST_DATA
 
 CASES = TEST_DATA / "unl" / "cases"

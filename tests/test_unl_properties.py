@@ -8,8 +8,8 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schemas.unl import UnlSentence, read_unl
-from transforms.unl import UnlOptions, score_nlization, score_unlization
+from sysdiff.schemas.formats.unl import UnlSentence, read_unl
+from sysdiff.transforms.unl import UnlOptions, score_nlization, score_unlization
 
 LABELS = ["agt", "obj", "aoj", "mod", "plc", "tim", "and", "man"]
 UWS = [

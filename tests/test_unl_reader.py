@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from schemas.errors import InputError
-from schemas.unl import (
-    TABLES,
+from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.formats.unl import (
     GraphError,
     clean_text,
     normalise_uw,
@@ -18,6 +17,7 @@ from schemas.unl import (
     read_nl,
     read_unl,
 )
+from sysdiff.schemas.tables import TABLES
 
 DATA = Path(__file__).resolve().parent / "data" / "unl"
 REAL = sorted((DATA / "real").glob("*"))

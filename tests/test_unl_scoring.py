@@ -9,8 +9,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from schemas.unl import TABLES, read_nl, read_unl
-from transforms.unl import (
+from sysdiff.schemas.formats.unl import read_nl, read_unl
+from sysdiff.schemas.tables import TABLES
+from sysdiff.transforms.unl import (
     NlOptions,
     UnlOptions,
     below,

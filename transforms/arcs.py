@@ -19,8 +19,8 @@ import itertools
 import numpy as np
 import polars as pl
 
-from transforms.coref import coref_counts, coref_scores
-from transforms.reduce import subsets
+from sysdiff.transforms.coref import coref_counts, coref_scores
+from sysdiff.transforms.reduce import subsets
 
 CLASSES = ["TP", "FP", "FN", "WL", "TN"]
 CORRECT = ["TP", "TN"]

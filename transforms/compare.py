@@ -13,7 +13,7 @@ from itertools import combinations
 import numpy as np
 import polars as pl
 
-from transforms.views import ViewMatrix
+from sysdiff.transforms.views import ViewMatrix
 
 CLASSES = ("correction", "new_error", "changed_error")
 MAX_SYSTEMS_FOR_MASKS = 62

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from schemas.errors import InputError
+from sysdiff.schemas.errors import InputError
 
 # The official script's relation and feature sets.
 CONTENT_DEPRELS = (

@@ -7,7 +7,7 @@ from itertools import combinations
 import numpy as np
 import polars as pl
 
-from transforms.significance import AR_TRIALS, mcnemar_exact, randomization_from_histogram
+from sysdiff.transforms.significance import AR_TRIALS, mcnemar_exact, randomization_from_histogram
 
 MAX_ALL_SUBSETS = 10
 

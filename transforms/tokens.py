@@ -12,8 +12,8 @@ from collections.abc import Iterable
 import numpy as np
 import polars as pl
 
-from transforms import compare, reduce
-from transforms.views import DEP_VIEWS, ViewMatrix, default_punct
+from sysdiff.transforms import compare, reduce
+from sysdiff.transforms.views import DEP_VIEWS, ViewMatrix, default_punct
 
 PARTIAL_KEYS = {
     "scores": ["system"],

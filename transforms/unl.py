@@ -1,6 +1,7 @@
 """UNL F-measure (METRICS 3): UNLization and NLization scoring, corpus scores, version comparison.
 
-Pure functions over parsed sentences (``schemas.unl``) and polars frames. Parsing and the
+Pure functions over parsed sentences (``sysdiff.schemas.formats.unl``) and polars frames.
+Parsing and the
 per-graph verdicts (RETURNED) are computed per sentence in Python; items are exploded into one
 polars table ``(sent, side, kind, item)`` and all set/multiset arithmetic is group-bys.
 Discrepancies are exact: integer numerators/denominators, reduced fraction strings, and the
@@ -21,7 +22,8 @@ from fractions import Fraction
 import numpy as np
 import polars as pl
 
-from schemas.unl import KNOWN_RELATIONS, TABLES, NlSentence, UnlSentence, gc_paused
+from sysdiff.schemas.formats.unl import KNOWN_RELATIONS, NlSentence, UnlSentence, gc_paused
+from sysdiff.schemas.tables import TABLES
 
 ACTUAL, EXPECTED = 0, 1
 SEP = "\x1f"

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from schemas.conll import PTB_PUNCT
-from schemas.errors import InputError
+from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.formats.conllu import PTB_PUNCT
 
 VIEWS = ("upos", "xpos", "feats", "lemma", "head", "deprel", "las")
 TOKEN_VIEWS = ("upos", "xpos", "feats", "lemma")

@@ -9,73 +9,37 @@ before any ratio is computed, so the tables do not depend on the shard size.
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
-from pathlib import Path
 
 import polars as pl
 from prefect import task
 from prefect.cache_policies import NONE
 
-from flows.progress import progress
-from flows.shards import map_collect, plan_ranges
-from flows.spec import KEY_ID, RunSpec, Source
-from flows.warehouse import (
+from sysdiff.flows.progress import progress
+from sysdiff.flows.shards import map_collect, plan_ranges
+from sysdiff.flows.spec import KEY_ID, RunSpec, Source
+from sysdiff.flows.warehouse import (
     Staging,
     input_sha256,
     partition,
     read_table,
     signature,
+    systems_row,
     with_literals,
 )
-from schemas.errors import InputError
 
 CRITERIA = ("any", "nom")
-
-
-def run_domain(spec: RunSpec, stage: Staging) -> None:
-    """Dispatch a coreference or UNL run."""
-    if spec.task == "coref":
-        run_coref(spec, stage)
-    elif spec.task in ("unl", "nl"):
-        from flows import unl_flow
-
-        unl_flow.run_unl(spec, stage)
-    else:
-        raise InputError(f"unknown task '{spec.task}'")
-
-
-def system_row(spec: RunSpec, source: Source, role: str, sha: str, fmt: str, n_docs: int,
-               n_sents: int, n_units: int) -> pl.DataFrame:
-    """One row of the ``systems`` table."""
-    return pl.DataFrame([{
-        "corpus": spec.corpus, "system": KEY_ID if role == "key" else source.id,
-        "version": source.version, "task": spec.task, "role": role, "format": fmt,
-        "path": str(Path(source.path).absolute()), "sha256": sha, "n_docs": n_docs,
-        "n_sents": n_sents, "n_units": n_units, "ingested_at": dt.datetime.now(dt.UTC),
-    }])
 
 
 @task(name="ingest", task_run_name="ingest {source.id}", cache_policy=NONE)
 def read_coref_file(source: Source) -> tuple[pl.DataFrame, pl.DataFrame, str]:
     """Mentions and per-document token counts of one coreference file."""
-    from schemas.coref import detect_format, read_coref_with_tokens, read_text
+    from sysdiff.schemas.formats.coref import detect_format, read_coref_with_tokens, read_text
 
     text = read_text(source.path)
     fmt = source.fmt or detect_format(text, source.path)
     mentions, toks = read_coref_with_tokens(source.path, fmt, text)
     return mentions, toks, fmt
-
-
-class Opaque:
-    """Holds a shard's in-memory inputs (lists of parsed sentences) so that neither Prefect
-    nor Dask walks through them looking for futures (``prefect.quote`` is a tuple, which
-    Dask unpacks on the way to a worker)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: object) -> None:
-        self.value = value
 
 
 @dataclass(frozen=True)
@@ -102,7 +66,7 @@ def plan_doc_shards(paths: dict[str, str], shard_sents: int) -> list[DocShard]:
 
 def read_shard_mentions(path: str, shard: DocShard) -> pl.DataFrame:
     """The mentions of a shard's documents, in file order."""
-    from schemas.coref import MENTION_COLUMNS
+    from sysdiff.schemas.formats.coref import MENTION_COLUMNS
 
     return (pl.scan_parquet(path).filter(pl.col("doc").is_in(list(shard.docs)))
             .select(MENTION_COLUMNS).collect())
@@ -110,16 +74,16 @@ def read_shard_mentions(path: str, shard: DocShard) -> pl.DataFrame:
 
 def run_coref(spec: RunSpec, stage: Staging) -> None:
     """Coreference: scores, ARCS classes, pairs, oracles and agreement for all systems."""
-    from schemas.coref import validate_response
+    from sysdiff.schemas.formats.coref import validate_response
 
     corpus = spec.corpus
-    sources = [(spec.key, "key")] + [(s, "system") for s in spec.systems]
-    shas = {(KEY_ID if role == "key" else s.id): input_sha256(s.path) for s, role in sources}
+    sources = spec.sources
+    shas = {s.id: input_sha256(s.path) for s, role in sources}
     paths: dict[str, str] = {}
     with progress("ingest", len(sources)) as tick:
         key_tokens = None
         for source, role in sources:
-            sid = KEY_ID if role == "key" else source.id
+            sid = source.id
             m, toks, fmt = read_coref_file(source)
             if role == "key":
                 key_tokens = toks
@@ -131,7 +95,7 @@ def run_coref(spec: RunSpec, stage: Staging) -> None:
                 stage.write("mentions", part, sig, with_literals(m, corpus=corpus, system=sid))
                 stage.write("coref_tokens", part, sig,
                             with_literals(toks, corpus=corpus, system=sid))
-                stage.write("systems", part, sig, system_row(
+                stage.write("systems", part, sig, systems_row(
                     spec, source, role, shas[sid], fmt, toks.height,
                     int(m["sent"].n_unique()) if m.height else 0, m.height))
             paths[sid] = str(stage.staged_path("mentions", part) or stage.live_file("mentions",
@@ -146,7 +110,7 @@ def coref_shard(systems: list[str], paths: dict[str, str], shard: DocShard, scor
                 compare: bool) -> dict:
     """The map: per-document counts and mention classes of the ``score`` systems and, when
     ``compare``, the additive pair, oracle and agreement counts of all systems."""
-    from transforms import arcs, coref
+    from sysdiff.transforms import arcs, coref
 
     key = read_shard_mentions(paths[KEY_ID], shard)
     mentions = {s: read_shard_mentions(paths[s], shard) for s in systems}
@@ -188,7 +152,7 @@ def _stage_coref_system(stage: Staging, corpus: str, s: str, sig: str, parts: li
                         ) -> None:
     """Reduce: scores from the summed per-document counts, classes concatenated in
     document order, ARCS scores counted over them."""
-    from transforms import arcs, coref
+    from sysdiff.transforms import arcs, coref
 
     part = partition(corpus, s)
     scores = coref.coref_scores(pl.concat([p["counts"][s] for p in parts]))
@@ -202,7 +166,7 @@ def _stage_coref_system(stage: Staging, corpus: str, s: str, sig: str, parts: li
 def _stage_coref_compare(stage: Staging, corpus: str, systems: list[str], sig: str,
                          parts: list[dict]) -> None:
     """Reduce: oracles, pairs, transitions and agreement from the summed shard counts."""
-    from transforms import arcs, coref
+    from sysdiff.transforms import arcs, coref
 
     part = f"corpus={corpus}"
     oracles = [arcs.finish_oracles([p["oracles"][c] for p in parts], systems, c)

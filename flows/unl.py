@@ -17,18 +17,24 @@ import polars as pl
 from prefect import task
 from prefect.cache_policies import NONE
 
-from flows.domains import Opaque, system_row
-from flows.progress import progress
-from flows.shards import map_collect, plan_ranges
-from flows.spec import KEY_ID, RunSpec, Source
-from flows.warehouse import Staging, input_sha256, partition, signature, with_literals
+from sysdiff.flows.progress import progress
+from sysdiff.flows.shards import Opaque, map_collect, plan_ranges
+from sysdiff.flows.spec import RunSpec, Source
+from sysdiff.flows.warehouse import (
+    Staging,
+    input_sha256,
+    partition,
+    signature,
+    systems_row,
+    with_literals,
+)
 
 log = logging.getLogger("sysdiff")
 
 
 def unl_options(spec: RunSpec):
     """UnlOptions / NlOptions from the run's ``unl`` settings (TOML ``[unl]`` or CLI flags)."""
-    from transforms.unl import NlOptions, UnlOptions
+    from sysdiff.transforms.unl import NlOptions, UnlOptions
 
     cfg = dict(spec.unl)
     if spec.task == "nl":
@@ -48,7 +54,7 @@ def unl_options(spec: RunSpec):
 @task(name="read", task_run_name="read {source.id}", cache_policy=NONE)
 def read_sentences(source: Source, task_name: str) -> list:
     """UNL graphs (``unl``) or target-language sentences (``nl``) of one file."""
-    from schemas.unl import read_nl, read_unl
+    from sysdiff.schemas.formats.unl import read_nl, read_unl
 
     return read_nl(source.path) if task_name == "nl" else read_unl(source.path)
 
@@ -59,7 +65,7 @@ def score_shard(pairs: Opaque, first: int, task_name: str, options) -> pl.DataFr
     """The map of scoring: ``unl_sentences`` rows of expected sentences ``first``, ... of one
     version; ``pairs`` holds (expected sentences, the actual sentence aligned with each or
     None)."""
-    from transforms.unl import score_nl_rows, score_unl_rows
+    from sysdiff.transforms.unl import score_nl_rows, score_unl_rows
 
     rows = score_nl_rows if task_name == "nl" else score_unl_rows
     return rows(*pairs.value, options, first)
@@ -69,7 +75,7 @@ def score_shard(pairs: Opaque, first: int, task_name: str, options) -> pl.DataFr
       retries=2)
 def compare_shard(sentences: dict[str, pl.DataFrame], first: int) -> dict:
     """The map of the comparison: additive counts of every version's rows of one shard."""
-    from transforms.unl import compare_partials
+    from sysdiff.transforms.unl import compare_partials
 
     return compare_partials(sentences)
 
@@ -77,7 +83,7 @@ def compare_shard(sentences: dict[str, pl.DataFrame], first: int) -> dict:
 def score_version(expected: list, actual: list, ranges: list[tuple[int, int]], task_name: str,
                   options, tick: Callable[[], None]) -> pl.DataFrame:
     """Align one version with the expected file, score it shard by shard, concatenate."""
-    from transforms.unl import aligned_partners
+    from sysdiff.transforms.unl import aligned_partners
 
     partners = aligned_partners(expected, actual, options.align)
     rows = map_collect(lambda r: score_shard.submit(
@@ -89,7 +95,7 @@ def score_version(expected: list, actual: list, ranges: list[tuple[int, int]], t
 def compare_all(sentences: dict[str, pl.DataFrame], ranges: list[tuple[int, int]]
                 ) -> dict[str, pl.DataFrame]:
     """Compare all versions shard by shard (rows are in sentence order), then reduce."""
-    from transforms.unl import finish_compare
+    from sysdiff.transforms.unl import finish_compare
 
     with progress("compare", len(ranges)) as tick:
         parts = map_collect(lambda r: compare_shard.submit(
@@ -100,7 +106,7 @@ def compare_all(sentences: dict[str, pl.DataFrame], ranges: list[tuple[int, int]
 
 def run_unl(spec: RunSpec, stage: Staging) -> None:
     """Score each version, then compare all versions (pairs, oracle, moved sentences)."""
-    from transforms.unl import unl_scores, unl_warnings
+    from sysdiff.transforms.unl import unl_scores, unl_warnings
 
     corpus, options = spec.corpus, unl_options(spec)
     opt_sig = options.signature() if hasattr(options, "signature") else repr(options)
@@ -137,9 +143,9 @@ def run_unl(spec: RunSpec, stage: Staging) -> None:
 def stage_system(stage: Staging, spec: RunSpec, source: Source, role: str, sha: str,
                  n_sents: int, sentences: list, sig: str | None = None) -> None:
     """The ``systems`` row of one UNL file."""
-    sid = KEY_ID if role == "key" else source.id
+    sid = source.id
     sig = sig or signature(sha, spec.task)
     if not stage.has("systems", partition(spec.corpus, sid), sig):
         stage.write("systems", partition(spec.corpus, sid), sig,
-                    system_row(spec, source, role, sha, spec.task, 1, n_sents, n_sents))
+                    systems_row(spec, source, role, sha, spec.task, 1, n_sents, n_sents))
 

@@ -25,9 +25,8 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
-from schemas.errors import InputError
+from sysdiff.schemas.errors import InputError
 
 MENTION_COLUMNS = ["doc", "part", "start", "end", "entity", "mtype", "sent", "head_pos", "word"]
 TOKEN_COLUMNS = ["doc", "part", "n_tokens", "line"]
@@ -656,83 +655,3 @@ def _jsonl_spans(doc: dict, idx: int, n: int, lineno: int, cols: dict, path) -> 
             cols["start"].append(span[0])
             cols["end"].append(span[1])
             cols["line"].append(lineno)
-
-
-# ------------------------------------------------------------------------------ schemas
-
-_MENTION_FIELDS = [
-    pa.field("doc", pa.string(), nullable=False),
-    pa.field("part", pa.int32(), nullable=False),
-    pa.field("start", pa.int32(), nullable=False),
-    pa.field("end", pa.int32(), nullable=False),
-]
-_RATIOS = [pa.field("precision", pa.float64()), pa.field("recall", pa.float64()),
-           pa.field("f1", pa.float64())]
-_COUNTS = [pa.field(name, pa.float64())
-           for name in ("recall_num", "recall_den", "precision_num", "precision_den")]
-
-_OWNER = [pa.field("corpus", pa.string()), pa.field("system", pa.string())]
-
-TABLES: dict[str, pa.Schema] = {
-    "mentions": pa.schema([
-        *_OWNER,
-        *_MENTION_FIELDS, pa.field("entity", pa.string()), pa.field("mtype", pa.string()),
-        pa.field("sent", pa.int32()), pa.field("head_pos", pa.string()),
-        pa.field("word", pa.string()),
-    ]),
-    "coref_tokens": pa.schema([
-        *_OWNER,
-        pa.field("doc", pa.string()), pa.field("part", pa.int32()),
-        pa.field("n_tokens", pa.int32()), pa.field("line", pa.int32()),
-    ]),
-    "coref_counts": pa.schema([
-        *_OWNER,
-        pa.field("doc", pa.string()), pa.field("part", pa.int32()),
-        pa.field("metric", pa.string()), *_COUNTS,
-    ]),
-    "coref_scores": pa.schema([
-        *_OWNER,
-        pa.field("metric", pa.string()), *_COUNTS,
-        pa.field("recall", pa.float64()), pa.field("precision", pa.float64()),
-        pa.field("f1", pa.float64()),
-    ]),
-    "mention_classes": pa.schema([
-        *_OWNER,
-        pa.field("criterion", pa.string()), *_MENTION_FIELDS,
-        pa.field("mtype", pa.string()), pa.field("word", pa.string()),
-        pa.field("in_key", pa.bool_()), pa.field("in_resp", pa.bool_()),
-        pa.field("cls", pa.string()),
-    ]),
-    "arcs_scores": pa.schema([
-        *_OWNER,
-        pa.field("criterion", pa.string()), pa.field("mtype", pa.string()),
-        pa.field("tp", pa.int64()), pa.field("fp", pa.int64()), pa.field("fn", pa.int64()),
-        pa.field("wl", pa.int64()), pa.field("tn", pa.int64()), *_RATIOS,
-    ]),
-    "coref_pairs": pa.schema([
-        pa.field("corpus", pa.string()), pa.field("criterion", pa.string()),
-        pa.field("sys1", pa.string()), pa.field("sys2", pa.string()),
-        pa.field("n_mentions", pa.int64()), pa.field("n_diff", pa.int64()),
-        pa.field("corrections", pa.int64()), pa.field("new_errors", pa.int64()),
-        pa.field("changed_errors", pa.int64()), pa.field("diff", pa.float64()),
-    ]),
-    "coref_transitions": pa.schema([
-        pa.field("corpus", pa.string()), pa.field("criterion", pa.string()),
-        pa.field("sys1", pa.string()), pa.field("sys2", pa.string()),
-        pa.field("mtype", pa.string()), pa.field("word", pa.string()),
-        pa.field("c1", pa.string()), pa.field("c2", pa.string()),
-        pa.field("count", pa.int64()),
-    ]),
-    "coref_oracles": pa.schema([
-        pa.field("corpus", pa.string()), pa.field("criterion", pa.string()),
-        pa.field("systems", pa.list_(pa.string())), pa.field("mtype", pa.string()),
-        pa.field("n", pa.int64()), pa.field("n_tp", pa.int64()),
-    ]),
-    "coref_agreement": pa.schema([
-        pa.field("corpus", pa.string()),
-        pa.field("sys1", pa.string()), pa.field("sys2", pa.string()),
-        pa.field("metric", pa.string()), *_COUNTS,
-        pa.field("recall", pa.float64()), pa.field("precision", pa.float64()),
-        pa.field("f1", pa.float64()),
-    ]),
-}

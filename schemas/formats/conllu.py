@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from schemas.errors import InputError
+from sysdiff.schemas.errors import InputError
 
 FORMATS = ("conllu", "conllx", "tsv")
 CONLL_FIELDS = ["id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc"]

@@ -1,0 +1,5 @@
+"""``python -m sysdiff``: the command line."""
+
+from sysdiff.flows.cli import main
+
+main()
