@@ -15,11 +15,13 @@ import polars as pl
 from prefect import task
 from prefect.cache_policies import NONE
 
+from sysdiff.flows.history import stage_history
 from sysdiff.flows.progress import progress
-from sysdiff.flows.shards import map_collect, plan_ranges
+from sysdiff.flows.shards import map_collect
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
 from sysdiff.flows.warehouse import (
     Staging,
+    corpus_partition,
     input_sha256,
     partition,
     read_table,
@@ -27,6 +29,7 @@ from sysdiff.flows.warehouse import (
     systems_row,
     with_literals,
 )
+from sysdiff.transforms.plan import plan_ranges
 
 CRITERIA = ("any", "nom")
 
@@ -107,9 +110,10 @@ def run_coref(spec: RunSpec, stage: Staging) -> None:
 @task(name="coref shard", task_run_name="coref shard {shard.index}", cache_policy=NONE,
       retries=2)
 def coref_shard(systems: list[str], paths: dict[str, str], shard: DocShard, score: list[str],
-                compare: bool) -> dict:
+                compare: bool, mtypes: list[str]) -> dict:
     """The map: per-document counts and mention classes of the ``score`` systems and, when
-    ``compare``, the additive pair, oracle and agreement counts of all systems."""
+    ``compare``, the engine's comparison counts (per criterion) and the agreement counts of
+    all systems."""
     from sysdiff.transforms import arcs, coref
 
     key = read_shard_mentions(paths[KEY_ID], shard)
@@ -120,9 +124,8 @@ def coref_shard(systems: list[str], paths: dict[str, str], shard: DocShard, scor
     out: dict = {"counts": {s: coref.coref_counts(key, mentions[s]) for s in score},
                  "classes": {c: {s: classes[c][s] for s in score} for c in CRITERIA}}
     if compare:
-        out["oracles"] = {c: arcs.oracle_partials(classes[c]) for c in CRITERIA}
+        out["compare"] = {c: arcs.comparison_counts(classes[c], mtypes) for c in CRITERIA}
     if compare and len(systems) > 1:
-        out["pairs"] = {c: arcs.pair_partials(classes[c]) for c in CRITERIA}
         out["agreement"] = arcs.agreement_counts(mentions)
     return out
 
@@ -135,17 +138,19 @@ def _coref_results(spec: RunSpec, stage: Staging, paths: dict[str, str],
     sigs = {s: signature(shas[KEY_ID], shas[s], "coref") for s in systems}
     score = [s for s in systems if not stage.has("coref_scores", partition(corpus, s), sigs[s])]
     all_sig = signature(shas[KEY_ID], sorted((s, shas[s]) for s in systems), "coref")
-    compare = bool(systems) and not stage.has("coref_oracles", f"corpus={corpus}", all_sig)
+    compare = bool(systems) and not stage.has("coref_oracles", corpus_partition(corpus), all_sig)
     if not (score or compare):
         return
     shards = plan_doc_shards(paths, spec.shard_sents)
+    mtypes = corpus_mention_types(paths)
     with progress("score", len(shards)) as tick:
-        parts = map_collect(lambda sh: coref_shard.submit(systems, paths, sh, score, compare),
-                            shards, tick)
+        parts = map_collect(lambda sh: coref_shard.submit(systems, paths, sh, score, compare,
+                                                          mtypes), shards, tick)
     for s in score:
         _stage_coref_system(stage, corpus, s, sigs[s], parts)
     if compare:
-        _stage_coref_compare(stage, corpus, systems, all_sig, parts)
+        _stage_coref_compare(stage, corpus, systems, all_sig, parts, mtypes)
+    stage_history(spec, stage, "coref", all_sig)
 
 
 def _stage_coref_system(stage: Staging, corpus: str, s: str, sig: str, parts: list[dict]
@@ -164,23 +169,31 @@ def _stage_coref_system(stage: Staging, corpus: str, s: str, sig: str, parts: li
 
 
 def _stage_coref_compare(stage: Staging, corpus: str, systems: list[str], sig: str,
-                         parts: list[dict]) -> None:
+                         parts: list[dict], mtypes: list[str]) -> None:
     """Reduce: oracles, pairs, transitions and agreement from the summed shard counts."""
     from sysdiff.transforms import arcs, coref
 
-    part = f"corpus={corpus}"
-    oracles = [arcs.finish_oracles([p["oracles"][c] for p in parts], systems, c)
-               for c in CRITERIA]
-    stage.write("coref_oracles", part, sig, with_literals(pl.concat(oracles), corpus=corpus))
+    part = corpus_partition(corpus)
+    done = [arcs.finish_comparison(arcs.merge_comparison([p["compare"][c] for p in parts]),
+                                   systems, c, mtypes) for c in CRITERIA]
+    stage.write("coref_oracles", part, sig,
+                with_literals(pl.concat([o for _, _, o in done]), corpus=corpus))
     if len(systems) < 2:
         return
-    pairs = [arcs.finish_pairs([p["pairs"][c] for p in parts], systems, c) for c in CRITERIA]
     stage.write("coref_pairs", part, sig,
-                with_literals(pl.concat([p for p, _ in pairs]), corpus=corpus))
+                with_literals(pl.concat([p for p, _, _ in done]), corpus=corpus))
     stage.write("coref_transitions", part, sig,
-                with_literals(pl.concat([t for _, t in pairs]), corpus=corpus))
+                with_literals(pl.concat([t for _, t, _ in done]), corpus=corpus))
     agreement = coref.coref_scores(pl.concat([p["agreement"] for p in parts]))
     stage.write("coref_agreement", part, sig, with_literals(agreement, corpus=corpus))
+
+
+def corpus_mention_types(paths: dict[str, str]) -> list[str]:
+    """Every mention type of the corpus' files (and ``UNKNOWN``), sorted: the group codes of
+    the comparison, the same in every shard."""
+    types = pl.concat([pl.scan_parquet(p).select("mtype") for p in paths.values()]
+                      ).unique().collect()["mtype"].drop_nulls().to_list()
+    return sorted({"UNKNOWN", *types})
 
 
 def live_mentions(stage: Staging, corpus: str) -> pl.DataFrame:

@@ -12,8 +12,6 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-import numpy as np
-
 T = TypeVar("T")
 
 
@@ -45,19 +43,6 @@ def map_fold(submit: Callable[[T], Any], items: Iterable[T], fold: Callable[[Any
     while pending:
         fold(pending.popleft().result())
         tick()
-
-
-def plan_ranges(weights: np.ndarray, size: int) -> list[tuple[int, int]]:
-    """Group consecutive units (documents or sentences) into ``[lo, hi)`` ranges: a range
-    closes as soon as its weight (sentences) reaches ``size``; a unit is never split."""
-    cum = np.cumsum(np.asarray(weights, dtype=np.int64))
-    out, lo, size = [], 0, max(1, size)
-    while lo < cum.size:
-        base = cum[lo - 1] if lo else 0
-        hi = min(int(np.searchsorted(cum, base + size)) + 1, cum.size)
-        out.append((lo, hi))
-        lo = hi
-    return out
 
 
 def map_collect(submit: Callable[[T], Any], items: Iterable[T],

@@ -41,6 +41,7 @@ class RunSpec:
     seed: int = 0
     shard_sents: int = 5000
     unl: dict = field(default_factory=dict)
+    versions: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def sources(self) -> list[tuple[Source, str]]:
@@ -95,6 +96,8 @@ def load_config(path: str | Path) -> RunSpec:
         "seqsm@ud2.16" = "data/sequoia/seqsm_local-ud2.16.conllu"
         [mappings.md]   # optional label mapping per system (or "@key")
         PROPN = "NOUN"
+        [versions]      # optional: the order of NAME@VERSION histories (else natural)
+        spacy = ["3.6.0", "3.8.0"]
         [unl]           # UNL scoring options (task unl)
         multiset = false
         keep_scope_ids = false
@@ -115,6 +118,7 @@ def load_config(path: str | Path) -> RunSpec:
             raise InputError(f"missing '{required}'; expected corpus, task, key and [systems]", p)
     base = p.parent
     systems = [f"{n}={base / f}" for n, f in cfg["systems"].items()]
-    options = {k: cfg[k] for k in ("ar_trials", "seed", "shard_sents", "unl") if k in cfg}
+    options = {k: cfg[k] for k in ("ar_trials", "seed", "shard_sents", "unl", "versions")
+               if k in cfg}
     return build_spec(cfg["corpus"], cfg["task"], base / cfg["key"], systems,
                       cfg.get("format"), mappings=cfg.get("mappings", {}), **options)

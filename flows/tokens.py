@@ -1,32 +1,39 @@
 """Prefect flows for token-level tasks (pos, dep): ingest files, compare all systems.
 
-Ingest streams each file in chunks of whole sentences into Parquet. Compare maps two tasks
-over shards of whole documents (priors, then counts); tasks exchange paths and sentence
-ranges, never big frames, and their counts are folded into running sums as they finish.
-Each result partition carries a signature of its inputs' content hashes and options, so an
-unchanged partition is never recomputed and a new system only adds what involves it.
+Ingest streams each file in chunks of whole sentences into Parquet, with the label counts
+of each column (``vocab``). Compare maps one task over shards of whole documents: it reads
+the shard's words once and returns the engine's additive counts for every view; the counts
+are folded into running sums as shards finish. Tasks exchange paths and sentence ranges,
+never big frames. Each result partition carries a signature of its inputs' content hashes
+and options, so an unchanged partition is never recomputed and a new system only adds its
+own rows and its pairs.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 from prefect import task
 from prefect.cache_policies import NONE
 
+from sysdiff.flows.history import stage_history
 from sysdiff.flows.progress import progress
-from sysdiff.flows.shards import map_fold, plan_ranges
+from sysdiff.flows.shards import map_fold
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
 from sysdiff.flows.warehouse import (
     Staging,
+    corpus_partition,
     crash_point,
     input_sha256,
+    pair_partition,
     partition,
     read_table,
     signature,
@@ -34,10 +41,32 @@ from sysdiff.flows.warehouse import (
     with_literals,
 )
 from sysdiff.schemas.formats.conllu import KIND_WORD, WordCheck, iter_conll
-from sysdiff.transforms import conll18, reduce, tokens
-from sysdiff.transforms.views import DEP_VIEWS, TOKEN_VIEWS, WORD_COLUMNS, view_matrix
+from sysdiff.transforms import conll18, tokens
+from sysdiff.transforms.plan import Shard, canonical, options_string, plan_shards
+from sysdiff.transforms.views import (
+    BLANK,
+    DEP_VIEWS,
+    TOKEN_VIEWS,
+    WORD_COLUMNS,
+    ShardWords,
+    Vocab,
+    apply_mapping,
+    label_counts,
+    punct_settings,
+    vocab_from_counts,
+)
 
+log = logging.getLogger("sysdiff")
 TASK_VIEWS = {"pos": TOKEN_VIEWS, "dep": TOKEN_VIEWS + DEP_VIEWS}
+#: The columns a view reads: it is evaluated only when the key has them.
+VIEW_COLUMNS = {"upos": ("upos",), "xpos": ("xpos",), "feats": ("feats",),
+                "lemma": ("lemma",), "head": ("head",), "deprel": ("deprel",),
+                "las": ("head", "deprel")}
+VOCAB_COLUMNS = ("upos", "xpos", "feats", "lemma", "head", "deprel")
+#: Bumped when ingested or computed partitions change shape: older ones are recomputed.
+FORMAT_VERSION = 2
+PAIR_TABLES = ("pairs", "changes", "bucket_pairs")
+CORPUS_TABLES = ("oracles", "oracle_labels", "difficulty", "majority")
 
 
 @dataclass(frozen=True)
@@ -54,36 +83,41 @@ class Ingested:
 @task(name="ingest", task_run_name="ingest {spec.corpus} {source.id}", cache_policy=NONE)
 def ingest_file(spec: RunSpec, source: Source, role: str, sha: str, stage: Staging,
                 key: Ingested | None, key_sha: str) -> Ingested:
-    """Read and validate one file chunk by chunk, check it against the key, stage its units
-    and sentences as it goes (memory depends on the chunk size, not the file size).
-
-    Only paths and metadata leave the task.
-    """
+    """Read and validate one file chunk by chunk, check it against the key, stage its units,
+    sentences and label counts as it goes (memory depends on the chunk size, not the file
+    size). Only paths and metadata leave the task."""
     sid = source.id
     part = partition(spec.corpus, sid)
     check = None if key is None else WordCheck(str(spec.key.path), _key_sents(key),
                                                str(source.path))
     fmt, n_sents, n_units, n_docs = source.fmt, 0, 0, 0
-    sig = None
+    sig, vocab = None, []
     with contextlib.ExitStack() as files:
         for chunk in iter_conll(source.path, source.fmt):
             if sig is None:
                 fmt = chunk.fmt
-                sig = signature(sha, fmt, None if role == "key" else key_sha)
+                sig = _ingest_signature(sha, fmt, role, key_sha)
                 units = files.enter_context(stage.writer("units", part, sig))
                 sents = files.enter_context(stage.writer("sents", part, sig))
             if check is not None:
                 check.add(chunk, _key_words(key, chunk.sents))
             units(with_literals(chunk.tokens, corpus=spec.corpus, system=sid))
             sents(with_literals(chunk.sents, corpus=spec.corpus, system=sid))
+            vocab.append(label_counts(chunk.words))
             n_sents, n_units = n_sents + chunk.sents.height, n_units + chunk.words.height
             n_docs = int(chunk.sents["doc"][-1]) + 1
         if check is not None:
             check.finish()
+    counts = pl.concat(vocab).group_by("field", "label").agg(pl.col("n").sum())
+    stage.write("vocab", part, sig, with_literals(counts, corpus=spec.corpus, system=sid))
     stage.write("systems", part, sig,
                 systems_row(spec, source, role, sha, fmt, n_docs, n_sents, n_units))
     return Ingested(sid, sha, fmt, stage.staged_path("units", part),
                     stage.staged_path("sents", part))
+
+
+def _ingest_signature(sha: str, fmt: str, role: str, key_sha: str) -> str:
+    return signature(sha, fmt, None if role == "key" else key_sha, FORMAT_VERSION)
 
 
 def _live(stage: Staging, spec: RunSpec, sid: str, sha: str, fmt: str) -> Ingested:
@@ -112,8 +146,7 @@ def _known_inputs(stage: Staging, corpus: str) -> dict[str, tuple[str, str]]:
 
 def run_tokens(spec: RunSpec, stage: Staging) -> None:
     """A token task (pos, dep): ingest the files, then compute every table."""
-    ingest_tokens(spec, stage)
-    compare_tokens(spec, stage)
+    compare_tokens(spec, stage, ingest_tokens(spec, stage))
 
 
 def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
@@ -121,14 +154,15 @@ def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
     out: dict[str, Ingested] = {}
     key_sha = input_sha256(spec.key.path)
     known = _known_inputs(stage, spec.corpus)
-    key_same = known.get(KEY_ID, ("", ""))[0] == key_sha
     sources = spec.sources
     with progress("ingest", len(sources)) as tick:
         for source, role in sources:
             sid = source.id
             sha = key_sha if role == "key" else input_sha256(source.path)
-            if key_same and known.get(sid, ("", ""))[0] == sha:
-                out[sid] = _live(stage, spec, sid, sha, known[sid][1])
+            fmt = known.get(sid, ("", ""))[1]
+            if stage.has("vocab", partition(spec.corpus, sid),
+                          _ingest_signature(sha, fmt, role, key_sha)):
+                out[sid] = _live(stage, spec, sid, sha, fmt)
             else:
                 key = out[KEY_ID] if role == "system" else None
                 out[sid] = ingest_file(spec, source, role, sha, stage, key, key_sha)
@@ -136,233 +170,271 @@ def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
     return out
 
 
-def corpus_systems(stage: Staging, corpus: str) -> pl.DataFrame:
-    """Every system of a corpus known to the warehouse (live and staged), in ingest order."""
-    frames = [read_table(stage.root, "systems", stage.manifest, pl.col("corpus") == corpus)]
-    for (table, _part), (rel, _sig) in stage.staged.items():
-        if table == "systems":
-            frames.append(pl.read_parquet(stage.dir / rel))
-    df = pl.concat(frames, how="vertical_relaxed").filter(pl.col("corpus") == corpus)
+def corpus_systems(stage: Staging, corpus: str, ingested: dict[str, Ingested]
+                   ) -> pl.DataFrame:
+    """Every system of a corpus (ingested now, or earlier with the same key), in ingest
+    order."""
+    live = read_table(stage.root, "systems", stage.manifest, pl.col("corpus") == corpus)
+    now = pl.concat([pl.read_parquet(stage.staged_path("systems", partition(corpus, s)))
+                     for s in ingested if stage.staged_path("systems", partition(corpus, s))]
+                    or [live.clear()], how="vertical_relaxed")
+    df = pl.concat([live, now], how="vertical_relaxed")
     return df.unique("system", keep="last").sort("ingested_at", "system")
 
 
-def _units_path(stage: Staging, corpus: str, system: str) -> Path:
+def _path(stage: Staging, table: str, corpus: str, system: str) -> str:
     part = partition(corpus, system)
-    return stage.staged_path("units", part) or stage.live_file("units", part)
+    return str(stage.staged_path(table, part) or stage.live_file(table, part))
 
 
-def read_words(path: Path) -> pl.DataFrame:
-    """The words (evaluation units) of one ingested file, in key order."""
-    return pl.scan_parquet(path).filter(pl.col("kind") == 0).select(WORD_COLUMNS).collect()
-
-
-def options_string(view: str, punct: bool, mappings: dict) -> str:
-    """What produced a row: punctuation policy and label mappings (sacreBLEU-style)."""
-    maps = ";".join(f"{s}:" + ",".join(f"{a}>{b}" for a, b in sorted(m.items()))
-                    for s, m in sorted(mappings.items()) if m)
-    return f"view:{view}|punct:{'incl' if punct else 'excl'}|map:{maps or 'none'}"
+# ------------------------------------------------------------------------------ compare
 
 
 @dataclass(frozen=True)
-class Shard:
-    """A contiguous run of whole documents: sentences ``lo`` (inclusive) to ``hi``."""
+class CompareJob:
+    """What every shard task needs (small and picklable: paths, names, codes, options)."""
 
-    index: int
-    lo: int
-    hi: int
-
-
-def plan_shards(key_sents: pl.DataFrame, shard_sents: int) -> list[Shard]:
-    """Group whole documents (or, without documents, sentences) into shards of about
-    ``shard_sents`` sentences; a document is never split."""
-    doc = key_sents.sort("sent")["doc"].to_numpy()
-    starts = np.flatnonzero(np.r_[True, doc[1:] != doc[:-1]])  # first sentence of each doc
-    if starts.size < 2:
-        starts = np.arange(doc.size)  # no documents: any sentence may start a shard
-    ends = np.r_[starts[1:], doc.size]
-    return [Shard(i, int(starts[lo]), int(ends[hi - 1]))
-            for i, (lo, hi) in enumerate(plan_ranges(ends - starts, shard_sents))]
+    systems: list[str]
+    unit_paths: dict[str, str]
+    sents_path: str
+    fmt: str
+    views: list[str]
+    vocab: Vocab
+    mappings: dict[str, dict[str, str]]
+    pairs: list[tuple[int, int]] | None
+    with_corpus: bool
+    conll18: list[str]
 
 
-def read_shard_words(path: Path, shard: Shard) -> pl.DataFrame:
+def read_shard_words(path: str, shard: Shard) -> pl.DataFrame:
     """The words of one shard (row groups outside the sentence range are skipped)."""
     return (pl.scan_parquet(path)
-            .filter((pl.col("kind") == 0) & pl.col("sent").is_between(shard.lo, shard.hi - 1))
+            .filter((pl.col("kind") == KIND_WORD)
+                    & pl.col("sent").is_between(shard.lo, shard.hi - 1))
             .select(WORD_COLUMNS).collect())
 
 
 def shard_lengths(sents_path: str, shard: Shard) -> np.ndarray:
-    """Words per sentence, indexed by sentence number, read for the shard's sentences only
-    (the others stay 0)."""
+    """Words per sentence of the shard's sentences, in order."""
     rows = (pl.scan_parquet(sents_path)
             .filter(pl.col("sent").is_between(shard.lo, shard.hi - 1))
-            .select("sent", "n_words").collect())
-    lengths = np.zeros(shard.hi, dtype=np.int64)
-    lengths[rows["sent"].to_numpy()] = rows["n_words"].to_numpy()
-    return lengths
+            .select("sent", "n_words").collect().sort("sent"))
+    return rows["n_words"].to_numpy().astype(np.int64)
 
 
-def shard_words(systems: list[str], unit_paths: dict[str, str], shard: Shard
-                ) -> tuple[pl.DataFrame, dict[str, pl.DataFrame]]:
-    """The key's and every system's words of one shard (each file read once)."""
-    key = read_shard_words(Path(unit_paths[KEY_ID]), shard)
-    return key, {s: read_shard_words(Path(unit_paths[s]), shard) for s in systems}
-
-
-def _matrices(spec: RunSpec, key: pl.DataFrame, words: dict[str, pl.DataFrame], fmt: str):
-    """Yield (view, punct, matrix) for every view and punctuation setting of one shard."""
-    for view in TASK_VIEWS[spec.task]:
-        m = view_matrix(view, key, words, fmt, spec.mappings)
-        for punct in tokens.punct_settings(view):
-            yield view, punct, (m if punct else m.select(~m.punct))
-
-
-@task(name="priors", task_run_name="priors {spec.corpus} shard {shard.index}", cache_policy=NONE,
-      retries=2)
-def shard_priors(spec: RunSpec, systems: list[str], unit_paths: dict[str, str], fmt: str,
-                 shard: Shard) -> dict[tuple[str, bool], dict[str, pl.DataFrame]]:
-    """Phase 1 of the map: per-system counts and gold label counts of one shard."""
-    key, words = shard_words(systems, unit_paths, shard)
-    return {(view, punct): tokens.shard_priors(m)
-            for view, punct, m in _matrices(spec, key, words, fmt)}
-
-
-@task(name="compare", task_run_name="compare {spec.corpus} shard {shard.index}",
-      cache_policy=NONE, retries=2)
-def shard_compare(spec: RunSpec, systems: list[str], unit_paths: dict[str, str], fmt: str,
-                  shard: Shard, lengths_path: str, priors: dict, pairs: list[tuple[int, int]],
-                  conll18_systems: list[str]) -> dict:
-    """Phase 2 of the map: every additive count of one shard, for every view setting."""
-    lengths = shard_lengths(lengths_path, shard)
-    key, words = shard_words(systems, unit_paths, shard)
-    out: dict = {}
-    for view, punct, m in _matrices(spec, key, words, fmt):
-        priority, freq = priors[(view, punct)]
-        buckets = tokens.unit_buckets(m, lengths, np.array([freq.get(x, 0) for x in m.labels]))
-        out[(view, punct)] = tokens.shard_partials(m, priority, buckets, pairs)
-    if conll18_systems:
-        out["conll18"] = {s: conll18.conll18_counts(key, words[s]) for s in conll18_systems}
+@task(name="compare", task_run_name="compare {shard.index}", cache_policy=NONE, retries=2)
+def shard_compare(job: CompareJob, shard: Shard) -> dict:
+    """Every additive count of one shard (each file read once), for every view setting."""
+    key = read_shard_words(job.unit_paths[KEY_ID], shard)
+    words = {s: read_shard_words(job.unit_paths[s], shard) for s in job.systems}
+    out: dict[Any, Any] = {}
+    if job.conll18:
+        out["conll18"] = {s: conll18.conll18_counts(key, words[s]) for s in job.conll18}
+    mapped = ShardWords(
+        key=apply_mapping(key, job.mappings.get("@key", {})),
+        systems=[apply_mapping(words[s], job.mappings.get(s, {})) for s in job.systems],
+        first_sent=shard.lo, n_sents=shard.hi - shard.lo,
+        sent_lengths=shard_lengths(job.sents_path, shard), fmt=job.fmt)
+    out.update(tokens.shard_counts(mapped, job.views, job.vocab, job.pairs, job.with_corpus))
     return out
-
-
-def _tag(df: pl.DataFrame, corpus: str, view: str, punct: bool, options: str) -> pl.DataFrame:
-    return df.with_columns(pl.lit(corpus).alias("corpus"), pl.lit(view).alias("view"),
-                           pl.lit(punct).alias("punct"), pl.lit(options).alias("options"))
 
 
 class Folder:
     """Sums shard results into one accumulator per key as they arrive."""
 
-    def __init__(self, merge: Callable[[object, list], Any]) -> None:
+    def __init__(self, merge: Callable[[object, Any, Any], Any]) -> None:
         self.merge, self.acc = merge, {}
 
     def __call__(self, result: dict) -> None:
         for key, part in result.items():
-            self.acc[key] = self.merge(key, [self.acc[key], part]) if key in self.acc else part
+            self.acc[key] = self.merge(key, self.acc[key], part) if key in self.acc else part
 
 
-def _merge_compare(key: object, parts: list[dict[str, pl.DataFrame]]) -> dict:
+def _merge(key: object, acc: Any, part: Any) -> Any:
     """Sum two shard results of one view setting, or of the CoNLL 2018 counts."""
     if key == "conll18":
-        return {s: reduce.sum_counts([p[s] for p in parts], ["metric"]) for s in parts[0]}
-    return tokens.merge_partials(parts)
+        return {s: reduce_sum([acc[s], part[s]], ["metric"]) for s in acc}
+    return acc.merge(part)
 
 
-def reduce_priors(merged: dict, systems: list[str]) -> dict:
-    """Tie order of the majority vote and gold label frequencies, per view setting."""
-    return {key: (tokens.priority_from_scores(m["scores"], systems),
-                  dict(zip(m["gold"]["gold_label"], m["gold"]["n"], strict=True)))
-            for key, m in merged.items()}
+def reduce_sum(frames: list[pl.DataFrame], keys: list[str]) -> pl.DataFrame:
+    """Sum count frames by ``keys``."""
+    df = pl.concat(frames)
+    return df.group_by(keys, maintain_order=True).agg(pl.exclude(keys).sum())
 
 
-def compare_tokens(spec: RunSpec, stage: Staging) -> None:
+def evaluated_views(task: str, vocab_rows: pl.DataFrame) -> tuple[list[str], dict]:
+    """The views the key can score (its columns are not all ``_``), and for each view the
+    systems whose column is all ``_`` (scored, all wrong, flagged ``missing``)."""
+    absent = _absent_columns(vocab_rows)
+    views, missing = [], {}
+    for view in TASK_VIEWS[task]:
+        gone = [c for c in VIEW_COLUMNS[view] if c in absent.get(KEY_ID, set())]
+        if gone:
+            log.warning("%s: the key has no %s column (all '_'); not evaluated", view,
+                        "/".join(c.upper() for c in gone))
+            continue
+        views.append(view)
+        missing[view] = {s for s, cols in absent.items()
+                         if s != KEY_ID and set(VIEW_COLUMNS[view]) & cols}
+        for s in sorted(missing[view]):
+            log.warning("%s: %s has no %s column (all '_'); scored as all wrong", view, s,
+                        "/".join(c.upper() for c in VIEW_COLUMNS[view]))
+    return views, missing
+
+
+def _absent_columns(vocab_rows: pl.DataFrame) -> dict[str, set[str]]:
+    """system -> the label columns whose every value is ``_``."""
+    present = (vocab_rows.filter(pl.col("label") != BLANK)
+               .group_by("system").agg(pl.col("field").unique()))
+    have = {s: set(cols) for s, cols in present.rows()}
+    return {s: set(VOCAB_COLUMNS) - have.get(s, set())
+            for s in vocab_rows["system"].unique().to_list()}
+
+
+def _corpus_vocab(stage: Staging, corpus: str, names: list[str]) -> pl.DataFrame:
+    frames = [pl.read_parquet(_path(stage, "vocab", corpus, s)) for s in [KEY_ID, *names]]
+    return pl.concat(frames)
+
+
+def compare_tokens(spec: RunSpec, stage: Staging, ingested: dict[str, Ingested]) -> None:
     """Every token table for all systems of the corpus; only stale partitions are rewritten."""
-    sysdf = corpus_systems(stage, spec.corpus)
+    corpus = spec.corpus
+    sysdf = corpus_systems(stage, corpus, ingested)
     key_row = sysdf.filter(pl.col("role") == "key").row(0, named=True)
     rows = sysdf.filter(pl.col("role") == "system")
-    systems, shas = rows["system"].to_list(), dict(zip(rows["system"], rows["sha256"],
-                                                       strict=True))
-    fmt, corpus = key_row["format"], spec.corpus
-    opts = (sorted(spec.mappings.items()), spec.ar_trials, spec.seed, spec.task)
+    systems = rows["system"].to_list()
+    shas = dict(zip(rows["system"], rows["sha256"], strict=True))
+    opts = (sorted(spec.mappings.items()), spec.ar_trials, spec.seed, spec.task,
+            FORMAT_VERSION)
     sys_sig = {s: signature(key_row["sha256"], shas[s], opts) for s in systems}
     pair_sig = {(a, b): signature(key_row["sha256"], shas[a], shas[b], opts)
                 for i, a in enumerate(systems) for b in systems[i + 1:]}
     all_sig = signature(key_row["sha256"], sorted(shas.items()), opts)
     todo_sys = [s for s in systems if not stage.has("scores", partition(corpus, s), sys_sig[s])]
     todo_pairs = [p for p, sig in pair_sig.items()
-                  if not stage.has("pairs", f"corpus={corpus}/pair={p[0]}~{p[1]}", sig)]
-    todo_all = not stage.has("oracles", f"corpus={corpus}", all_sig)
-    if not (todo_sys or todo_pairs or todo_all):
+                  if not stage.has("pairs", pair_partition(corpus, *p), sig)]
+    todo_all = not stage.has("oracles", corpus_partition(corpus), all_sig)
+    vocab_rows = _corpus_vocab(stage, corpus, systems)
+    views, missing = evaluated_views(spec.task, vocab_rows)
+    if not (todo_sys or todo_pairs or todo_all) or not views:
+        stage_history(spec, stage, "tokens", all_sig)
         return
-    unit_paths = {s: str(_units_path(stage, corpus, s)) for s in [KEY_ID, *systems]}
-    sents_path = str(stage.staged_path("sents", partition(corpus, KEY_ID))
-                     or stage.live_file("sents", partition(corpus, KEY_ID)))
     crash_point("compare")
+    sents_path = _path(stage, "sents", corpus, KEY_ID)
     shards = plan_shards(pl.read_parquet(sents_path, columns=["sent", "doc"]), spec.shard_sents)
     index = {s: i for i, s in enumerate(systems)}
-    pairs = [(index[a], index[b]) for a, b in todo_pairs]
-    conll = todo_sys if spec.task == "dep" else []
-    first = Folder(lambda _key, parts: tokens.merge_priors(parts))
-    second = Folder(_merge_compare)
-    with progress("compare", 2 * len(shards)) as tick:
-        map_fold(lambda sh: shard_priors.submit(spec, systems, unit_paths, fmt, sh), shards,
-                 first, tick)
-        priors = reduce_priors(first.acc, systems)
-        map_fold(lambda sh: shard_compare.submit(spec, systems, unit_paths, fmt, sh, sents_path,
-                                                 priors, pairs, conll), shards, second, tick)
-    merged = second.acc
-    tables = _finalize(spec, systems, merged)
-    _stage_per_system(stage, corpus, tables, todo_sys, sys_sig)
-    _stage_per_pair(stage, corpus, tables, todo_pairs, pair_sig)
+    job = CompareJob(
+        systems=systems,
+        unit_paths={s: _path(stage, "units", corpus, s) for s in [KEY_ID, *systems]},
+        sents_path=sents_path, fmt=key_row["format"], views=views,
+        vocab=vocab_from_counts(vocab_rows, spec.mappings),
+        mappings={k: dict(v) for k, v in spec.mappings.items()},
+        pairs=[(index[a], index[b]) for a, b in todo_pairs], with_corpus=todo_all,
+        conll18=todo_sys if spec.task == "dep" else [])
+    folder = Folder(_merge)
+    with progress("compare", len(shards)) as tick:
+        map_fold(lambda sh: shard_compare.submit(job, sh), shards, folder, tick)
+    out = Outputs(spec, stage, job, folder.acc, missing)
+    out.per_system(todo_sys, sys_sig)
+    out.per_pair(todo_pairs, pair_sig)
     if todo_all:
-        for name in ("oracles", "oracle_labels", "difficulty", "majority"):
-            stage.write(name, f"corpus={corpus}", all_sig, tables[name])
-    if conll:
-        _stage_conll18(stage, corpus, merged["conll18"], conll, sys_sig)
+        out.corpus_wide(all_sig)
+    if job.conll18:
+        out.conll18(sys_sig)
+    stage_history(spec, stage, "tokens", all_sig)
 
 
-def _finalize(spec: RunSpec, systems: list[str], merged: dict) -> dict[str, pl.DataFrame]:
-    """Tagged, sorted tables from the summed partials of every view setting."""
-    collected: dict[str, list[pl.DataFrame]] = {}
-    for key in [k for k in merged if k != "conll18"]:
-        view, punct = key
-        tables = tokens.finalize(merged[key], systems, spec.ar_trials, spec.seed)
-        options = options_string(view, punct, spec.mappings)
-        for name, df in tables.items():
-            collected.setdefault(name, []).append(_tag(df, spec.corpus, view, punct, options))
-    return {name: canonical(pl.concat(frames, how="diagonal_relaxed"))
-            for name, frames in collected.items()}
+class Outputs:
+    """Turns the summed counts of every view setting into staged tables."""
 
+    def __init__(self, spec: RunSpec, stage: Staging, job: CompareJob, acc: dict,
+                 missing: dict[str, set[str]]) -> None:
+        self.spec, self.stage, self.job, self.acc, self.missing = spec, stage, job, acc, missing
+        self.corpus = spec.corpus
+        self.tables: dict[str, list[pl.DataFrame]] = {}
+        for view in job.views:
+            for punct in punct_settings(view):
+                tables = tokens.view_tables(acc[(view, punct)], view, job.systems, job.vocab,
+                                            spec.ar_trials, spec.seed)
+                tables["scores"] = tables["scores"].with_columns(
+                    pl.col("system").is_in(list(missing[view])).alias("missing"))
+                for name, df in tables.items():
+                    if df.height:
+                        self.tables.setdefault(name, []).append(self._tag(df, view, punct))
 
-def canonical(df: pl.DataFrame) -> pl.DataFrame:
-    """Rows in a fixed order (by every non-list column), so reruns write identical files."""
-    keys = [c for c, t in df.schema.items() if not isinstance(t, pl.List)]
-    return df.sort(keys, nulls_last=True)
+    def _tag(self, df: pl.DataFrame, view: str, punct: bool) -> pl.DataFrame:
+        return df.with_columns(
+            pl.lit(self.corpus).alias("corpus"), pl.lit(view).alias("view"),
+            pl.lit(punct).alias("punct"),
+            pl.lit(options_string(view, punct, self.spec.mappings)).alias("options"))
 
+    def table(self, name: str) -> pl.DataFrame:
+        frames = self.tables.get(name, [])
+        return canonical(pl.concat(frames, how="diagonal_relaxed")) if frames else pl.DataFrame()
 
-def _stage_per_system(stage: Staging, corpus: str, tables: dict[str, pl.DataFrame],
-                      todo: list[str], sigs: dict[str, str]) -> None:
-    for s in todo:
+    def per_system(self, todo: list[str], sigs: dict[str, str]) -> None:
         for name in ("scores", "labels", "buckets"):
-            if name in tables:
-                stage.write(name, partition(corpus, s), sigs[s],
-                            tables[name].filter(pl.col("system") == s))
+            df = self.table(name)
+            for s in todo:
+                if df.height:
+                    self.stage.write(name, partition(self.corpus, s), sigs[s],
+                                     df.filter(pl.col("system") == s))
 
+    def corpus_wide(self, sig: str) -> None:
+        for name in CORPUS_TABLES:
+            if self.table(name).height:
+                self.stage.write(name, corpus_partition(self.corpus), sig, self.table(name))
 
-def _stage_per_pair(stage: Staging, corpus: str, tables: dict[str, pl.DataFrame],
-                    todo: list[tuple[str, str]], sigs: dict) -> None:
-    for a, b in todo:
-        both = pl.col("sys1").is_in([a, b]) & pl.col("sys2").is_in([a, b])
-        for name in ("pairs", "changes", "bucket_pairs"):
-            if name in tables:
-                stage.write(name, f"corpus={corpus}/pair={a}~{b}", sigs[(a, b)],
-                            tables[name].filter(both))
+    def conll18(self, sigs: dict[str, str]) -> None:
+        for s, counts in self.acc["conll18"].items():
+            df = counts.join(conll18.conll18_scores(counts), on="metric").with_columns(
+                pl.lit(self.corpus).alias("corpus"), pl.lit(s).alias("system"))
+            self.stage.write("conll18", partition(self.corpus, s), sigs[s], df)
 
+    def per_pair(self, todo: list[tuple[str, str]], sigs: dict) -> None:
+        """Every computed pair's rows in one block file per table (a partition per pair).
+        Pairs that share an old block with a recomputed pair are copied into the new block,
+        so no file ever holds a superseded row."""
+        if not todo:
+            return
+        parts = {pair_partition(self.corpus, a, b): sigs[(a, b)] for a, b in todo}
+        block = f"{corpus_partition(self.corpus)}/block-{signature(sorted(parts.items()))}"
+        for name in PAIR_TABLES:
+            carried = self._carried(name, set(parts))
+            with self.stage.block_writer(name, block, {**parts, **carried}) as append:
+                for df in self._pair_rows(name):
+                    append(df)
+                for batch in self._old_rows(name, carried):
+                    append(batch)
 
-def _stage_conll18(stage: Staging, corpus: str, counts_by_system: dict[str, pl.DataFrame],
-                   todo: list[str], sigs: dict) -> None:
-    for s in todo:
-        counts = counts_by_system[s]
-        df = counts.join(conll18.conll18_scores(counts), on="metric").with_columns(
-            pl.lit(corpus).alias("corpus"), pl.lit(s).alias("system"))
-        stage.write("conll18", partition(corpus, s), sigs[s], df)
+    def _pair_rows(self, name: str) -> Iterator[pl.DataFrame]:
+        if name != "changes":
+            if self.table(name).height:
+                yield self.table(name)
+            return
+        for view in self.job.views:
+            for punct in punct_settings(view):
+                for df in tokens.change_blocks(self.acc[(view, punct)], view, self.job.systems,
+                                               self.job.vocab):
+                    yield self._tag(df, view, punct)
+
+    def _carried(self, table: str, recomputed: set[str]) -> dict[str, str]:
+        """Live pair partitions (-> signature) that share a file with a recomputed one."""
+        live = self.stage.manifest["tables"].get(table, {})
+        stale = {live[p]["file"] for p in recomputed if p in live}
+        return {p: e["sig"] for p, e in live.items()
+                if e["file"] in stale and p not in recomputed}
+
+    def _old_rows(self, table: str, carried: dict[str, str]) -> Iterator[pl.DataFrame]:
+        """The rows of the carried pairs, read from their old files."""
+        live = self.stage.manifest["tables"].get(table, {})
+        by_file: dict[str, list[tuple[str, str]]] = {}
+        for p in carried:
+            a, b = p.split("/pair=", 1)[1].split("~", 1)
+            by_file.setdefault(live[p]["file"], []).append((a, b))
+        for rel, pairs in sorted(by_file.items()):
+            keep = [f"{a}~{b}" for a, b in pairs] + [f"{b}~{a}" for a, b in pairs]
+            for batch in pq.ParquetFile(self.stage.root / rel).iter_batches():
+                df = pl.from_arrow(batch)
+                yield df.filter(pl.concat_str("sys1", pl.lit("~"), "sys2").is_in(keep))

@@ -17,17 +17,20 @@ import polars as pl
 from prefect import task
 from prefect.cache_policies import NONE
 
+from sysdiff.flows.history import stage_history
 from sysdiff.flows.progress import progress
-from sysdiff.flows.shards import Opaque, map_collect, plan_ranges
+from sysdiff.flows.shards import Opaque, map_collect
 from sysdiff.flows.spec import RunSpec, Source
 from sysdiff.flows.warehouse import (
     Staging,
+    corpus_partition,
     input_sha256,
     partition,
     signature,
     systems_row,
     with_literals,
 )
+from sysdiff.transforms.plan import plan_ranges
 
 log = logging.getLogger("sysdiff")
 
@@ -136,8 +139,10 @@ def run_unl(spec: RunSpec, stage: Staging) -> None:
     if len(sentences) > 1 and not stage.has("unl_oracle", f"corpus={corpus}", all_sig):
         compared = compare_all(sentences, ranges)
         for name in ("pairs", "oracle", "moved"):
-            stage.write(f"unl_{name}", f"corpus={corpus}", all_sig,
-                        with_literals(compared[name], corpus=corpus))
+            if compared[name].height:
+                stage.write(f"unl_{name}", corpus_partition(corpus), all_sig,
+                            with_literals(compared[name], corpus=corpus))
+    stage_history(spec, stage, "unl", all_sig)
 
 
 def stage_system(stage: Staging, spec: RunSpec, source: Source, role: str, sha: str,

@@ -33,7 +33,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from sysdiff.schemas.errors import InputError
-from sysdiff.schemas.tables import all_tables, conform
+from sysdiff.schemas.tables import all_tables, conform, polars_schema
 
 if TYPE_CHECKING:
     from sysdiff.flows.spec import RunSpec, Source
@@ -64,6 +64,16 @@ def signature(*parts: object) -> str:
 def partition(corpus: str, system: str) -> str:
     """The partition key of one system's rows in a table."""
     return f"corpus={corpus}/system={system}"
+
+
+def pair_partition(corpus: str, sys1: str, sys2: str) -> str:
+    """The partition key of one pair's rows (both directions) in a table."""
+    return f"corpus={corpus}/pair={sys1}~{sys2}"
+
+
+def corpus_partition(corpus: str) -> str:
+    """The partition key of a corpus-wide table's rows (oracles, history, ...)."""
+    return f"corpus={corpus}"
 
 
 def input_sha256(path: str | Path) -> str:
@@ -197,13 +207,39 @@ class Staging:
                ) -> Iterator[Callable[[pl.DataFrame], None]]:
         """Stage one partition written in pieces: yields ``append(df)``; the partition is
         staged only when the block ends without an error."""
+        with self.block_writer(table, f"{partition}/{sig}", {partition: sig}) as append:
+            yield append
+
+    @contextlib.contextmanager
+    def block_writer(self, table: str, name: str, partitions: dict[str, str]
+                     ) -> Iterator[Callable[[pl.DataFrame], None]]:
+        """Stage several partitions (partition -> signature) in one file written in pieces
+        (e.g. every pair computed by a run): yields ``append(df)``. The partitions share the
+        file; they are staged only when the block ends without an error."""
         schema = all_tables()[table]
-        rel = f"tables/{table}/{partition}/{sig}.parquet"
+        rel = f"tables/{table}/{name}.parquet"
         path = self.dir / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         with pq.ParquetWriter(path, schema, compression="zstd") as out:
             yield lambda df: out.write_table(conform(df, schema), row_group_size=ROW_GROUP)
-        self.staged[(table, partition)] = (rel, sig)
+        for partition, sig in partitions.items():
+            self.staged[(table, partition)] = (rel, sig)
+
+    def current_files(self, table: str) -> list[Path]:
+        """The files a table will have once this run commits: staged partitions replace live
+        ones (a file shared by partitions once)."""
+        live = self.manifest["tables"].get(table, {})
+        files = {self.root / e["file"] for p, e in live.items() if (table, p) not in self.staged}
+        files |= {self.dir / rel for (t, _), (rel, _) in self.staged.items() if t == table}
+        return sorted(files)
+
+    def read(self, table: str, where: pl.Expr | None = None) -> pl.DataFrame:
+        """A table as it will be once this run commits (optionally filtered)."""
+        files = self.current_files(table)
+        if not files:
+            return pl.DataFrame(schema=polars_schema(table))
+        lf = pl.scan_parquet(files)
+        return (lf.filter(where) if where is not None else lf).collect()
 
     def staged_path(self, table: str, partition: str) -> Path | None:
         """Where a partition staged by this run lies before commit."""
@@ -270,9 +306,10 @@ def commit(staging: Staging) -> None:
     root = staging.root
     manifest = json.loads(json.dumps(staging.manifest))
     for (table, partition), (rel, sig) in staging.staged.items():
-        dest = root / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staging.dir / rel, dest)
+        dest, source = root / rel, staging.dir / rel
+        if source.exists():  # a file shared by several partitions moves once
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(source, dest)
         manifest["tables"].setdefault(table, {})[partition] = {"file": rel, "sig": sig}
         crash_point("commit-moving")
     atomic_write_bytes(root / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
@@ -284,9 +321,9 @@ def commit(staging: Staging) -> None:
 
 
 def live_files(root: Path, manifest: dict, table: str) -> list[Path]:
-    """The committed Parquet files of a table."""
+    """The committed Parquet files of a table (a file shared by partitions once)."""
     parts = manifest["tables"].get(table, {})
-    return [root / parts[p]["file"] for p in sorted(parts)]
+    return [root / f for f in sorted({p["file"] for p in parts.values()})]
 
 
 def collect_garbage(root: Path, manifest: dict) -> None:

@@ -34,9 +34,14 @@ TOKEN_TABLES: dict[str, pa.Schema] = {
         ("corpus", S), ("system", S), ("sent", I32), ("sent_id", S), ("doc", I32),
         ("doc_id", S), ("text", S), ("n_words", I32), ("line", I32),
     ),
+    # Label counts of every ingested file, per label column (what the views can score).
+    "vocab": _schema(("corpus", S), ("system", S), ("field", S), ("label", S), ("n", I64)),
+    # ``missing``: the system has no value in the view's column (all ``_``) where the key
+    # has: scored, all wrong.
     "scores": _schema(
         *VIEW_KEYS, ("system", S), ("n_units", I64), ("n_correct", I64), ("accuracy", F64),
-        ("n_sents", I64), ("n_sents_exact", I64), ("sent_exact", F64), ("options", S),
+        ("n_sents", I64), ("n_sents_exact", I64), ("sent_exact", F64), ("missing", B),
+        ("options", S),
     ),
     "labels": _schema(
         *VIEW_KEYS, ("system", S), ("gold_label", S), ("n", I64), ("n_correct", I64),
@@ -76,6 +81,16 @@ TOKEN_TABLES: dict[str, pa.Schema] = {
         *VIEW_KEYS, ("kind", S), ("bucket", S), ("sys1", S), ("sys2", S), ("n_units", I64),
         ("corrections", I64), ("new_errors", I64), ("changed_errors", I64), ("options", S),
     ),
+    # Each version of NAME@VERSION against the previous one and the best one before it.
+    # ``view``: a token view, a coreference criterion, or the UNL task; ``score``: accuracy,
+    # ARCS F1 or UNL F1 (fractions).
+    "history": _schema(
+        ("corpus", S), ("task", S), ("view", S), ("punct", B), ("name", S), ("version", S),
+        ("position", I64), ("previous", S), ("score", F64), ("delta", F64),
+        ("corrections", I64), ("new_errors", I64), ("changed_errors", I64),
+        ("mcnemar_p", F64), ("best_version", S), ("best_score", F64), ("delta_best", F64),
+        ("mcnemar_p_best", F64),
+    ),
     "conll18": _schema(
         ("corpus", S), ("system", S), ("metric", S), ("correct", I64), ("gold_total", I64),
         ("system_total", I64), ("aligned_total", I64), ("precision", F64), ("recall", F64),
@@ -112,7 +127,7 @@ COREF_TABLES: dict[str, pa.Schema] = {
     "coref_pairs": _schema(
         ("corpus", S), ("criterion", S), ("sys1", S), ("sys2", S), ("n_mentions", I64),
         ("n_diff", I64), ("corrections", I64), ("new_errors", I64), ("changed_errors", I64),
-        ("diff", F64),
+        ("diff", F64), ("mcnemar_p", F64),
     ),
     "coref_transitions": _schema(
         ("corpus", S), ("criterion", S), ("sys1", S), ("sys2", S), ("mtype", S), ("word", S),
@@ -149,23 +164,26 @@ UNL_TABLES: dict[str, pa.Schema] = {
         ("n_correct", I64), ("precision", F64), ("recall", F64), ("f1", F64), ("rel_f1", F64),
         ("uw_f1", F64), ("attr_f1", F64), ("word_f1", F64),
     ),
-    # Ordered pairs of versions (sys1 -> sys2).
+    # Ordered pairs of versions (sys1 -> sys2); ``oracle``: the pair's oracle.
     "unl_pairs": _schema(
         ("corpus", S), ("task", S), ("sys1", S), ("sys2", S), ("n_sentences", I64),
-        ("n_correct_a", I64), ("n_correct_b", I64), ("n_changed", I64), ("corrections", I64),
+        ("n_correct1", I64), ("n_correct2", I64), ("n_changed", I64), ("corrections", I64),
         ("new_errors", I64), ("changed_errors", I64), ("diff", F64), ("oracle", F64),
+        ("mcnemar_p", F64),
     ),
-    # Oracle over all versions: share of sentences at least one version gets CORRECT.
+    # Oracle of every subset of versions (as ``oracles``): the share of sentences at least
+    # one version of the subset gets CORRECT, its best version and the gain over it.
     "unl_oracle": _schema(
-        ("corpus", S), ("task", S), ("systems", S), ("n_sentences", I64), ("n_oracle", I64),
-        ("oracle", F64), ("best_system", S), ("best_correct", I64), ("gain", F64),
+        ("corpus", S), ("task", S), ("systems", LIST_S), ("n_systems", I64),
+        ("n_sentences", I64), ("n_oracle", I64), ("oracle", F64), ("best_system", S),
+        ("best_correct", I64), ("gain", F64),
     ),
     # Sentences whose verdict or error profile moved between sys1 and sys2.
     "unl_moved": _schema(
         ("corpus", S), ("task", S), ("sys1", S), ("sys2", S), ("sent_id", S),
-        ("sent_index", I32), ("change", S), ("returned_a", B), ("returned_b", B),
-        ("correct_a", B), ("correct_b", B), ("d_all_frac_a", S), ("d_all_frac_b", S),
-        ("reason_a", S), ("reason_b", S),
+        ("sent_index", I32), ("change", S), ("returned1", B), ("returned2", B),
+        ("correct1", B), ("correct2", B), ("d_all_frac1", S), ("d_all_frac2", S),
+        ("reason1", S), ("reason2", S),
     ),
 }
 

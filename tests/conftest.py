@@ -52,7 +52,7 @@ def cli(prefect_harness):
 
 
 BUNDLED = {"sequoia": SEQUOIA / "sequoia.toml", "litbank": REPO / "data/litbank/litbank.toml",
-           "unl": REPO / "data/unl/unl.toml"}
+           "unl": REPO / "data/unl/unl.toml", "history": SEQUOIA / "history.toml"}
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ import numpy as np
 import polars as pl
 
 from sysdiff.transforms import tokens
-from sysdiff.transforms.views import view_matrix
 
 
 def words(upos: list[str], sent: list[int] | None = None, heads: list[int] | None = None,
@@ -29,13 +28,7 @@ def words(upos: list[str], sent: list[int] | None = None, heads: list[int] | Non
 def evaluate(view: str, key: pl.DataFrame, systems: dict[str, pl.DataFrame], punct: bool,
              trials: int = 200, mappings=None) -> dict[str, pl.DataFrame]:
     """All token tables of one view and punctuation setting, unsharded."""
-    m = view_matrix(view, key, systems, mappings=mappings)
-    if not punct:
-        m = m.select(~m.punct)
-    first = tokens.shard_partials(m, list(range(len(m.systems))), {})
-    prio = tokens.priority_from_scores(first["scores"], m.systems)
-    part = tokens.shard_partials(m, prio, {})
-    return tokens.finalize(tokens.merge_partials([part]), m.systems, trials, 0)
+    return tokens.evaluate_words(key, systems, [view], mappings, trials)[(view, punct)]
 
 
 def as_dict(df: pl.DataFrame, key: str | list[str], value: str) -> dict:

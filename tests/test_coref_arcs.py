@@ -20,9 +20,9 @@ from sysdiff.transforms.arcs import (
     coref_oracles,
     coref_pairs,
     mention_classes,
-    subsets,
 )
 from sysdiff.transforms.coref import coref_counts, coref_scores
+from sysdiff.transforms.reduce import oracle_subsets
 from tests.helpers import bracket_marks
 
 SHARED = Path(__file__).resolve().parent / "data"
@@ -261,9 +261,11 @@ def test_oracles(litbank):
 
 
 def test_subset_enumeration():
-    assert len(subsets(list("abcdefghij"))) == 2 ** 10 - 1
-    n = 11
-    assert len(subsets([str(i) for i in range(n)])) == sum(math.comb(n, k) for k in (1, 2, 3))
+    assert len(oracle_subsets(10)) == 2 ** 10 - 1
+    n = 11  # above 10: each system, every pair, every leave-one-out subset, the full set
+    subs = oracle_subsets(n)
+    assert len(subs) == n + math.comb(n, 2) + n + 1
+    assert sorted({len(s) for s in subs}) == [1, 2, n - 1, n]
 
 
 def test_agreement(litbank):
@@ -302,7 +304,7 @@ def test_oracles_of_many_systems_use_small_subsets():
     c1, c2 = mention_classes(key, s1, "any"), mention_classes(key, s2, "any")
     systems = {f"s{i:02d}": (c2 if i == 7 else c1) for i in range(11)}
     o = coref_oracles(systems, "any").filter(pl.col("mtype") == "ALL")
-    assert o.height == 11 + 55 + 165 and o["systems"].list.len().max() == 3
+    assert o.height == 11 + 55 + 11 + 1 and o["systems"].list.len().max() == 11
     with_s07 = o.filter(pl.col("systems").list.contains("s07"))
     assert set(with_s07["n_tp"]) == {2} and set(o.join(with_s07, on="systems", how="anti")[
         "n_tp"]) == {1}

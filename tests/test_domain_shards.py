@@ -244,7 +244,7 @@ def test_document_counts_do_not_depend_on_the_other_documents():
 
 
 def test_plan_ranges_never_splits_a_unit():
-    from sysdiff.flows.coref import plan_ranges
+    from sysdiff.transforms.plan import plan_ranges
 
     assert plan_ranges(np.array([3, 1, 4, 1, 5]), 4) == [(0, 2), (2, 3), (3, 5)]
     assert plan_ranges(np.array([3, 1, 4, 1, 5]), 1) == [(k, k + 1) for k in range(5)]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+import polars as pl
 import pytest
 
 from sysdiff.schemas.errors import InputError
@@ -14,7 +16,13 @@ from sysdiff.schemas.formats.conllu import (
     check_same_words,
     read_conll,
 )
-from sysdiff.transforms.views import punct_mask, view_matrix
+from sysdiff.transforms.views import (
+    ShardWords,
+    label_counts,
+    punct_mask,
+    view_matrix,
+    vocab_from_counts,
+)
 
 CONLLX = ("1\tThe\tthe\tDT\tDT\t_\t2\tNMOD\t_\t_\n2\tcat\tcat\tNN\tNN\t_\t3\tSBJ\t_\t_\n"
           "3\tsat\tsit\tVBD\tVBD\t_\t0\tROOT\t_\t_\n4\t.\t.\t.\t.\t_\t3\tP\t_\t_\n\n")
@@ -87,9 +95,13 @@ def test_crlf_line_endings(tmp_path):
 def test_view_matrix_shares_one_code_space(tmp_path):
     key = read_conll(write(tmp_path, "k.conll", CONLLX)).words
     other = key.with_columns(key["upos"].replace({"NN": "NNS"}))
-    m = view_matrix("upos", key, {"s": other})
-    assert m.labels == sorted({"DT", "NN", "NNS", "VBD", "."})
-    assert (m.displays[0] != m.gold_display).sum() == 1
+    counts = pl.concat([label_counts(f).with_columns(system=pl.lit(s))
+                        for s, f in (("__key__", key), ("s", other))])
+    vocab = vocab_from_counts(counts, {})
+    assert vocab.labels["upos"] == sorted({"DT", "NN", "NNS", "VBD", ".", "_"})
+    shard = ShardWords(key, [other], 0, 1, np.array([key.height]), "conllx")
+    m = view_matrix("upos", shard, vocab)
+    assert (m.display[0] != m.gold).sum() == 1
 
 
 def test_empty_first_column_is_an_error_not_a_blank_line(tmp_path):

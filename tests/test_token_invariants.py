@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sysdiff.transforms import tokens
+from sysdiff.transforms.engine import all_pairs
 from sysdiff.transforms.significance import approximate_randomization
-from sysdiff.transforms.views import view_matrix
+from sysdiff.transforms.views import ShardWords, bucket_names, label_counts, vocab_from_counts
 from tests.helpers import as_dict, evaluate, words
 
 LABELS = list("ABCD")
@@ -88,24 +89,40 @@ def test_oracle_invariants(corpus):
                 assert n >= oracle[sub]  # monotone in the set
 
 
+def sharded_tables(key, systems, sent, view, cuts) -> dict[str, pl.DataFrame]:
+    """Every table of ``view`` with the sentences cut into shards at ``cuts`` (sentence
+    numbers), each shard counted on its own words as the flow does, the counts summed."""
+    names = list(systems)
+    frames = [words(key, sent)] + [words(v, sent) for v in systems.values()]
+    counts = pl.concat([label_counts(f).with_columns(system=pl.lit(s))
+                        for s, f in zip(["__key__", *names], frames, strict=True)])
+    vocab = vocab_from_counts(counts, {})
+    n_sents = max(sent) + 1
+    bounds = [0, *sorted(set(cuts)), n_sents]
+    total = None
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        part = [f.filter(pl.col("sent").is_between(lo, hi - 1)) for f in frames]
+        lengths = np.bincount(sent, minlength=n_sents)[lo:hi]
+        shard = ShardWords(part[0], part[1:], lo, hi - lo, lengths, "conllu")
+        got = tokens.shard_counts(shard, [view], vocab, all_pairs(len(names)), True)
+        total = got if total is None else {k: total[k].merge(got[k]) for k in total}
+    c = total[(view, True)]
+    out = tokens.view_tables(c, view, names, vocab, 50, 0)
+    blocks = list(tokens.change_blocks(c, view, names, vocab))
+    out["changes"] = pl.concat(blocks) if blocks else pl.DataFrame()
+    return out
+
+
 @settings(max_examples=40, deadline=None)
-@given(corpora(), st.integers(1, 4))
-def test_sharding_does_not_change_counts(corpus, n_shards):
+@given(corpora(), st.lists(st.integers(0, 6), max_size=4))
+def test_sharding_does_not_change_any_table(corpus, cuts):
     key, systems, sent = corpus
-    frames = {"@key": words(key, sent)} | {k: words(v, sent) for k, v in systems.items()}
-
-    def matrix(keep):  # as the flow builds a shard: from that shard's words only
-        part = {k: f.filter(keep) for k, f in frames.items()}
-        return view_matrix("upos", part.pop("@key"), part)
-
-    prio = list(range(len(systems)))
-    whole = tokens.merge_partials([tokens.shard_partials(matrix(True), prio, {})])
-    in_shard = [pl.col("sent") % n_shards == k for k in range(n_shards)]
-    parts = tokens.merge_partials(tokens.shard_partials(matrix(keep), prio, {})
-                                  for keep in in_shard if frames["@key"].filter(keep).height)
-    for name in ("scores", "labels", "pairs", "changes", "masks", "majority", "sent_diffs"):
-        a, b = whole[name], parts[name]
-        assert a.sort(a.columns).equals(b.select(a.columns).sort(a.columns)), name
+    whole = sharded_tables(key, systems, sent, "upos", [])
+    parts = sharded_tables(key, systems, sent, "upos", [c for c in cuts if c <= max(sent)])
+    for name, a in whole.items():
+        b = parts[name]
+        keys = [c for c, t in a.schema.items() if not isinstance(t, pl.List)]
+        assert a.sort(keys).equals(b.select(a.columns).sort(keys)), name
 
 
 def test_difficulty_counts_every_unit_once():
@@ -128,23 +145,21 @@ def test_unknown_view_is_refused():
     from sysdiff.schemas.errors import InputError
 
     with pytest.raises(InputError, match="unknown view 'pos'"):
-        view_matrix("pos", words(["A"]), {"s": words(["A"])})
+        tokens.evaluate_words(words(["A"]), {"s": words(["A"])}, ["pos"])
 
 
 def test_mapping_never_touches_heads_but_maps_deprels():
     key = words(["A", "B"], heads=[2, 0], deprels=["x", "root"])
     sys_ = words(["A", "B"], heads=[2, 0], deprels=["y", "root"])
     maps = {"s": {"y": "x", "2": "0"}}
-    head = view_matrix("head", key, {"s": sys_}, mappings=maps)
-    assert (head.values[0] == head.gold_value).all()
-    las = view_matrix("las", key, {"s": sys_}, mappings=maps)
-    assert (las.values[0] == las.gold_value).all()
-    assert (view_matrix("las", key, {"s": sys_}).values[0] != las.gold_value).sum() == 1
+    mapped = tokens.evaluate_words(key, {"s": sys_}, ["head", "las"], maps)
+    plain = tokens.evaluate_words(key, {"s": sys_}, ["las"])
+    assert mapped[("head", True)]["scores"]["n_correct"][0] == 2  # "2" -> "0" not applied
+    assert mapped[("las", True)]["scores"]["n_correct"][0] == 2
+    assert plain[("las", True)]["scores"]["n_correct"][0] == 1
 
 
 def test_bucket_names_do_not_depend_on_the_data():
     edges = np.array([10, 20])
-    codes, names = tokens.bucket_labels(edges, np.array([3, 10, 11, 25]))
-    assert names == ["<=10", "11-20", "21+"]
-    assert codes.tolist() == [0, 0, 1, 2]
-    assert tokens.bucket_labels(edges, np.array([7]))[1] == names
+    assert bucket_names(edges) == ["<=10", "11-20", "21+"]
+    assert np.searchsorted(edges, np.array([3, 10, 11, 25]), side="left").tolist() == [0, 0, 1, 2]

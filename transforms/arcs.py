@@ -6,10 +6,11 @@ span first): TN, FP, FN, TP or WL (criteria ``any`` and ``nom``). Pairs of respo
 compared unit by unit over the mentions of K, S1 and S2; oracles count the key mentions with
 an antecedent that at least one response of a set gets TP.
 
-All counts are additive over documents; ratios are computed last. Each comparison has a map
-(``pair_partials``, ``oracle_partials``, ``agreement_counts``: counts of any set of whole
-documents) and a reduce (``finish_pairs``, ``finish_oracles``, ``coref_scores``) over the
-partials of all shards; ``coref_pairs``/``coref_oracles``/``coref_agreement`` are both in one.
+The comparison of responses is the engine's (:mod:`sysdiff.transforms.engine`) over a matrix
+of mentions x responses whose labels are ARCS classes. All counts are additive over
+documents; ratios are computed last: ``comparison_counts`` and ``agreement_counts`` map any
+set of whole documents, ``merge_comparison``/``finish_comparison`` and ``coref_scores``
+reduce; ``coref_pairs``/``coref_oracles``/``coref_agreement`` are map and reduce in one.
 """
 
 from __future__ import annotations
@@ -20,7 +21,15 @@ import numpy as np
 import polars as pl
 
 from sysdiff.transforms.coref import coref_counts, coref_scores
-from sysdiff.transforms.reduce import subsets
+from sysdiff.transforms.engine import (
+    MAX_ALL_SUBSETS,
+    LabelMatrix,
+    all_pairs,
+    oracle_counts,
+    pair_counts,
+    transition_counts,
+)
+from sysdiff.transforms.reduce import mcnemar_column, oracle_correct, ratio
 
 CLASSES = ["TP", "FP", "FN", "WL", "TN"]
 CORRECT = ["TP", "TN"]
@@ -142,160 +151,198 @@ def arcs_scores(classes: pl.DataFrame) -> pl.DataFrame:
 
 # ------------------------------------------------------------------------ many responses
 
+_CORRECT = np.array([c in CORRECT for c in CLASSES])
+_TP = CLASSES.index("TP")
+_N_CLASSES = len(CLASSES)
 
-def _unit_matrix(classes_by_system: dict[str, pl.DataFrame]) -> tuple[pl.DataFrame,
-                                                                      np.ndarray, np.ndarray]:
-    """Units (union of all class tables), class codes (units x systems, TN when absent) and
-    response membership (units x systems)."""
+
+def mention_types(classes_by_system: dict[str, pl.DataFrame]) -> list[str]:
+    """Every mention type of some class tables (``UNKNOWN`` for none), sorted."""
+    types = {"UNKNOWN"}
+    for c in classes_by_system.values():
+        types.update(t for t in c["mtype"].unique().to_list() if t is not None)
+    return sorted(types)
+
+
+def mention_matrix(classes_by_system: dict[str, pl.DataFrame], mtypes: list[str]
+                   ) -> tuple[pl.DataFrame, LabelMatrix]:
+    """The engine's matrix over mentions: units are the union of every class table (document
+    order), values and display labels the ARCS class codes (a mention absent from a response
+    is TN), correct = TP or TN, the group the mention type (a code into ``mtypes``)."""
     names = list(classes_by_system)
-    tagged = [
-        c.select(*_SPAN, "mtype", "word", "in_key", "in_resp", "cls").with_columns(
-            sys=pl.lit(i, pl.Int32))
-        for i, c in enumerate(classes_by_system.values())
-    ]
+    tagged = [c.select(*_SPAN, "mtype", "word", "in_key", "in_resp", "cls")
+              .with_columns(sys=pl.lit(i, pl.Int32))
+              for i, c in enumerate(classes_by_system.values())]
     allc = pl.concat(tagged)
-    units = (
-        allc.group_by(_SPAN, maintain_order=True)
-        .agg(pl.col("mtype").first(), pl.col("word").first(), pl.col("in_key").any())
-        .sort(_SPAN).with_columns(u=pl.int_range(pl.len(), dtype=pl.Int64))
-    )
+    units = (allc.group_by(_SPAN, maintain_order=True)
+             .agg(pl.col("mtype").first(), pl.col("word").first(), pl.col("in_key").any())
+             .sort(_SPAN).with_columns(u=pl.int_range(pl.len(), dtype=pl.Int64)))
     j = allc.join(units.select(*_SPAN, "u"), on=_SPAN)
-    code = j["cls"].replace_strict(CLASSES, list(range(len(CLASSES)))).to_numpy()
+    code = j["cls"].replace_strict(CLASSES, list(range(_N_CLASSES)),
+                                   return_dtype=pl.UInt8).to_numpy()
     uu, ss = j["u"].to_numpy(), j["sys"].to_numpy()
-    mat = np.full((units.height, len(names)), CLASSES.index("TN"), dtype=np.int8)
-    mat[uu, ss] = code
-    pres = np.zeros((units.height, len(names)), dtype=bool)
-    pres[uu, ss] = j["in_resp"].to_numpy()
-    return units, mat, pres
+    values = np.full((len(names), units.height), CLASSES.index("TN"), np.uint8)
+    values[ss, uu] = code
+    present = np.zeros((len(names), units.height), bool)
+    present[ss, uu] = j["in_resp"].to_numpy()
+    group = units["mtype"].fill_null("UNKNOWN").replace_strict(
+        mtypes, list(range(len(mtypes))), return_dtype=pl.Int64).to_numpy()
+    m = LabelMatrix(values=values, correct=_CORRECT[values], display=values, gold=group,
+                    n_labels=_N_CLASSES, n_groups=len(mtypes),
+                    sent=np.zeros(units.height, np.int32), n_sents=1, present=present,
+                    in_key=units["in_key"].to_numpy())
+    return units, m
 
 
-def coref_pairs(
-    classes_by_system: dict[str, pl.DataFrame], criterion: str
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Compare every ordered pair of responses over the mentions of K, S1 and S2.
+def comparison_counts(classes_by_system: dict[str, pl.DataFrame], mtypes: list[str]) -> dict:
+    """The additive counts of the comparison of responses over some documents (METRICS 2.4):
+    ``pairs`` (engine pair counts), ``typed`` (pairs x types x 5 x 5 transitions),
+    ``type_units`` (units per type), ``worded`` (non-zero transition cells per pronoun
+    word: p, mtype, word, cell, count) and ``oracle`` (TP oracle counts of the key mentions
+    with an antecedent, per type) with ``tp`` (TP units per system and type)."""
+    units, m = mention_matrix(classes_by_system, mtypes)
+    pairs = all_pairs(m.n_systems)
+    masks = [m.pair_units(i, j) for i, j in pairs]
+    with_ante = (units["in_key"] & _key_has_antecedent(classes_by_system, units)).to_numpy()
+    tp = m.values[:, with_ante] == _TP
+    group = m.gold[with_ante]
+    return {
+        "pairs": pair_counts(m, pairs),
+        "typed": transition_counts(m.values, _N_CLASSES, m.gold, m.n_groups, pairs, masks),
+        "type_units": np.bincount(m.gold, minlength=m.n_groups),
+        "worded": _word_cells(units, m, pairs, masks),
+        "oracle": oracle_counts(tp, group, m.n_groups,
+                                pairs if m.n_systems > MAX_ALL_SUBSETS else None),
+        "tp": np.stack([np.bincount(group[row], minlength=m.n_groups) for row in tp])
+        if m.n_systems else np.zeros((0, m.n_groups), np.int64),
+    }
 
-    ``classes_by_system`` maps a system name to its ``mention_classes`` under ``criterion``.
-    Returns (pairs, transitions): pairs(criterion, sys1, sys2, n_mentions, n_diff,
-    corrections, new_errors, changed_errors, diff) and transitions(criterion, sys1, sys2,
-    mtype, word, c1, c2, count): the full 5x5 matrix per mention type and 'ALL' (word null),
-    and the non-zero cells per (pronoun type, lower-cased word); single-token mentions of
-    type UNKNOWN (no POS in the files) get per-word rows too.
-    """
-    return finish_pairs([pair_partials(classes_by_system)], list(classes_by_system), criterion)
+
+def _key_has_antecedent(classes_by_system: dict[str, pl.DataFrame], units: pl.DataFrame
+                        ) -> pl.Series:
+    """Per unit: a key mention with a key antecedent (evaluated under the criterion): its
+    class is TP, FN or WL in any response's table."""
+    first = next(iter(classes_by_system.values()))
+    keyed = first.filter(pl.col("in_key") & pl.col("cls").is_in(["TP", "FN", "WL"]))
+    return units.join(keyed.select(*_SPAN, flag=pl.lit(True)), on=_SPAN, how="left",
+                      maintain_order="left")["flag"].fill_null(False)
 
 
-_PAIR_COUNTS = ["n_mentions", "n_diff", "corrections", "new_errors", "changed_errors"]
-
-
-def pair_partials(classes_by_system: dict[str, pl.DataFrame]) -> dict:
-    """The additive counts of ``coref_pairs`` over some documents: ``pairs`` (ordered pairs x
-    5 counts, int64), ``typed`` (p, mtype, cell, count) and ``worded`` (p, mtype, word, cell,
-    count) non-zero transition cells (cell = c1 * 5 + c2), ``mtypes`` (all mention types)."""
-    names = list(classes_by_system)
-    units, mat, pres = _unit_matrix(classes_by_system)
-    in_key = units["in_key"].to_numpy()
-    correct = np.isin(np.arange(len(CLASSES)), [CLASSES.index(c) for c in CORRECT])
-    mt_codes, mtypes = _codes(units["mtype"].fill_null("UNKNOWN"))
-    is_word = units["mtype"].is_in(WORD_TYPES).fill_null(False) & units["word"].is_not_null()
-    w_idx = np.flatnonzero(is_word.to_numpy())
-    words = units[w_idx].select("mtype", "word").with_columns(
+def _word_cells(units: pl.DataFrame, m: LabelMatrix, pairs: list[tuple[int, int]],
+                masks: list[np.ndarray]) -> pl.DataFrame:
+    """Non-zero transition cells per (pronoun type, lower-cased word): single-token mentions
+    of a pronoun type (or UNKNOWN, for files without POS)."""
+    is_word = (units["mtype"].is_in(WORD_TYPES).fill_null(False)
+               & units["word"].is_not_null()).to_numpy()
+    idx = np.flatnonzero(is_word)
+    words = units[idx].select("mtype", "word").with_columns(
         k=pl.struct("mtype", "word").rank("dense").cast(pl.Int64) - 1)
-    w_codes = words["k"].to_numpy()
-    w_keys = words.unique("k").sort("k")
-    pairs_idx = list(itertools.permutations(range(len(names)), 2))
-    n_mt, n_w = len(mtypes), w_keys.height
-    per_mt = np.zeros((len(pairs_idx), n_mt * 25), dtype=np.int64)
-    per_w = np.zeros((len(pairs_idx), n_w * 25), dtype=np.int64)
-    rows = np.zeros((len(pairs_idx), len(_PAIR_COUNTS)), dtype=np.int64)
-    for p, (i, j) in enumerate(pairs_idx):
-        c1, c2 = mat[:, i], mat[:, j]
-        unit = in_key | pres[:, i] | pres[:, j]
-        diff = c1 != c2
-        ok1, ok2 = correct[c1], correct[c2]
-        rows[p] = (unit.sum(), diff.sum(), (diff & ~ok1 & ok2).sum(), (diff & ok1 & ~ok2).sum(),
-                   (diff & ~ok1 & ~ok2).sum())
-        cell = c1.astype(np.int64) * 5 + c2
-        per_mt[p] = np.bincount(mt_codes[unit] * 25 + cell[unit], minlength=n_mt * 25)
-        wu = unit[w_idx]
-        per_w[p] = np.bincount(w_codes[wu] * 25 + cell[w_idx][wu], minlength=n_w * 25)
-    return {"pairs": rows, "mtypes": mtypes,
-            "typed": _cells(per_mt, pl.DataFrame({"mtype": mtypes}, schema={"mtype": pl.Utf8})),
-            "worded": _cells(per_w, w_keys.select("mtype", "word"))}
+    keys = words.unique("k").sort("k")
+    counts = transition_counts(m.values[:, idx], _N_CLASSES, words["k"].to_numpy(),
+                               keys.height, pairs, [mask[idx] for mask in masks])
+    p, g, c1, c2 = np.nonzero(counts)
+    cells = pl.DataFrame({"p": p.astype(np.int64), "cell": (c1 * _N_CLASSES + c2)
+                          .astype(np.int64), "count": counts[p, g, c1, c2]})
+    return pl.concat([cells, keys.select("mtype", "word")[g]], how="horizontal")
 
 
-def _cells(counts: np.ndarray, groups: pl.DataFrame) -> pl.DataFrame:
-    """Non-zero cells of a pairs x (groups * 25) count array as rows (p, <group columns>,
-    cell, count)."""
-    p, col = np.nonzero(counts)
-    cells = pl.DataFrame({"p": p.astype(np.int64), "cell": (col % 25).astype(np.int64),
-                          "count": counts[p, col]})
-    return pl.concat([cells, groups[col // 25]], how="horizontal")
+def merge_comparison(parts: list[dict]) -> dict:
+    """The sum of the comparison counts of several shards."""
+    total = parts[0]
+    for part in parts[1:]:
+        total["pairs"].merge(part["pairs"])
+        total["oracle"].merge(part["oracle"])
+        for name in ("typed", "type_units", "tp"):
+            total[name] = total[name] + part[name]
+        total["worded"] = pl.concat([total["worded"], part["worded"]])
+    return total
 
 
-def finish_pairs(partials: list[dict], names: list[str], criterion: str
-                 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``coref_pairs``' (pairs, transitions) from the partials of all shards."""
-    pairs_idx = list(itertools.permutations(range(len(names)), 2))
-    counts = np.zeros((len(pairs_idx), len(_PAIR_COUNTS)), dtype=np.int64)
-    for part in partials:
-        counts += part["pairs"]
-    mtypes = sorted({m for part in partials for m in part["mtypes"]})
-    sys1 = pl.Series([names[i] for i, _ in pairs_idx], dtype=pl.Utf8)
-    sys2 = pl.Series([names[j] for _, j in pairs_idx], dtype=pl.Utf8)
+def finish_comparison(total: dict, names: list[str], criterion: str, mtypes: list[str]
+                      ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(coref_pairs, coref_transitions, coref_oracles) of one criterion from summed counts."""
+    pc = total["pairs"]
+    i = np.array([p[0] for p in pc.pairs], np.int64)
+    j = np.array([p[1] for p in pc.pairs], np.int64)
+    n_diff, fix, brk, changed = (pc.classes[:, k] for k in range(4))
+    arr = np.array(names, dtype=object)
     pairs = pl.DataFrame({
-        "criterion": pl.Series([criterion] * len(pairs_idx), dtype=pl.Utf8),
-        "sys1": sys1, "sys2": sys2, **{c: counts[:, k] for k, c in enumerate(_PAIR_COUNTS)},
-    }).with_columns(diff=pl.when(pl.col("n_mentions") > 0)
-                    .then(pl.col("n_diff") / pl.col("n_mentions")).otherwise(0.0))
-    per_mt = _dense(partials, "typed", ["mtype"],
-                    pl.DataFrame({"mtype": mtypes}, schema={"mtype": pl.Utf8}), len(pairs_idx))
-    total = per_mt.reshape(len(pairs_idx), len(mtypes), 25).sum(axis=1)
-    per_mt = np.concatenate([total, per_mt], axis=1)          # 'ALL' first
-    w_keys = (pl.concat([part["worded"].select("mtype", "word") for part in partials])
-              .unique().sort("mtype", "word"))
-    per_w = _dense(partials, "worded", ["mtype", "word"], w_keys, len(pairs_idx))
-    typed = _transition_rows(per_mt, sys1, sys2, pl.Series(["ALL", *mtypes], dtype=pl.Utf8),
-                             pl.Series([None] * (len(mtypes) + 1), dtype=pl.Utf8),
-                             keep_zero=True)
-    worded = _transition_rows(per_w, sys1, sys2, w_keys["mtype"], w_keys["word"],
-                              keep_zero=False)
-    transitions = pl.concat([typed, worded]).select(
-        pl.lit(criterion, dtype=pl.Utf8).alias("criterion"), pl.all())
-    return pairs, transitions
+        "criterion": [criterion] * (2 * i.size),
+        "sys1": np.concatenate([arr[i], arr[j]]).tolist(),
+        "sys2": np.concatenate([arr[j], arr[i]]).tolist(),
+        "n_mentions": np.tile(pc.n_units, 2), "n_diff": np.tile(n_diff, 2),
+        "corrections": np.concatenate([fix, brk]), "new_errors": np.concatenate([brk, fix]),
+        "changed_errors": np.tile(changed, 2),
+        "diff": np.tile(ratio(n_diff, pc.n_units), 2),
+        "mcnemar_p": np.tile(mcnemar_column(fix, brk), 2),
+    }, schema_overrides={"criterion": pl.String, "sys1": pl.String, "sys2": pl.String})
+    transitions = _transitions(total, arr, i, j, criterion, mtypes)
+    return pairs, transitions, _oracle_rows(total, names, criterion, mtypes)
 
 
-def _dense(partials: list[dict], name: str, on: list[str], groups: pl.DataFrame,
-           n_pairs: int) -> np.ndarray:
-    """The summed cells of the ``name`` partials as a pairs x (groups * 25) array."""
-    out = np.zeros((n_pairs, groups.height * 25), dtype=np.int64)
-    index = groups.with_columns(g=pl.int_range(pl.len(), dtype=pl.Int64))
-    for part in partials:
-        cells = part[name].join(index, on=on)
-        np.add.at(out, (cells["p"].to_numpy(), cells["g"].to_numpy() * 25
-                        + cells["cell"].to_numpy()), cells["count"].to_numpy())
-    return out
+def _transitions(total: dict, arr: np.ndarray, i: np.ndarray, j: np.ndarray, criterion: str,
+                 mtypes: list[str]) -> pl.DataFrame:
+    """Full 5x5 matrices per type and 'ALL' (word null), both directions of every pair, and
+    the non-zero cells per pronoun word."""
+    keep = np.flatnonzero(total["type_units"])
+    typed = total["typed"][:, keep]
+    typed = np.concatenate([typed.sum(axis=1, keepdims=True), typed], axis=1)  # 'ALL' first
+    both = np.concatenate([typed, typed.transpose(0, 1, 3, 2)])  # (j, i) is the transpose
+    p_n, g_n = both.shape[:2]
+    sys1 = np.concatenate([arr[i], arr[j]])
+    sys2 = np.concatenate([arr[j], arr[i]])
+    p, g, c1, c2 = np.indices(both.shape).reshape(4, -1)
+    classes = pl.Series(CLASSES, dtype=pl.String)
+    type_names = pl.Series(["ALL", *(mtypes[k] for k in keep)], dtype=pl.String)
+    rows = [pl.DataFrame({
+        "sys1": sys1[p].tolist(), "sys2": sys2[p].tolist(), "mtype": type_names.gather(g),
+        "word": pl.Series([None] * p.size, dtype=pl.String),
+        "c1": classes.gather(c1), "c2": classes.gather(c2), "count": both[p, g, c1, c2],
+    })]
+    w = (total["worded"].group_by("p", "mtype", "word", "cell").agg(pl.col("count").sum())
+         .sort("p", "mtype", "word", "cell"))  # the same order however documents are sharded
+    if w.height:
+        q, cell = w["p"].to_numpy(), w["cell"].to_numpy()
+        for first, second, a, b in ((i, j, cell // _N_CLASSES, cell % _N_CLASSES),
+                                    (j, i, cell % _N_CLASSES, cell // _N_CLASSES)):
+            rows.append(pl.DataFrame({
+                "sys1": arr[first[q]].tolist(), "sys2": arr[second[q]].tolist(),
+                "mtype": w["mtype"], "word": w["word"], "c1": classes.gather(a),
+                "c2": classes.gather(b), "count": w["count"]}))
+    out = pl.concat(rows).filter(pl.col("word").is_null() | (pl.col("count") > 0))
+    return out.select(pl.lit(criterion, pl.String).alias("criterion"), pl.all())
 
 
-def _transition_rows(counts: np.ndarray, sys1: pl.Series, sys2: pl.Series, mtype: pl.Series,
-                     word: pl.Series, keep_zero: bool) -> pl.DataFrame:
-    """Rows (sys1, sys2, mtype, word, c1, c2, count) of a pairs x (groups * 25) count array;
-    group g, cell c1 * 5 + c2 at column g * 25 + c."""
-    p, col = np.nonzero(counts) if not keep_zero else np.indices(counts.shape).reshape(2, -1)
-    group, cell = col // 25, col % 25
-    classes = pl.Series(CLASSES, dtype=pl.Utf8)
+def _oracle_rows(total: dict, names: list[str], criterion: str, mtypes: list[str]
+                 ) -> pl.DataFrame:
+    """ARCS recall oracle of the subsets: key mentions with an antecedent that some member
+    gets TP, per type and 'ALL'."""
+    oc = total["oracle"]
+    subs, per_group = oracle_correct(oc, total["tp"])
+    n = oc.k_hist.sum(axis=1)
+    keep = np.flatnonzero(n)
+    labels = ["ALL", *(mtypes[k] for k in keep)]
+    n_rows = np.concatenate([[n.sum()], n[keep]])
+    tp_rows = np.concatenate([per_group.sum(axis=1, keepdims=True), per_group[:, keep]], axis=1)
+    sys_lists = [sorted(names[k] for k in members) for members in subs]
     return pl.DataFrame({
-        "sys1": sys1.gather(p), "sys2": sys2.gather(p),
-        "mtype": mtype.gather(group), "word": word.gather(group),
-        "c1": classes.gather(cell // 5), "c2": classes.gather(cell % 5),
-        "count": counts[p, col].astype(np.int64),
-    })
+        "criterion": [criterion] * (len(labels) * len(subs)),
+        "systems": [s for s in sys_lists for _ in labels],
+        "mtype": labels * len(subs),
+        "n": np.tile(n_rows, len(subs)).astype(np.int64),
+        "n_tp": tp_rows.ravel().astype(np.int64),
+    }, schema={"criterion": pl.Utf8, "systems": pl.List(pl.Utf8), "mtype": pl.Utf8,
+               "n": pl.Int64, "n_tp": pl.Int64})
 
 
-def _codes(s: pl.Series) -> tuple[np.ndarray, list[str]]:
-    """Integer codes and sorted distinct values of a string series."""
-    keys = sorted(set(s.to_list()))
-    codes = s.replace_strict(keys, list(range(len(keys))), return_dtype=pl.Int64)
-    return codes.to_numpy() if len(s) else np.zeros(0, np.int64), keys
+def coref_pairs(classes_by_system: dict[str, pl.DataFrame], criterion: str
+                ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(pairs, transitions) of every ordered pair of responses over the mentions of K, S1
+    and S2 (one shard: see :func:`comparison_counts`)."""
+    mtypes = mention_types(classes_by_system)
+    total = comparison_counts(classes_by_system, mtypes)
+    pairs, transitions, _ = finish_comparison(total, list(classes_by_system), criterion, mtypes)
+    return pairs, transitions
 
 
 def coref_oracles(classes_by_system: dict[str, pl.DataFrame], criterion: str) -> pl.DataFrame:
@@ -304,53 +351,9 @@ def coref_oracles(classes_by_system: dict[str, pl.DataFrame], criterion: str) ->
 
     Columns: criterion, systems (sorted names), mtype ('ALL' and each type), n, n_tp.
     """
-    names = list(classes_by_system)
-    return finish_oracles([oracle_partials(classes_by_system)], names, criterion)
-
-
-def oracle_partials(classes_by_system: dict[str, pl.DataFrame]) -> dict:
-    """The additive counts of ``coref_oracles`` over some documents: ``mtypes`` (sorted),
-    ``n`` (units per type) and ``n_tp`` (types x subsets, ``subsets`` order: units that some
-    response of the subset gets TP)."""
-    units, mat, _ = _unit_matrix(classes_by_system)
-    first = next(iter(classes_by_system.values()))
-    with_ante = first.filter(pl.col("in_key") & pl.col("cls").is_in(["TP", "FN", "WL"]))
-    sel = units.with_columns(idx=pl.int_range(pl.len())).join(
-        with_ante.select(_SPAN), on=_SPAN, how="semi").sort("idx")
-    tp = (mat[sel["idx"].to_numpy()] == CLASSES.index("TP")).astype(np.int64)
-    mt_codes, mtypes = _codes(sel["mtype"].fill_null("UNKNOWN"))
-    subs = subsets(list(classes_by_system))
-    ind = np.zeros((len(classes_by_system), len(subs)), dtype=np.int64)
-    for s, members in enumerate(subs):
-        ind[list(members), s] = 1
-    hit = (tp @ ind) > 0                                    # units x subsets
-    onehot = np.zeros((len(mtypes), len(mt_codes)), dtype=np.int64)
-    onehot[mt_codes, np.arange(len(mt_codes))] = 1
-    return {"mtypes": mtypes, "n": onehot.sum(axis=1), "n_tp": onehot @ hit.astype(np.int64)}
-
-
-def finish_oracles(partials: list[dict], names: list[str], criterion: str) -> pl.DataFrame:
-    """``coref_oracles`` from the partials of all shards ('ALL' = the sum of the types)."""
-    subs = subsets(names)
-    mtypes = sorted({m for part in partials for m in part["mtypes"]})
-    pos = {m: k + 1 for k, m in enumerate(mtypes)}
-    n = np.zeros(len(mtypes) + 1, dtype=np.int64)
-    n_tp = np.zeros((len(mtypes) + 1, len(subs)), dtype=np.int64)
-    for part in partials:
-        rows = [pos[m] for m in part["mtypes"]]
-        n[rows] += part["n"]
-        n_tp[rows] += part["n_tp"]
-    n[0], n_tp[0] = n[1:].sum(), n_tp[1:].sum(axis=0)
-    labels = ["ALL", *mtypes]
-    sys_lists = [sorted(names[i] for i in members) for members in subs]
-    return pl.DataFrame({
-        "criterion": [criterion] * (len(labels) * len(subs)),
-        "systems": [s for s in sys_lists for _ in labels],
-        "mtype": labels * len(subs),
-        "n": np.tile(n, len(subs)).astype(np.int64),
-        "n_tp": n_tp.T.ravel().astype(np.int64),
-    }, schema={"criterion": pl.Utf8, "systems": pl.List(pl.Utf8), "mtype": pl.Utf8,
-               "n": pl.Int64, "n_tp": pl.Int64})
+    mtypes = mention_types(classes_by_system)
+    total = comparison_counts(classes_by_system, mtypes)
+    return _oracle_rows(total, list(classes_by_system), criterion, mtypes)
 
 
 def coref_agreement(

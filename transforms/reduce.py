@@ -1,140 +1,319 @@
-"""From summed counts to the published tables: ratios, oracle subsets, p-values."""
+"""From summed engine counts to the published tables: ratios, oracle subsets, p-values.
+
+Every function takes the :class:`~sysdiff.transforms.engine.Counts` of a whole corpus (the
+sum over its shards) and the names of the systems, labels and groups its codes stand for.
+Pair tables hold both directions of every pair: (sys1, sys2) and (sys2, sys1).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from itertools import combinations
 
 import numpy as np
 import polars as pl
 
+from sysdiff.transforms.engine import (
+    CLASSES,
+    MAX_ALL_SUBSETS,
+    Counts,
+    OracleCounts,
+    PairCounts,
+    decode_sentence_differences,
+    settle_majority,
+)
 from sysdiff.transforms.significance import AR_TRIALS, mcnemar_exact, randomization_from_histogram
 
-MAX_ALL_SUBSETS = 10
+#: Rows of pair tables built at once (bounded memory with many systems).
+PAIR_BLOCK = 256
+_MIRROR = np.array([1, 0, 2])  # a correction from i to j is a new error from j to i
 
 
-def _ratio(num: str, den: str) -> pl.Expr:
-    return pl.when(pl.col(den) > 0).then(pl.col(num) / pl.col(den)).otherwise(0.0)
+def ratio(num: np.ndarray | int, den: np.ndarray | int) -> np.ndarray:
+    """num / den, 0 where den is 0."""
+    num, den = np.asarray(num, np.float64), np.asarray(den, np.float64)
+    return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den > 0)
 
 
-def sum_counts(frames: list[pl.DataFrame], keys: list[str]) -> pl.DataFrame:
-    """Sum shard partials by ``keys`` (every other column is a count; all-null stays null)."""
-    frames = [f for f in frames if f.height]
-    if not frames:
-        return pl.DataFrame()
-    df = pl.concat(frames)
-    counts = [c for c in df.columns if c not in keys]
-    return df.group_by(keys, maintain_order=True).agg(
-        pl.when(pl.col(c).is_not_null().any()).then(pl.col(c).sum()).alias(c) for c in counts)
-
-
-def scores_table(counts: pl.DataFrame) -> pl.DataFrame:
-    """Accuracy and sentence exact match per system."""
-    return counts.with_columns(
-        _ratio("n_correct", "n_units").alias("accuracy"),
-        _ratio("n_sents_exact", "n_sents").alias("sent_exact"),
-    )
-
-
-def labels_table(counts: pl.DataFrame) -> pl.DataFrame:
-    """Per-gold-label accuracy of every system."""
-    return counts.with_columns(_ratio("n_correct", "n").alias("accuracy"))
-
-
-def pairs_table(counts: pl.DataFrame, scores: pl.DataFrame, sent_diffs: pl.DataFrame,
-                trials: int = AR_TRIALS, seed: int = 0) -> pl.DataFrame:
-    """diff, delta accuracy and both significance tests for every ordered pair.
-
-    ``sent_diffs`` counts sentences per (sys1, sys2, d) (see
-    :func:`transforms.compare.sentence_differences`).
-    """
-    acc = dict(zip(scores["system"], scores["accuracy"], strict=True))
-    hist = {key: (g["d"].to_numpy(), g["n"].to_numpy())
-            for key, g in sent_diffs.sort("d").group_by(["sys1", "sys2"], maintain_order=True)
-            } if sent_diffs.height else {}
-    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-    mcnemar, ar = [], []
-    for a, b, fixed, broken in counts.select("sys1", "sys2", "corrections", "new_errors").rows():
-        mcnemar.append(mcnemar_exact(fixed, broken))
-        ar.append(randomization_from_histogram(*hist.get((a, b), empty), trials, seed))
-    return counts.with_columns(
-        _ratio("n_diff", "n_units").alias("diff"),
-        pl.Series("delta_acc", [acc[b] - acc[a] for a, b in counts.select("sys1", "sys2").rows()],
-                  dtype=pl.Float64),
-        pl.Series("mcnemar_p", mcnemar, dtype=pl.Float64),
-        pl.Series("ar_p", ar, dtype=pl.Float64),
-    )
-
-
-def subsets(names: list[str], max_all: int = MAX_ALL_SUBSETS, max_size: int = 3,
-            leave_one_out: bool = False) -> list[tuple[int, ...]]:
-    """Index subsets of the systems: all non-empty ones when there are at most ``max_all``;
-    else those of size <= ``max_size`` (plus, with ``leave_one_out``, every N-1 subset and
-    the full set, for marginal gains)."""
+def scores_frame(c: Counts, names: Sequence[str]) -> pl.DataFrame:
+    """Accuracy and sentence exact match per system (METRICS 1.2)."""
     n = len(names)
-    if n <= max_all:
+    return pl.DataFrame({
+        "system": list(names), "n_units": np.full(n, c.n_units, np.int64),
+        "n_correct": c.correct, "accuracy": ratio(c.correct, c.n_units),
+        "n_sents": np.full(n, c.n_sents, np.int64), "n_sents_exact": c.exact,
+        "sent_exact": ratio(c.exact, c.n_sents),
+    }, schema_overrides={"system": pl.String})
+
+
+def labels_frame(c: Counts, names: Sequence[str], groups: Sequence[str]) -> pl.DataFrame:
+    """Per gold label accuracy of every system (labels with at least one unit)."""
+    present = np.flatnonzero(c.gold_n)
+    n, k = len(names), present.size
+    return pl.DataFrame({
+        "system": np.repeat(np.array(names, dtype=object), k).tolist(),
+        "gold_label": [groups[g] for g in present] * n,
+        "n": np.tile(c.gold_n[present], n),
+        "n_correct": c.labels[:, present].ravel(),
+        "accuracy": ratio(c.labels[:, present], c.gold_n[present]).ravel(),
+    }, schema_overrides={"system": pl.String, "gold_label": pl.String})
+
+
+def priority(c: Counts) -> list[int]:
+    """System indexes by accuracy, highest first; ties in input order (METRICS 1.5)."""
+    return sorted(range(c.correct.size), key=lambda i: (-int(c.correct[i]), i))
+
+
+def majority_frame(c: Counts, names: Sequence[str]) -> pl.DataFrame:
+    """Correct units of the majority vote, ties settled by :func:`priority`."""
+    right = settle_majority(c.majority, priority(c), len(names)) if names else 0
+    return pl.DataFrame({"systems": [sorted(names)], "n_units": [c.n_units],
+                         "n_correct": [right], "accuracy": [float(ratio(right, c.n_units))]},
+                        schema_overrides={"systems": pl.List(pl.String)})
+
+
+# ------------------------------------------------------------------------------ pairs
+
+
+def pair_rows(pc: PairCounts, names: Sequence[str], correct: np.ndarray, n_units: int,
+              trials: int = AR_TRIALS, seed: int = 0) -> pl.DataFrame:
+    """The ``pairs`` table: both directions of every pair, with diff, delta accuracy,
+    McNemar and approximate randomization p-values (METRICS 1.3-1.6)."""
+    i = np.array([p[0] for p in pc.pairs], np.int64)
+    j = np.array([p[1] for p in pc.pairs], np.int64)
+    n_diff, fix, brk, changed = (pc.classes[:, k] for k in range(4))
+    acc = ratio(correct, n_units)
+    mcnemar = np.array([mcnemar_exact(int(a), int(b)) for a, b in zip(fix, brk, strict=True)])
+    ar_fwd, ar_back = [], []
+    for s in pc.sent_diffs:
+        d, n = decode_sentence_differences(s)
+        ar_fwd.append(randomization_from_histogram(d, n, trials, seed))
+        ar_back.append(randomization_from_histogram(-d[::-1], n[::-1], trials, seed))
+    decomposition = pc.decomposition
+    cols = {
+        "sys1": _names(names, i, j), "sys2": _names(names, j, i),
+        "n_units": np.tile(pc.n_units, 2), "n_diff": np.tile(n_diff, 2),
+        "corrections": np.concatenate([fix, brk]), "new_errors": np.concatenate([brk, fix]),
+        "changed_errors": np.tile(changed, 2),
+        "diff": np.tile(ratio(n_diff, pc.n_units), 2),
+        "delta_acc": np.concatenate([acc[j] - acc[i], acc[i] - acc[j]]),
+        "mcnemar_p": np.tile(mcnemar, 2), "ar_p": np.array(ar_fwd + ar_back, np.float64),
+    }
+    for k, name in enumerate(("diff_head_only", "diff_label_only", "diff_both")):
+        cols[name] = (np.tile(decomposition[:, k], 2) if decomposition is not None
+                      else pl.Series([None] * 2 * len(pc.pairs), dtype=pl.Int64))
+    return pl.DataFrame(cols, schema_overrides={"sys1": pl.String, "sys2": pl.String})
+
+
+def _names(names: Sequence[str], first: np.ndarray, then: np.ndarray) -> list[str]:
+    arr = np.array(names, dtype=object)
+    return np.concatenate([arr[first], arr[then]]).tolist()
+
+
+def change_blocks(pc: PairCounts, names: Sequence[str], labels: Sequence[str], n_groups: int,
+                  groups: Sequence[str] | None = None) -> Iterator[pl.DataFrame]:
+    """The ``changes`` table in blocks of :data:`PAIR_BLOCK` pairs: counts of (class, gold,
+    l1, l2) over the differing units, both directions; ``attachment`` marks a change whose
+    two labels are equal (METRICS 1.4)."""
+    groups = labels if groups is None else groups
+    label_s = pl.Series(list(labels), dtype=pl.String)
+    group_s = pl.Series(list(groups), dtype=pl.String)
+    class_s = pl.Series(list(CLASSES), dtype=pl.String)
+    n_lab = len(labels)
+    for start in range(0, len(pc.pairs), PAIR_BLOCK):
+        block = range(start, min(start + PAIR_BLOCK, len(pc.pairs)))
+        keys, counts, owner = [], [], []
+        for p in block:
+            cell = pc.cells[p].compact()
+            keys.append(cell.keys)
+            counts.append(cell.counts)
+            owner.append(np.full(cell.keys.size, p, np.int64))
+        if not keys or not sum(k.size for k in keys):
+            continue
+        key, count, p = np.concatenate(keys), np.concatenate(counts), np.concatenate(owner)
+        l2, rest = key % n_lab, key // n_lab
+        l1, rest = rest % n_lab, rest // n_lab
+        g, cls = rest % n_groups, rest // n_groups
+        i = np.array([pc.pairs[q][0] for q in p], np.int64)
+        j = np.array([pc.pairs[q][1] for q in p], np.int64)
+        yield pl.DataFrame({
+            "sys1": _names(names, i, j), "sys2": _names(names, j, i),
+            "class": class_s.gather(np.concatenate([cls, _MIRROR[cls]])),
+            "gold": group_s.gather(np.tile(g, 2)),
+            "l1": label_s.gather(np.concatenate([l1, l2])),
+            "l2": label_s.gather(np.concatenate([l2, l1])),
+            "attachment": np.tile(l1 == l2, 2), "count": np.tile(count, 2),
+        })
+
+
+def class_counts_by_group(pc: PairCounts, n_groups: int, n_labels: int) -> np.ndarray:
+    """(P, 3, G): change-class counts of each pair per gold group (from the change cells)."""
+    out = np.zeros((len(pc.pairs), 3, n_groups), np.int64)
+    for p, cell in enumerate(pc.cells):
+        cell.compact()
+        rest = cell.keys // (n_labels * n_labels)
+        np.add.at(out[p], (rest // n_groups, rest % n_groups), cell.counts)
+    return out
+
+
+def bucket_frames(units: dict[str, np.ndarray], correct: dict[str, np.ndarray],
+                  pair_classes: dict[str, np.ndarray], pc: PairCounts | None,
+                  names: Sequence[str], bucket_names: dict[str, list[str]]
+                  ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Scores per bucket and system (``units[kind]`` (K,), ``correct[kind]`` (N, K)), and
+    change classes per bucket and ordered pair (``pair_classes[kind]`` (P, 3, K)); only
+    buckets with units."""
+    scores, pairs = [], []
+    for kind, n_units in units.items():
+        present = np.flatnonzero(n_units)
+        ids = [bucket_names[kind][b] for b in present]
+        scores.append(_bucket_scores(kind, ids, n_units[present], correct[kind][:, present],
+                                     names))
+        if pc is not None and pc.pairs:
+            pairs.append(_bucket_pairs(kind, ids, n_units[present],
+                                       pair_classes[kind][:, :, present], pc, names))
+    return (pl.concat(scores) if scores else pl.DataFrame(),
+            pl.concat(pairs) if pairs else pl.DataFrame())
+
+
+def _bucket_scores(kind: str, ids: list[str], units: np.ndarray, correct: np.ndarray,
+                   names: Sequence[str]) -> pl.DataFrame:
+    n, k = len(names), len(ids)
+    return pl.DataFrame({
+        "kind": [kind] * (n * k), "bucket": ids * n,
+        "system": np.repeat(np.array(names, dtype=object), k).tolist(),
+        "n_units": np.tile(units, n).astype(np.int64), "n_correct": correct.ravel(),
+        "accuracy": ratio(correct, units).ravel(),
+    }, schema_overrides={"system": pl.String, "bucket": pl.String})
+
+
+def _bucket_pairs(kind: str, ids: list[str], units: np.ndarray, counts: np.ndarray,
+                  pc: PairCounts, names: Sequence[str]) -> pl.DataFrame:
+    """counts: (P, 3, K) classes from i to j per present bucket."""
+    p_n, k = counts.shape[0], len(ids)
+    i = np.repeat([p[0] for p in pc.pairs], k)
+    j = np.repeat([p[1] for p in pc.pairs], k)
+    fix, brk, changed = (counts[:, c, :].ravel() for c in range(3))
+    return pl.DataFrame({
+        "kind": [kind] * (2 * p_n * k), "bucket": ids * (2 * p_n),
+        "sys1": _names(names, i, j), "sys2": _names(names, j, i),
+        "n_units": np.tile(units, 2 * p_n).astype(np.int64),
+        "corrections": np.concatenate([fix, brk]), "new_errors": np.concatenate([brk, fix]),
+        "changed_errors": np.tile(changed, 2),
+    }, schema_overrides={"bucket": pl.String, "sys1": pl.String, "sys2": pl.String})
+
+
+def frequency_buckets(c: Counts, edges: np.ndarray, n_labels: int
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Per-bucket units/correct per system and (P, 3, K) pair classes when units are
+    bucketed by the corpus frequency of their gold label (known only after the reduce)."""
+    code = np.searchsorted(edges, c.gold_n, side="left")
+    k = len(edges) + 1
+    units = np.bincount(code, weights=c.gold_n, minlength=k).astype(np.int64)
+    correct = np.stack([np.bincount(code, weights=row, minlength=k) for row in c.labels]
+                       ).astype(np.int64) if c.labels.size else np.zeros((0, k), np.int64)
+    pair_classes = None
+    if c.pairs is not None:
+        by_group = class_counts_by_group(c.pairs, c.gold_n.size, n_labels)
+        pair_classes = np.zeros((len(c.pairs.pairs), 3, k), np.int64)
+        for b in range(k):
+            pair_classes[:, :, b] = by_group[:, :, code == b].sum(axis=2)
+    return units, correct, pair_classes
+
+
+# ------------------------------------------------------------------------------ oracles
+
+
+def oracle_subsets(n: int) -> list[tuple[int, ...]]:
+    """Every non-empty subset when ``n`` <= :data:`MAX_ALL_SUBSETS`; else each system,
+    every pair, every leave-one-out subset and the full set."""
+    if n <= MAX_ALL_SUBSETS:
         return [c for k in range(1, n + 1) for c in combinations(range(n), k)]
-    small = [c for k in range(1, min(max_size, n) + 1) for c in combinations(range(n), k)]
-    if not leave_one_out:
-        return small
-    return small + [tuple(i for i in range(n) if i != j) for j in range(n)] + [tuple(range(n))]
+    loo = [tuple(i for i in range(n) if i != j) for j in range(n)]
+    return [(i,) for i in range(n)] + list(combinations(range(n), 2)) + loo + [tuple(range(n))]
 
 
-def _subset_masks(subs: list[tuple[int, ...]]) -> np.ndarray:
-    return np.array([sum(1 << i for i in s) for s in subs], dtype=np.uint64)
+def oracle_correct(oc: OracleCounts, labels: np.ndarray,
+                   union: np.ndarray | None = None) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """(subsets, correct units per subset and group: (S, G)). ``labels`` (N, G) holds each
+    system's correct units per group; ``union`` (pairs in :func:`all pairs <combinations>`
+    order, G) the units either system of a pair gets right (above MAX_ALL_SUBSETS)."""
+    n = oc.n_systems
+    subs = oracle_subsets(n)
+    if oc.masks is not None:
+        sub_masks = np.array([sum(1 << i for i in s) for s in subs], np.int64)
+        hit = (sub_masks[:, None] & np.arange(1 << n)[None, :]) != 0
+        return subs, hit.astype(np.int64) @ oc.masks.T
+    any_right = oc.k_hist[:, 1:].sum(axis=1)
+    union = oc.union if union is None else union
+    rows = [labels[i] for i in range(n)]
+    rows += list(union)
+    rows += [any_right - oc.unique[j] for j in range(n)]
+    rows.append(any_right)
+    return subs, np.stack(rows).astype(np.int64)
 
 
-def oracle_tables(masks: pl.DataFrame, systems: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Oracle of every subset overall and per gold label, from the bitmask histogram."""
-    subs = subsets(systems, leave_one_out=True)
-    sub_masks = _subset_masks(subs)
-    hist = masks.group_by("gold_label", "mask").agg(pl.col("n").sum())
-    m = hist["mask"].to_numpy().astype(np.uint64)
-    n = hist["n"].to_numpy()
-    hit = (m[None, :] & sub_masks[:, None]) != 0  # (subsets, histogram rows)
-    names = [sorted(systems[i] for i in s) for s in subs]
-    total = int(n.sum())
-    overall = pl.DataFrame({
-        "systems": names, "n_systems": [len(s) for s in subs],
-        "n_units": [total] * len(subs), "n_correct": (hit * n[None, :]).sum(axis=1),
-    }, schema_overrides={"systems": pl.List(pl.String), "n_correct": pl.Int64})
-    labels = hist["gold_label"].to_list()
-    label_ids, inv = np.unique(np.array(labels, dtype=object), return_inverse=True)
-    per_label_n = np.bincount(inv, weights=n).astype(np.int64)
-    rows = []
-    for s_idx, name in enumerate(names):
-        ok = np.bincount(inv, weights=hit[s_idx] * n, minlength=len(label_ids)).astype(np.int64)
-        rows.append(pl.DataFrame({
-            "systems": [name] * len(label_ids), "gold_label": label_ids.tolist(),
-            "n": per_label_n, "n_correct": ok,
-        }, schema_overrides={"systems": pl.List(pl.String)}))
-    return _with_gains(overall, systems), pl.concat(rows)
+def oracle_frames(oc: OracleCounts, names: Sequence[str], groups: Sequence[str],
+                  gold_n: np.ndarray, labels: np.ndarray, union: np.ndarray | None = None
+                  ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``oracles`` (every subset of :func:`oracle_subsets`, with the best single member and
+    the gain over it) and ``oracle_labels`` (per gold label; above MAX_ALL_SUBSETS only for
+    each system, the best pair, every leave-one-out subset and the full set)."""
+    subs, per_group = oracle_correct(oc, labels, union)
+    total = per_group.sum(axis=1)
+    single = labels.sum(axis=1)
+    n_units = int(gold_n.sum())
+    best = np.array([single[list(s)].max() for s in subs], np.int64)
+    systems = [sorted(names[i] for i in s) for s in subs]
+    oracles = pl.DataFrame({
+        "systems": systems, "n_systems": [len(s) for s in subs],
+        "n_units": np.full(len(subs), n_units, np.int64), "n_correct": total,
+        "accuracy": ratio(total, n_units), "best_single": best,
+        "gain": (total - best) / max(n_units, 1),
+    }, schema_overrides={"systems": pl.List(pl.String)})
+    keep = _label_subsets(subs, total, len(names))
+    present = np.flatnonzero(gold_n)
+    rows = [(systems[s], groups[g], int(gold_n[g]), int(per_group[s, g]))
+            for s in keep for g in present]
+    oracle_labels = pl.DataFrame(rows, schema={"systems": pl.List(pl.String),
+                                               "gold_label": pl.String, "n": pl.Int64,
+                                               "n_correct": pl.Int64}, orient="row")
+    return oracles, oracle_labels
 
 
-def _with_gains(overall: pl.DataFrame, systems: list[str]) -> pl.DataFrame:
-    """Accuracy, best single member and the oracle's gain over it."""
-    single = {row[0][0]: row[1] for row in overall.filter(pl.col("n_systems") == 1)
-              .select("systems", "n_correct").rows()}
-    best = [max(single[s] for s in names) for names in overall["systems"].to_list()]
-    return overall.with_columns(
-        _ratio("n_correct", "n_units").alias("accuracy"),
-        pl.Series("best_single", best, dtype=pl.Int64),
-    ).with_columns(
-        ((pl.col("n_correct") - pl.col("best_single")) / pl.col("n_units").clip(1))
-        .alias("gain"),
-    )
+def _label_subsets(subs: list[tuple[int, ...]], total: np.ndarray, n: int) -> list[int]:
+    """Subsets that get per-label rows: all of them up to MAX_ALL_SUBSETS systems; above,
+    each system, the best pair, every leave-one-out subset and the full set."""
+    if n <= MAX_ALL_SUBSETS:
+        return list(range(len(subs)))
+    size = np.array([len(s) for s in subs])
+    pair_idx = np.flatnonzero(size == 2)
+    best_pair = [int(pair_idx[np.argmax(total[pair_idx])])] if pair_idx.size else []
+    return [s for s in range(len(subs)) if size[s] == 1 or size[s] >= n - 1] + best_pair
 
 
-def difficulty_table(masks: pl.DataFrame) -> pl.DataFrame:
-    """Histogram of k = number of systems correct, overall (gold_label null) and per label."""
-    k = masks.with_columns(pl.col("mask").map_batches(_popcount, return_dtype=pl.Int32)
-                           .alias("k_correct"))
-    per_label = k.group_by("k_correct", "gold_label").agg(pl.col("n").sum())
-    overall = k.group_by("k_correct").agg(pl.col("n").sum()).with_columns(
-        pl.lit(None, pl.String).alias("gold_label"))
-    return pl.concat([overall.select(per_label.columns), per_label]).sort(
-        "gold_label", "k_correct", nulls_last=False)
+def union_from_classes(labels: np.ndarray, by_group: np.ndarray, pairs: list[tuple[int, int]],
+                       n: int) -> np.ndarray:
+    """(pairs in combinations order, G) units either system gets right, from each pair's
+    corrections per group: |right_i or right_j| = right_i + corrections(i -> j)."""
+    index = {p: k for k, p in enumerate(pairs)}
+    return np.stack([labels[i] + by_group[index[(i, j)], 0]
+                     for i, j in combinations(range(n), 2)])
 
 
-def _popcount(s: pl.Series) -> pl.Series:
-    a = s.to_numpy().astype(np.uint64)
-    return pl.Series(np.bitwise_count(a).astype(np.int32))
+def difficulty_frame(oc: OracleCounts, groups: Sequence[str]) -> pl.DataFrame:
+    """Units by the number k of systems that get them right: overall (gold_label null) and
+    per gold label; only non-zero cells."""
+    g, k = np.nonzero(oc.k_hist)
+    overall = oc.k_hist.sum(axis=0)
+    ko = np.flatnonzero(overall)
+    return pl.DataFrame({
+        "k_correct": np.concatenate([ko, k]).astype(np.int32),
+        "gold_label": [None] * ko.size + [groups[x] for x in g],
+        "n": np.concatenate([overall[ko], oc.k_hist[g, k]]).astype(np.int64),
+    }, schema_overrides={"gold_label": pl.String})
+
+
+def mcnemar_column(fix: Sequence[int], brk: Sequence[int]) -> list[float]:
+    """Exact McNemar p-values of (corrections, new errors) pairs."""
+    return [mcnemar_exact(int(a), int(b)) for a, b in zip(fix, brk, strict=True)]

@@ -1,144 +1,121 @@
-"""Token-level evaluation of N systems: map per shard to additive counts, reduce to tables.
+"""Token tasks (pos, dep): the counts of one shard for every view, and the published tables.
 
-``shard_partials`` runs on one shard of documents (any subset of sentences) and returns
-counts only; ``finalize`` sums the partials of all shards and computes every ratio, oracle
-and p-value. Splitting a corpus into more or fewer shards cannot change a result.
+``shard_counts`` maps one shard (whole sentences) to engine counts per (view, punctuation
+setting); the flow sums them over shards; ``view_tables`` turns the sums into tables. Sharding
+cannot change a result: every count is additive and every ratio is taken after the sum.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 import polars as pl
 
-from sysdiff.transforms import compare, reduce
-from sysdiff.transforms.views import DEP_VIEWS, ViewMatrix, default_punct
+from sysdiff.transforms import engine, reduce
+from sysdiff.transforms.significance import AR_TRIALS
+from sysdiff.transforms.views import (
+    BUCKET_NAMES,
+    FREQ_EDGES,
+    LABEL_COLUMN,
+    ShardWords,
+    Vocab,
+    apply_mapping,
+    label_counts,
+    punct_mask,
+    punct_settings,
+    view_matrix,
+    vocab_from_counts,
+)
 
-PARTIAL_KEYS = {
-    "scores": ["system"],
-    "labels": ["system", "gold_label"],
-    "pairs": ["sys1", "sys2"],
-    "changes": ["sys1", "sys2", "class", "gold", "l1", "l2", "attachment"],
-    "masks": ["gold_label", "mask"],
-    "majority": [],
-    "buckets": ["kind", "bucket", "system"],
-    "bucket_pairs": ["kind", "bucket", "sys1", "sys2"],
-    "sent_diffs": ["sys1", "sys2", "d"],
-}
-LENGTH_EDGES = np.array([10, 20, 30, 40, 50])
-DISTANCE_EDGES = np.array([1, 2, 3, 4, 7, 11])
-FREQ_EDGES = np.array([10, 100, 1000, 10000])
-
-
-def punct_settings(view: str, both: bool = True) -> list[bool]:
-    """Punctuation settings stored for a view: both for dependency views, else the default."""
-    return [False, True] if both and view in DEP_VIEWS else [default_punct(view)]
+ViewKey = tuple[str, bool]
 
 
-def bucket_names(edges: np.ndarray) -> list[str]:
-    """Fixed names of the buckets cut at ``edges``: '<=10', '11-20', ..., '51+'."""
-    names = [f"<={edges[0]}"]
-    names += [f"{lo + 1}-{hi}" for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
-    return [*names, f"{edges[-1] + 1}+"]
-
-
-def bucket_labels(edges: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    """Integer bucket code of every value, and the names of all codes."""
-    return np.searchsorted(edges, values, side="left"), bucket_names(edges)
-
-
-def unit_buckets(m: ViewMatrix, sent_lengths: np.ndarray, label_freq: np.ndarray
-                 ) -> dict[str, tuple[np.ndarray, list[str]]]:
-    """Bucket of every unit by sentence length, dependency distance and gold label frequency.
-
-    ``sent_lengths`` is indexed by sentence; ``label_freq`` by the matrix's display codes,
-    holding corpus-wide counts (computed before sharding: buckets do not depend on shards).
-    """
-    out = {
-        "sent_length": bucket_labels(LENGTH_EDGES, sent_lengths[m.sent]),
-        "label_freq": bucket_labels(FREQ_EDGES, label_freq[m.gold_display]),
-    }
-    if m.view in DEP_VIEWS:
-        out["distance"] = bucket_labels(DISTANCE_EDGES, m.extra["distance"])
+def shard_counts(words: ShardWords, views: Sequence[str], vocab: Vocab,
+                 pairs: Sequence[tuple[int, int]] | None, with_corpus: bool
+                 ) -> dict[ViewKey, engine.Counts]:
+    """Engine counts of one shard for every view and punctuation setting. ``pairs`` are
+    the system pairs to compare; ``with_corpus`` adds what needs every system (oracles,
+    difficulty, majority vote)."""
+    punct = punct_mask(words.key, words.fmt)
+    out = {}
+    for view in views:
+        m = view_matrix(view, words, vocab)
+        for with_punct in punct_settings(view):
+            sub = m if with_punct else m.select(~punct)
+            out[(view, with_punct)] = engine.shard_counts(sub, pairs, with_corpus, with_corpus)
     return out
 
 
-def shard_partials(m: ViewMatrix, priority: list[int],
-                   buckets: dict[str, tuple[np.ndarray, list[str]]],
-                   pairs: list[tuple[int, int]] | None = None) -> dict[str, pl.DataFrame]:
-    """Every additive count of one shard (``m`` already restricted to evaluated units)."""
-    bucket_scores, bucket_pairs = [], []
-    for kind, (codes, names) in buckets.items():
-        s, p = compare.bucket_counts(m, kind, codes, names, pairs)
-        bucket_scores.append(s)
-        bucket_pairs.append(p)
-    return {
-        "scores": compare.system_counts(m),
-        "labels": compare.label_counts(m),
-        "pairs": compare.pair_counts(m, pairs),
-        "changes": compare.change_counts(m, pairs),
-        "masks": compare.mask_counts(m),
-        "majority": compare.majority_counts(m, priority),
-        "buckets": pl.concat(bucket_scores) if bucket_scores else pl.DataFrame(),
-        "bucket_pairs": pl.concat([p for p in bucket_pairs if p.height])
-        if any(p.height for p in bucket_pairs) else pl.DataFrame(),
-        "sent_diffs": compare.sentence_differences(m, pairs),
-    }
-
-
-def shard_priors(m: ViewMatrix) -> dict[str, pl.DataFrame]:
-    """What phase 2 needs from the whole corpus: per-system counts (for the majority vote's
-    tie order) and gold label counts (for label-frequency buckets)."""
-    labels, counts = np.unique(m.gold_display, return_counts=True)
-    gold = pl.DataFrame({"gold_label": [m.labels[k] for k in labels],
-                         "n": counts.astype(np.int64)},
-                        schema={"gold_label": pl.String, "n": pl.Int64})
-    return {"scores": compare.system_counts(m), "gold": gold}
-
-
-def merge_priors(priors: list[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:
-    """Sum the priors of several shards."""
-    return {"scores": reduce.sum_counts([p["scores"] for p in priors], ["system"]),
-            "gold": reduce.sum_counts([p["gold"] for p in priors], ["gold_label"])}
-
-
-def merge_partials(partials: Iterable[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:
-    """Sum (or concatenate) the partials of several shards."""
-    parts = list(partials)
-    merged = {}
-    for name, keys in PARTIAL_KEYS.items():
-        frames = [p[name] for p in parts if p[name].height]
-        if keys == []:
-            merged[name] = pl.concat(frames).sum() if frames else pl.DataFrame()
-        else:
-            merged[name] = reduce.sum_counts(frames, keys)
-    return merged
-
-
-def finalize(merged: dict[str, pl.DataFrame], systems: list[str], trials: int,
-             seed: int) -> dict[str, pl.DataFrame]:
-    """Published tables (without corpus/view/punct columns) from merged counts."""
-    scores = reduce.scores_table(merged["scores"])
-    out = {"scores": scores, "labels": reduce.labels_table(merged["labels"])}
-    if merged["pairs"].height:
-        out["pairs"] = reduce.pairs_table(merged["pairs"], scores, merged["sent_diffs"], trials,
-                                          seed)
-        out["changes"] = merged["changes"]
-        out["bucket_pairs"] = merged["bucket_pairs"]
-    out["oracles"], out["oracle_labels"] = reduce.oracle_tables(merged["masks"], systems)
-    out["difficulty"] = reduce.difficulty_table(merged["masks"])
-    out["majority"] = merged["majority"].with_columns(
-        pl.lit(sorted(systems), pl.List(pl.String)).alias("systems"),
-        (pl.col("n_correct") / pl.col("n_units").clip(1)).alias("accuracy"))
-    if merged["buckets"].height:
-        out["buckets"] = merged["buckets"].with_columns(
-            (pl.col("n_correct") / pl.col("n_units").clip(1)).alias("accuracy"))
+def view_tables(c: engine.Counts, view: str, names: Sequence[str], vocab: Vocab,
+                trials: int, seed: int) -> dict[str, pl.DataFrame]:
+    """The tables of one view setting from the counts of the whole corpus (without their
+    corpus/view/punct/options columns); pair tables only for the pairs counted, corpus
+    tables (oracles, difficulty, majority) only when they were counted."""
+    labels = vocab.labels[LABEL_COLUMN[view]]
+    names = list(names)
+    out = {"scores": reduce.scores_frame(c, names),
+           "labels": reduce.labels_frame(c, names, labels)}
+    out["buckets"], out["bucket_pairs"] = _buckets(c, names, len(labels))
+    if c.pairs is not None and c.pairs.pairs:
+        out["pairs"] = reduce.pair_rows(c.pairs, names, c.correct, c.n_units, trials, seed)
+    if c.oracle is not None:
+        union = None
+        if c.oracle.masks is None:
+            by_group = reduce.class_counts_by_group(c.pairs, c.gold_n.size, len(labels))
+            union = reduce.union_from_classes(c.labels, by_group, c.pairs.pairs, len(names))
+        out["oracles"], out["oracle_labels"] = reduce.oracle_frames(
+            c.oracle, names, labels, c.gold_n, c.labels, union)
+        out["difficulty"] = reduce.difficulty_frame(c.oracle, labels)
+        out["majority"] = reduce.majority_frame(c, names)
     return out
 
 
-def priority_from_scores(scores: pl.DataFrame, systems: list[str]) -> list[int]:
-    """System indexes by accuracy (highest first), ties in input order (METRICS 1.5)."""
-    acc = dict(zip(scores["system"], scores["n_correct"] / scores["n_units"].clip(1),
-                   strict=True))
-    return sorted(range(len(systems)), key=lambda i: (-acc[systems[i]], i))
+def change_blocks(c: engine.Counts, view: str, names: Sequence[str], vocab: Vocab
+                  ) -> Iterator[pl.DataFrame]:
+    """The ``changes`` rows of one view setting, a block of pairs at a time."""
+    labels = vocab.labels[LABEL_COLUMN[view]]
+    if c.pairs is not None:
+        yield from reduce.change_blocks(c.pairs, list(names), labels, len(labels))
+
+
+def _buckets(c: engine.Counts, names: list[str], n_labels: int
+             ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per-bucket scores and pair classes: sentence length and dependency distance from the
+    shards, gold label frequency from the summed per-label counts."""
+    units, correct, pair_classes = reduce.frequency_buckets(c, FREQ_EDGES, n_labels)
+    by_pair = dict(c.pairs.buckets) if c.pairs is not None else {}
+    if pair_classes is not None:
+        by_pair["label_freq"] = pair_classes
+    return reduce.bucket_frames({**c.bucket_units, "label_freq": units},
+                                {**c.bucket_correct, "label_freq": correct}, by_pair, c.pairs,
+                                names, BUCKET_NAMES)
+
+
+def evaluate_words(key: pl.DataFrame, systems: Mapping[str, pl.DataFrame],
+                   views: Sequence[str], mappings: Mapping[str, Mapping[str, str]] | None = None,
+                   trials: int = AR_TRIALS, seed: int = 0, fmt: str = "conllu"
+                   ) -> dict[ViewKey, dict[str, pl.DataFrame]]:
+    """Every table of ``views`` for words in memory (one shard; the key's and each system's
+    words in the same order, with the reader's columns): for notebooks and tests."""
+    mappings = mappings or {}
+    names = list(systems)
+    rank = key["sent"].rank("dense").cast(pl.Int32) - 1
+    frames = [f.with_columns(sent=rank) for f in [key, *systems.values()]]
+    counts = pl.concat([label_counts(f).with_columns(system=pl.lit(s))
+                        for s, f in zip(["__key__", *names], frames, strict=True)])
+    vocab = vocab_from_counts(counts, mappings)
+    words = ShardWords(
+        key=apply_mapping(frames[0], mappings.get("@key", {})),
+        systems=[apply_mapping(f, mappings.get(s, {}))
+                 for s, f in zip(names, frames[1:], strict=True)],
+        first_sent=0, n_sents=int(rank.max() + 1) if rank.len() else 0,
+        sent_lengths=np.bincount(rank.to_numpy()).astype(np.int64), fmt=fmt)
+    pairs = engine.all_pairs(len(names))
+    out = {}
+    for key_, c in shard_counts(words, views, vocab, pairs, True).items():
+        tables = view_tables(c, key_[0], names, vocab, trials, seed)
+        blocks = list(change_blocks(c, key_[0], names, vocab))
+        tables["changes"] = pl.concat(blocks) if blocks else pl.DataFrame()
+        out[key_] = tables
+    return out

@@ -24,6 +24,15 @@ import polars as pl
 
 from sysdiff.schemas.formats.unl import KNOWN_RELATIONS, NlSentence, UnlSentence, gc_paused
 from sysdiff.schemas.tables import TABLES
+from sysdiff.transforms.engine import (
+    CLASSES,
+    MAX_ALL_SUBSETS,
+    LabelMatrix,
+    all_pairs,
+    oracle_counts,
+    pair_counts,
+)
+from sysdiff.transforms.reduce import mcnemar_column, oracle_correct, ratio
 
 ACTUAL, EXPECTED = 0, 1
 SEP = "\x1f"
@@ -630,115 +639,132 @@ def compare_versions(sentences_by_system: dict[str, pl.DataFrame]) -> dict[str, 
     """Versions of a grammar compared sentence by sentence (METRICS 3.4).
 
     Returns ``pairs`` (every ordered pair: corrections, new errors, changed errors, diff,
-    oracle of the pair), ``oracle`` (all versions) and ``moved`` (one row per sentence and
-    ordered pair whose verdict or error profile moved). A sentence is matched across systems
-    by (task, sent_index, sent_id); a changed error is incorrect in both with a different
-    profile (returned, reason, error digest)."""
+    oracle of the pair, McNemar p), ``oracle`` (every subset of versions, as the token
+    oracles) and ``moved`` (one row per sentence and ordered pair whose verdict or error
+    profile moved). Sentences are matched across systems by (task, sent_index, sent_id); a
+    changed error is incorrect in both with a different profile (returned, reason, error
+    digest)."""
     return finish_compare([compare_partials(sentences_by_system)])
+
+
+def version_matrix(stacked: pl.DataFrame, names: list[str]) -> LabelMatrix:
+    """The engine's matrix over sentences: a version's value is 0 when the sentence is
+    CORRECT, else a code of its error profile; one sentence per unit."""
+    profile = stacked["profile"].cast(pl.Categorical).to_physical().to_numpy().astype(np.int64)
+    correct = stacked["correct"].to_numpy().astype(bool)
+    n, t = len(names), stacked.height // max(len(names), 1)
+    values = np.where(correct, 0, profile + 1).reshape(n, t)
+    zeros = np.zeros(t, np.int32)
+    return LabelMatrix(values=values, correct=correct.reshape(n, t),
+                       display=np.zeros((n, t), np.uint8), gold=zeros, n_labels=1,
+                       n_groups=1, sent=np.arange(t, dtype=np.int32), n_sents=t)
 
 
 def compare_partials(sentences_by_system: dict[str, pl.DataFrame]) -> dict:
     """The map of :func:`compare_versions` over some sentences (every system's rows of the
-    same sentences): additive counts per ordered pair (``pairs``), per-sentence ``moved``
-    rows, oracle counts (``oracle``: sentences present for every system, and correct by
-    some) and ``best`` (correct sentences per system among them)."""
+    same sentences, in the same order): the engine's pair and oracle counts, correct
+    sentences per system, and the rows of the sentences that moved."""
     stacked, keys = _stack(sentences_by_system)
-    on = [*keys, "sent_index", "sent_id"]
-    pair = stacked.join(stacked, on=on, suffix="_b").filter(pl.col("system") != pl.col("system_b"))
-    ca, cb = pl.col("correct"), pl.col("correct_b")
-    pair = pair.with_columns(
-        change=pl.when(~ca & cb)
-        .then(pl.lit("correction"))
-        .when(ca & ~cb)
-        .then(pl.lit("new_error"))
-        .when(~ca & ~cb & (pl.col("profile") != pl.col("profile_b")))
-        .then(pl.lit("changed_error"))
-    ).rename({"system": "sys1", "system_b": "sys2"})
-    pairs = pair.group_by([*keys, "sys1", "sys2"]).agg(
-        n_sentences=pl.len().cast(pl.Int64),
-        n_correct_a=ca.sum().cast(pl.Int64),
-        n_correct_b=cb.sum().cast(pl.Int64),
-        n_changed=pl.col("change").is_not_null().sum().cast(pl.Int64),
-        corrections=(pl.col("change") == "correction").sum().cast(pl.Int64),
-        new_errors=(pl.col("change") == "new_error").sum().cast(pl.Int64),
-        changed_errors=(pl.col("change") == "changed_error").sum().cast(pl.Int64),
-        n_oracle=(ca | cb).sum().cast(pl.Int64),
-    )
-    moved = pair.filter(pl.col("change").is_not_null()).select(
-        *keys, "sys1", "sys2", "sent_id", "sent_index", "change",
-        pl.col("returned").alias("returned_a"), "returned_b",
-        pl.col("correct").alias("correct_a"), "correct_b",
-        pl.col("d_frac").alias("d_all_frac_a"), pl.col("d_frac_b").alias("d_all_frac_b"),
-        pl.col("reason").alias("reason_a"), "reason_b",
-    )  # fmt: skip
-    return {"keys": keys, "pairs": pairs, "moved": moved, **_oracle_partials(stacked, keys)}
+    names = list(sentences_by_system)
+    m = version_matrix(stacked, names)
+    pairs = all_pairs(len(names))
+    return {
+        "keys": keys, "key_values": {k: stacked[k][0] if stacked.height else None
+                                     for k in keys},
+        "names": names, "pairs": pair_counts(m, pairs),
+        "correct": m.correct.sum(axis=1, dtype=np.int64), "n": m.n_units,
+        "oracle": oracle_counts(m.correct, m.gold, 1,
+                                pairs if len(names) > MAX_ALL_SUBSETS else None),
+        "moved": _moved(stacked, m, names, pairs, keys),
+    }
 
 
-def _oracle_partials(stacked: pl.DataFrame, keys: list[str]) -> dict[str, pl.DataFrame]:
-    """Oracle counts of some sentences: only sentences present for every system count."""
-    n_sys = stacked.group_by(keys).agg(pl.col("system").n_unique().alias("n_sys"))
-    per_sent = (
-        stacked.group_by([*keys, "sent_index", "sent_id"])
-        .agg(pl.col("correct").any().alias("any"), pl.col("system").n_unique().alias("k"))
-        .join(n_sys, on=keys)
-        .filter(pl.col("k") == pl.col("n_sys"))
-    )
-    complete = per_sent.select(*keys, "sent_index", "sent_id")
-    best = (
-        stacked.join(complete, on=[*keys, "sent_index", "sent_id"])
-        .group_by([*keys, "system"])
-        .agg(pl.col("correct").sum().cast(pl.Int64).alias("best_correct"))
-    )
-    oracle = per_sent.group_by(keys).agg(n_sentences=pl.len().cast(pl.Int64),
-                                         n_oracle=pl.col("any").sum().cast(pl.Int64))
-    systems = stacked.select(*keys, "system").unique()
-    return {"oracle": oracle, "best": best, "systems": systems}
+_SIDE = ["returned", "correct", "d_frac", "reason"]
+
+
+def _moved(stacked: pl.DataFrame, m: LabelMatrix, names: list[str],
+           pairs: list[tuple[int, int]], keys: list[str]) -> pl.DataFrame:
+    """Sentences whose value differs between two versions, both directions of each pair."""
+    t = m.n_units
+    frames = []
+    for i, j in pairs:
+        idx = np.flatnonzero(m.values[i] != m.values[j])
+        if not idx.size:
+            continue
+        a, b = stacked[i * t + idx], stacked[j * t + idx]
+        cls = np.where(m.correct[j, idx], 0, np.where(m.correct[i, idx], 1, 2))
+        for first, second, side1, side2, c in ((i, j, a, b, cls), (j, i, b, a, _MIRROR[cls])):
+            frames.append(pl.DataFrame({
+                **{k: side1[k] for k in keys},
+                "sys1": [names[first]] * idx.size, "sys2": [names[second]] * idx.size,
+                "sent_id": side1["sent_id"], "sent_index": side1["sent_index"],
+                "change": pl.Series(list(CLASSES), dtype=pl.String).gather(c),
+                **{f"{x}1": side1[x] for x in _SIDE}, **{f"{x}2": side2[x] for x in _SIDE},
+            }))
+    if not frames:
+        return pl.DataFrame()
+    return pl.concat(frames).rename({"d_frac1": "d_all_frac1", "d_frac2": "d_all_frac2"})
 
 
 def finish_compare(partials: list[dict]) -> dict[str, pl.DataFrame]:
     """The reduce of :func:`compare_versions`: sum the partials of all shards, then the
-    ratios, the best single system and the oracle's gain."""
-    keys = partials[0]["keys"]
+    ratios, McNemar p-values, every subset's oracle with its best member and gain."""
+    first = partials[0]
+    keys, names = first["keys"], first["names"]
+    pc, oc = first["pairs"], first["oracle"]
+    correct, n = first["correct"].copy(), first["n"]
+    for part in partials[1:]:
+        pc.merge(part["pairs"])
+        oc.merge(part["oracle"])
+        correct += part["correct"]
+        n += part["n"]
+    values = next((p["key_values"] for p in partials if p["n"]), first["key_values"])
+    lit = {k: pl.lit(v, pl.String) for k, v in values.items()}
+    pairs = _pair_rows(pc, names, correct, n).with_columns(**lit)
+    oracle = _oracle_rows(oc, names, correct, n).with_columns(**lit)
+    moved = pl.concat([p["moved"] for p in partials if p["moved"].height] or [pl.DataFrame()])
+    if moved.height:
+        moved = moved.sort([*keys, "sys1", "sys2", "sent_index"])
+    return {"pairs": _cast_to(pairs, "unl_pairs"), "oracle": _cast_to(oracle, "unl_oracle"),
+            "moved": _cast_to(moved, "unl_moved") if moved.height else moved}
 
-    def summed(name: str, by: list[str]) -> pl.DataFrame:
-        df = pl.concat([p[name] for p in partials])
-        return df.group_by(by).agg(pl.exclude(by).sum())
 
-    n = pl.col("n_sentences")
-    pairs = summed("pairs", [*keys, "sys1", "sys2"]).with_columns(
-        diff=pl.col("n_changed") / n, oracle=pl.col("n_oracle") / n,
-    ).sort([*keys, "sys1", "sys2"])
-    moved = pl.concat([p["moved"] for p in partials]).sort([*keys, "sys1", "sys2",
-                                                            "sent_index"])
-    return {
-        "pairs": _cast_to(pairs, "unl_pairs"),
-        "oracle": _cast_to(_finish_oracle(partials, keys, summed), "unl_oracle"),
-        "moved": _cast_to(moved, "unl_moved"),
-    }
+def _pair_rows(pc, names: list[str], correct: np.ndarray, n: int) -> pl.DataFrame:
+    """Both directions of every pair of versions."""
+    i = np.array([p[0] for p in pc.pairs], np.int64)
+    j = np.array([p[1] for p in pc.pairs], np.int64)
+    n_diff, fix, brk, changed = (pc.classes[:, k] for k in range(4))
+    arr = np.array(names, dtype=object)
+    union = np.concatenate([correct[i] + fix, correct[j] + brk])
+    return pl.DataFrame({
+        "sys1": np.concatenate([arr[i], arr[j]]).tolist(),
+        "sys2": np.concatenate([arr[j], arr[i]]).tolist(),
+        "n_sentences": np.full(2 * i.size, n, np.int64),
+        "n_correct1": np.concatenate([correct[i], correct[j]]),
+        "n_correct2": np.concatenate([correct[j], correct[i]]),
+        "n_changed": np.tile(n_diff, 2), "corrections": np.concatenate([fix, brk]),
+        "new_errors": np.concatenate([brk, fix]), "changed_errors": np.tile(changed, 2),
+        "diff": np.tile(ratio(n_diff, n), 2), "oracle": ratio(union, n),
+        "mcnemar_p": np.tile(mcnemar_column(fix, brk), 2),
+    }, schema_overrides={"sys1": pl.String, "sys2": pl.String})
 
 
-def _finish_oracle(partials: list[dict], keys: list[str], summed) -> pl.DataFrame:
-    """Share of sentences (present for every system) that at least one system gets CORRECT,
-    with the best single system and the oracle's gain over it."""
-    best = (
-        summed("best", [*keys, "system"])
-        .sort([*keys, "best_correct", "system"], descending=[False] * len(keys) + [True, False])
-        .group_by(keys, maintain_order=True)
-        .first()
-        .rename({"system": "best_system"})
-    )
-    systems = (pl.concat([p["systems"] for p in partials]).group_by(keys)
-               .agg(pl.col("system").unique().sort().str.join(",")))
-    out = (
-        summed("oracle", keys)
-        .join(systems.rename({"system": "systems"}), on=keys)
-        .join(best, on=keys, how="left")
-    )
-    n = pl.col("n_sentences")
-    return out.with_columns(
-        oracle=pl.col("n_oracle") / n,
-        gain=(pl.col("n_oracle") - pl.col("best_correct")) / n,
-    ).sort(keys)
+def _oracle_rows(oc, names: list[str], correct: np.ndarray, n: int) -> pl.DataFrame:
+    """The oracle of every subset of versions (as the token oracles): the share of
+    sentences some member gets CORRECT, its best member and the gain over it."""
+    subs, per_group = oracle_correct(oc, correct[:, None])
+    total = per_group[:, 0]
+    best = [min(members, key=lambda k: (-correct[k], names[k])) for members in subs]
+    return pl.DataFrame({
+        "systems": [sorted(names[k] for k in members) for members in subs],
+        "n_systems": [len(members) for members in subs],
+        "n_sentences": np.full(len(subs), n, np.int64), "n_oracle": total,
+        "oracle": ratio(total, n), "best_system": [names[k] for k in best],
+        "best_correct": correct[best], "gain": ratio(total - correct[best], n),
+    }, schema_overrides={"systems": pl.List(pl.String), "best_system": pl.String})
+
+
+_MIRROR = np.array([1, 0, 2])
 
 
 def _cast_to(df: pl.DataFrame, table: str) -> pl.DataFrame:

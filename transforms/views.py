@@ -1,31 +1,40 @@
-"""Views (label functions over words) and the wide integer label matrix of a corpus.
+"""Views (label functions over words) and the label matrix of a token task.
 
-A view gives every word two codes per source (the key and each system):
-- a *value* code (Int64): two sources agree on a word iff their value codes are equal;
-- a *display* code (UInt32 into ``labels``): the label shown in change tables and used to
-  group per-label counts. For most views both are the label itself; for ``las`` the value is
-  the pair (HEAD, DEPREL) and the display is the DEPREL (METRICS 1.4); for ``head`` the
-  display groups by the gold DEPREL's head index string.
-Systems are aligned to the key once at ingest (same words in the same order), so building
-the matrix is N horizontal stacks of columns, never a join between systems.
+A view gives every word of the key a *value* per source (two sources agree on a word iff
+their values are equal) and a *display* label (shown in change tables, and the gold label
+that groups per-label counts). For most views both are the label itself; for ``las`` the
+value is the pair (HEAD, DEPREL) and the display is the DEPREL (METRICS 1.4); for ``head``
+the value is the HEAD and the display the gold DEPREL.
+
+Labels are coded once per corpus (:class:`Vocab`, from the label counts taken at ingest), so
+the codes of every shard agree and shard counts add up. Systems are aligned with the key at
+ingest (same words, same order): the matrix is N rows stacked, never a join.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.conllu import PTB_PUNCT
+from sysdiff.transforms.engine import Bucketing, LabelMatrix, smallest_uint
 
 VIEWS = ("upos", "xpos", "feats", "lemma", "head", "deprel", "las")
 TOKEN_VIEWS = ("upos", "xpos", "feats", "lemma")
 DEP_VIEWS = ("head", "deprel", "las")
 WORD_COLUMNS = ["sent", "id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel"]
-_SHIFT = 1 << 32
+#: The label column each view reads (and groups by).
+LABEL_COLUMN = {"upos": "upos", "xpos": "xpos", "feats": "feats", "lemma": "lemma",
+                "head": "deprel", "deprel": "deprel", "las": "deprel"}
+LABEL_COLUMNS = ("upos", "xpos", "feats", "lemma", "deprel")
+LENGTH_EDGES = np.array([10, 20, 30, 40, 50])
+DISTANCE_EDGES = np.array([1, 2, 3, 4, 7, 11])
+FREQ_EDGES = np.array([10, 100, 1000, 10000])
+BLANK = "_"
 
 
 def check_view(view: str) -> None:
@@ -39,6 +48,11 @@ def default_punct(view: str) -> bool:
     return view not in DEP_VIEWS
 
 
+def punct_settings(view: str) -> list[bool]:
+    """Punctuation settings stored for a view: both for dependency views, else the default."""
+    return [False, True] if view in DEP_VIEWS else [default_punct(view)]
+
+
 def punct_mask(key_words: pl.DataFrame, fmt: str) -> np.ndarray:
     """True for words whose *gold* tag marks punctuation (UPOS PUNCT; PTB set for CoNLL-X)."""
     expr = pl.col("upos") == "PUNCT"
@@ -47,107 +61,117 @@ def punct_mask(key_words: pl.DataFrame, fmt: str) -> np.ndarray:
     return key_words.select(expr.fill_null(False))[:, 0].to_numpy()
 
 
-def apply_mapping(words: pl.DataFrame, view: str, mapping: Mapping[str, str]) -> pl.DataFrame:
-    """Rename labels ``old -> new`` in the label column a view reads (before comparison).
+def bucket_names(edges: np.ndarray) -> list[str]:
+    """Fixed names of the buckets cut at ``edges``: '<=10', '11-20', ..., '51+'."""
+    names = [f"<={edges[0]}"]
+    names += [f"{lo + 1}-{hi}" for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+    return [*names, f"{edges[-1] + 1}+"]
 
-    A mapping applies to every label view (UPOS, XPOS, FEATS, LEMMA, DEPREL); HEAD is a
-    number, so the ``head`` view is never mapped.
-    """
-    if not mapping or view == "head":
-        return words
-    col = "deprel" if view == "las" else view
-    return words.with_columns(pl.col(col).replace(dict(mapping)))
+
+BUCKET_NAMES = {"sent_length": bucket_names(LENGTH_EDGES),
+                "distance": bucket_names(DISTANCE_EDGES),
+                "label_freq": bucket_names(FREQ_EDGES)}
 
 
 @dataclass(frozen=True)
-class ViewMatrix:
-    """Wide label matrix of one view: rows are the key's words, one column pair per source."""
+class Vocab:
+    """The corpus-wide sorted labels of each label column, after label mappings."""
 
-    view: str
-    systems: list[str]
-    labels: list[str]
-    sent: np.ndarray  # Int32 sentence index of each word
-    gold_value: np.ndarray  # Int64
-    gold_display: np.ndarray  # UInt32 index into labels
-    values: np.ndarray  # Int64 (n_systems, n_words)
-    displays: np.ndarray  # UInt32 (n_systems, n_words)
-    punct: np.ndarray  # bool: gold punctuation
-    extra: dict[str, np.ndarray] = field(default_factory=dict)
-    all_sents: np.ndarray | None = None  # every sentence of the shard, evaluated units or not
+    labels: dict[str, list[str]]
+
+    def codes(self, column: str, values: pl.Series) -> np.ndarray:
+        """The codes of ``values`` (nulls read as ``_``) in the smallest unsigned type."""
+        labels = self.labels[column]
+        codes = values.fill_null(BLANK).cast(pl.Enum(labels)).to_physical().to_numpy()
+        return codes.astype(smallest_uint(len(labels)), copy=False)
+
+
+def vocab_from_counts(counts: pl.DataFrame, mappings: Mapping[str, Mapping[str, str]]
+                      ) -> Vocab:
+    """The :class:`Vocab` of a corpus from its ``vocab`` rows (system, field, label, n)
+    of the key and every system, each source's labels mapped by its mapping (the key's is
+    ``@key``)."""
+    out: dict[str, set[str]] = {c: {BLANK} for c in LABEL_COLUMNS}
+    for (system, column), rows in counts.group_by("system", "field"):
+        if column not in out:
+            continue
+        mapping = mappings.get("@key" if system == "__key__" else system, {})
+        out[column].update(mapping.get(x, x) for x in rows["label"])
+    return Vocab({c: sorted(v) for c, v in out.items()})
+
+
+def label_counts(words: pl.DataFrame) -> pl.DataFrame:
+    """(field, label, n) of every label column and HEAD of some words (a blank or missing
+    value counts as ``_``; heads as their number): what a file can be scored on."""
+    return pl.concat([
+        words.select(pl.lit(c).alias("field"),
+                     pl.col(c).cast(pl.String).fill_null(BLANK).alias("label"))
+        .group_by("field", "label").agg(pl.len().cast(pl.Int64).alias("n"))
+        for c in (*LABEL_COLUMNS, "head")])
+
+
+def apply_mapping(words: pl.DataFrame, mapping: Mapping[str, str]) -> pl.DataFrame:
+    """Rename labels ``old -> new`` in every label column (before comparison); HEAD is a
+    number and is never mapped."""
+    if not mapping:
+        return words
+    return words.with_columns(pl.col(c).replace(dict(mapping)) for c in LABEL_COLUMNS)
+
+
+@dataclass(frozen=True)
+class ShardWords:
+    """The key's and the systems' words of one shard, mapped, in the key's order."""
+
+    key: pl.DataFrame
+    systems: list[pl.DataFrame]
+    first_sent: int  # the shard's first sentence number
+    n_sents: int  # sentences of the shard
+    sent_lengths: np.ndarray  # words per sentence of the shard
+    fmt: str
 
     @property
-    def n_words(self) -> int:
-        return int(self.gold_value.shape[0])
-
-    def select(self, mask: np.ndarray) -> ViewMatrix:
-        """The matrix restricted to the words where ``mask`` holds."""
-        return ViewMatrix(
-            self.view, self.systems, self.labels, self.sent[mask], self.gold_value[mask],
-            self.gold_display[mask], self.values[:, mask], self.displays[:, mask],
-            self.punct[mask], {k: v[mask] for k, v in self.extra.items()}, self.sentences,
-        )
-
-    @property
-    def sentences(self) -> np.ndarray:
-        """Every sentence of the shard, including those left with no evaluated unit."""
-        return self.all_sents if self.all_sents is not None else np.unique(self.sent)
+    def sent(self) -> np.ndarray:
+        return (self.key["sent"].to_numpy() - self.first_sent).astype(np.int32)
 
 
-def _display_column(view: str) -> str:
-    return {"las": "deprel", "head": "deprel"}.get(view, view)
-
-
-def encode(columns: list[pl.Series]) -> tuple[list[str], list[np.ndarray]]:
-    """Dictionary-encode several string columns into one shared, sorted code space."""
-    labels = pl.concat([c.fill_null("_").rename("x") for c in columns]).unique().sort()
-    enum = pl.Enum(labels.to_list())
-    codes = [c.fill_null("_").cast(enum).to_physical().to_numpy().astype(np.uint32)
-             for c in columns]
-    return labels.to_list(), codes
-
-
-def view_matrix(
-    view: str,
-    key: pl.DataFrame,
-    systems: Mapping[str, pl.DataFrame],
-    fmt: str = "conllu",
-    mappings: Mapping[str, Mapping[str, str]] | None = None,
-) -> ViewMatrix:
-    """Build the wide matrix of ``view`` for the key and systems (words in key order).
-
-    ``mappings`` maps a source name (a system, or ``"@key"``) to its label mapping.
-    """
+def view_matrix(view: str, words: ShardWords, vocab: Vocab) -> LabelMatrix:
+    """The label matrix of ``view`` over every word of the shard (punctuation included;
+    :meth:`LabelMatrix.select` with ``~punct_mask`` excludes it)."""
     check_view(view)
-    mappings = mappings or {}
-    names = list(systems)
-    frames = [apply_mapping(key, view, mappings.get("@key", {}))]
-    frames += [apply_mapping(systems[n], view, mappings.get(n, {})) for n in names]
-    for n, f in zip(names, frames[1:], strict=True):
-        if f.height != key.height:
-            raise InputError(f"system '{n}' has {f.height} words, the key {key.height}")
-    labels, disp = encode([f[_display_column(view)] for f in frames])
+    column = LABEL_COLUMN[view]
+    sources = [words.key, *words.systems]
+    display = [vocab.codes(column, f[column]) for f in sources]
+    n_labels = len(vocab.labels[column])
+    heads = [f["head"].fill_null(-1).to_numpy() for f in sources] if view in DEP_VIEWS else []
     if view == "head":
-        vals = [f["head"].fill_null(-1).to_numpy().astype(np.int64) for f in frames]
+        values = heads
     elif view == "las":
-        vals = [f["head"].fill_null(-1).to_numpy().astype(np.int64) * _SHIFT + d
-                for f, d in zip(frames, disp, strict=True)]
+        values = _pair_codes(heads, display, n_labels)
     else:
-        vals = [d.astype(np.int64) for d in disp]
-    n = len(names)
-    shape = (n, key.height)
-    return ViewMatrix(
-        view=view,
-        systems=names,
-        labels=labels,
-        sent=key["sent"].to_numpy().astype(np.int32),
-        gold_value=vals[0],
-        gold_display=disp[0],
-        values=np.vstack(vals[1:]) if n else np.empty(shape, np.int64),
-        displays=np.vstack(disp[1:]) if n else np.empty(shape, np.uint32),
-        punct=punct_mask(key, fmt),
-        extra={"distance": _distance(key)},
-        all_sents=np.unique(key["sent"].to_numpy()),
-    )
+        values = display
+    n, t = len(words.systems), words.key.height
+    stack = (lambda arrays: np.stack(arrays[1:])) if n else (
+        lambda arrays: np.empty((0, t), arrays[0].dtype))
+    sys_values = stack(values)
+    sent = words.sent
+    buckets = [Bucketing("sent_length", np.searchsorted(
+        LENGTH_EDGES, words.sent_lengths[sent], side="left"), len(LENGTH_EDGES) + 1)]
+    if view in DEP_VIEWS:
+        buckets.append(Bucketing("distance", np.searchsorted(
+            DISTANCE_EDGES, _distance(words.key), side="left"), len(DISTANCE_EDGES) + 1))
+    return LabelMatrix(
+        values=sys_values, correct=sys_values == values[0][None, :], display=stack(display),
+        gold=display[0], n_labels=n_labels, n_groups=n_labels, sent=sent,
+        n_sents=words.n_sents, head=stack(heads) if view == "las" else None,
+        buckets=tuple(buckets))
+
+
+def _pair_codes(heads: Sequence[np.ndarray], labels: Sequence[np.ndarray], n_labels: int
+                ) -> list[np.ndarray]:
+    """One integer per (HEAD, label) pair (heads from -1 for none)."""
+    top = max(int(h.max(initial=0)) for h in heads) + 2
+    dtype = np.int32 if top * n_labels < 1 << 31 else np.int64
+    return [(h.astype(dtype) + 1) * n_labels + lab for h, lab in zip(heads, labels, strict=True)]
 
 
 def _distance(key: pl.DataFrame) -> np.ndarray:

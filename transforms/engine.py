@@ -1,0 +1,479 @@
+"""The comparison engine of every task: a units x systems label matrix in, additive counts out.
+
+A task only builds its :class:`LabelMatrix` (token views: the key's words; coreference:
+mentions with their ARCS classes; UNL: sentences with their verdicts). :func:`shard_counts`
+returns :class:`Counts` for one shard; counts of shards add up (:meth:`Counts.merge`), and
+the ``finish_*`` functions of :mod:`sysdiff.transforms.tables` turn the sums into tables.
+Definitions are METRICS 1.2-1.6.
+
+Memory is the label matrix plus what the pair tables need (a few counts per pair, and the
+non-zero cells of each pair's change table); nothing of size pairs x units or subsets x units
+is ever held. Every pair is one pass over the matrix rows with numpy, on the smallest integer
+codes; the change table of a pair is one ``bincount`` over its differing units.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from itertools import combinations
+
+import numpy as np
+
+#: Change classes, by code (METRICS 1.4). Code 3 marks units where the two systems agree
+#: (kept only by :func:`transition_counts`).
+CLASSES = ("correction", "new_error", "changed_error")
+SAME = 3
+#: Up to this many systems, the oracle of every subset is kept (2^N - 1 subsets).
+MAX_ALL_SUBSETS = 10
+
+
+@dataclass(frozen=True)
+class Bucketing:
+    """A partition of the units into ``n`` buckets (``codes`` in ``[0, n)``)."""
+
+    name: str
+    codes: np.ndarray
+    n: int
+
+
+@dataclass(frozen=True)
+class LabelMatrix:
+    """The label matrix of one shard: rows are systems, columns are units.
+
+    - ``values``: two systems agree on unit t iff their values are equal;
+    - ``correct``: system i gets unit t right;
+    - ``display``: the label shown in change tables (codes into a label list of size
+      ``n_labels``, shared with ``gold``);
+    - ``gold``: the grouping label of each unit (per-label tables), in ``[0, n_groups)``;
+    - ``sent``: the sentence of each unit, in ``[0, n_sents)``; ``n_sents`` counts every
+      sentence of the shard, also those left without an evaluated unit;
+    - ``head``: per system and unit, the attachment (``las`` only: head-only, label-only
+      and both-differ counts of each pair);
+    - ``buckets``: partitions of the units for per-bucket scores and change classes;
+    - ``present``/``in_key``: when units are the union of the key's and the responses'
+      (coreference mentions), a pair's units are those in the key or in either response
+      (a unit outside both agrees by construction, so only the pair's unit count needs it).
+
+    Two systems that both get a unit right agree on it (their values are equal).
+    """
+
+    values: np.ndarray
+    correct: np.ndarray
+    display: np.ndarray
+    gold: np.ndarray
+    n_labels: int
+    n_groups: int
+    sent: np.ndarray
+    n_sents: int
+    head: np.ndarray | None = None
+    buckets: tuple[Bucketing, ...] = ()
+    present: np.ndarray | None = None
+    in_key: np.ndarray | None = None
+
+    @property
+    def n_systems(self) -> int:
+        return int(self.values.shape[0])
+
+    @property
+    def n_units(self) -> int:
+        return int(self.values.shape[1])
+
+    def select(self, mask: np.ndarray) -> LabelMatrix:
+        """The matrix restricted to the units where ``mask`` holds (same sentences)."""
+        return replace(
+            self, values=self.values[:, mask], correct=self.correct[:, mask],
+            display=self.display[:, mask], gold=self.gold[mask], sent=self.sent[mask],
+            head=None if self.head is None else self.head[:, mask],
+            buckets=tuple(replace(b, codes=b.codes[mask]) for b in self.buckets),
+            present=None if self.present is None else self.present[:, mask],
+            in_key=None if self.in_key is None else self.in_key[mask])
+
+    def pair_units(self, i: int, j: int) -> np.ndarray | None:
+        """The units of pair (i, j) as a mask, or None when every unit counts."""
+        if self.present is None:
+            return None
+        return self.in_key | self.present[i] | self.present[j]
+
+
+def smallest_uint(n: int) -> type[np.unsignedinteger]:
+    """The narrowest unsigned integer type that holds codes ``0 .. n - 1``."""
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if n <= np.iinfo(dtype).max + 1:
+            return dtype
+    return np.uint64
+
+
+def all_pairs(n_systems: int) -> list[tuple[int, int]]:
+    """Unordered system index pairs ``(i, j)``, ``i < j``."""
+    return list(combinations(range(n_systems), 2))
+
+
+# ------------------------------------------------------------------------------ sparse sums
+
+
+@dataclass
+class Sparse:
+    """Non-negative integer keys with counts, summed lazily: pieces are kept as they come and
+    compacted once they outgrow the compacted part (amortised O(n log n))."""
+
+    keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    counts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    pending: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    n_pending: int = 0
+
+    def add(self, keys: np.ndarray, counts: np.ndarray) -> None:
+        """Add ``counts`` at ``keys`` (keys need not be unique nor sorted)."""
+        if keys.size:
+            self.pending.append((keys.astype(np.int64, copy=False),
+                                 counts.astype(np.int64, copy=False)))
+            self.n_pending += keys.size
+            if self.n_pending > max(1 << 14, self.keys.size):
+                self.compact()
+
+    def merge(self, other: Sparse) -> Sparse:
+        """Add every count of ``other`` (in place) and return self."""
+        other.compact()
+        self.add(other.keys, other.counts)
+        return self
+
+    def compact(self) -> Sparse:
+        """Sum equal keys; keys sorted ascending."""
+        if self.pending:
+            keys = np.concatenate([self.keys, *(k for k, _ in self.pending)])
+            counts = np.concatenate([self.counts, *(c for _, c in self.pending)])
+            self.keys, inverse = np.unique(keys, return_inverse=True)
+            self.counts = np.bincount(inverse, weights=counts, minlength=self.keys.size
+                                      ).astype(np.int64)
+            self.pending, self.n_pending = [], 0
+        return self
+
+
+def key_counts(keys: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct keys in ``[0, space)`` and how often each occurs: a ``bincount`` when the
+    space is small for the number of keys, else a sort."""
+    if space <= max(1 << 16, 4 * keys.size):
+        hist = np.bincount(keys, minlength=space)
+        nz = np.flatnonzero(hist)
+        return nz, hist[nz]
+    return np.unique(keys, return_counts=True)
+
+
+# ------------------------------------------------------------------------------ counts
+
+
+@dataclass
+class PairCounts:
+    """Additive counts of a list of unordered pairs (``pairs`` gives the system indexes)."""
+
+    pairs: list[tuple[int, int]]
+    n_units: np.ndarray  # (P,) units of each pair
+    classes: np.ndarray  # (P, 4): n_diff, corrections, new_errors, changed_errors (i -> j)
+    decomposition: np.ndarray | None  # (P, 3): head only, label only, both (las)
+    cells: list[Sparse]  # per pair: ((cls * G + gold) * L + l_i) * L + l_j
+    sent_diffs: list[Sparse]  # per pair: d + offset -> sentences (d = correct_j - correct_i)
+    buckets: dict[str, np.ndarray]  # name -> (P, 3, K) class counts per bucket
+
+    def merge(self, other: PairCounts) -> PairCounts:
+        self.n_units += other.n_units
+        self.classes += other.classes
+        if self.decomposition is not None:
+            self.decomposition += other.decomposition
+        for mine, theirs in zip(self.cells + self.sent_diffs, other.cells + other.sent_diffs,
+                                strict=True):
+            mine.merge(theirs)
+        for name, arr in other.buckets.items():
+            self.buckets[name] += arr
+        return self
+
+
+@dataclass
+class OracleCounts:
+    """What every oracle, difficulty and leave-one-out figure needs (additive).
+
+    Up to :data:`MAX_ALL_SUBSETS` systems: ``masks[g, m]`` = units of group g whose set of
+    correct systems is the bitmask m. Above: ``k_hist[g, k]`` = units of group g that k
+    systems get right, ``unique[i, g]`` = units of group g that only system i gets right,
+    and ``union[p, g]`` = units that either system of pair p gets right.
+    """
+
+    n_systems: int
+    n_groups: int
+    masks: np.ndarray | None
+    k_hist: np.ndarray
+    unique: np.ndarray | None
+    union: np.ndarray | None
+
+    def merge(self, other: OracleCounts) -> OracleCounts:
+        for name in ("masks", "k_hist", "unique", "union"):
+            mine = getattr(self, name)
+            if mine is not None:
+                mine += getattr(other, name)
+        return self
+
+
+@dataclass
+class MajorityCounts:
+    """Majority vote: units surely right, and the tied units by (top systems, gold voters)
+    bit pattern, settled once the tie order (accuracy over the whole corpus) is known."""
+
+    n_units: int
+    n_sure: int
+    ties: dict[bytes, int]
+
+    def merge(self, other: MajorityCounts) -> MajorityCounts:
+        self.n_units += other.n_units
+        self.n_sure += other.n_sure
+        for k, v in other.ties.items():
+            self.ties[k] = self.ties.get(k, 0) + v
+        return self
+
+
+@dataclass
+class Counts:
+    """Every additive count of one shard (or a sum of shards)."""
+
+    n_units: int
+    n_sents: int
+    correct: np.ndarray  # (N,) correct units per system
+    exact: np.ndarray  # (N,) sentences in which the system gets every unit right
+    gold_n: np.ndarray  # (G,) units per gold group
+    labels: np.ndarray  # (N, G) correct units per system and gold group
+    bucket_units: dict[str, np.ndarray]  # name -> (K,)
+    bucket_correct: dict[str, np.ndarray]  # name -> (N, K)
+    pairs: PairCounts | None
+    oracle: OracleCounts | None
+    majority: MajorityCounts | None
+
+    def merge(self, other: Counts) -> Counts:
+        """Add ``other`` to these counts (in place) and return self."""
+        self.n_units += other.n_units
+        self.n_sents += other.n_sents
+        self.correct += other.correct
+        self.exact += other.exact
+        self.gold_n += other.gold_n
+        self.labels += other.labels
+        for name in self.bucket_units:
+            self.bucket_units[name] += other.bucket_units[name]
+            self.bucket_correct[name] += other.bucket_correct[name]
+        for part in ("pairs", "oracle", "majority"):
+            mine = getattr(self, part)
+            if mine is not None:
+                mine.merge(getattr(other, part))
+        return self
+
+
+def merge_all(parts: Iterable[Counts]) -> Counts:
+    """The sum of several shards' counts."""
+    parts = iter(parts)
+    total = next(parts)
+    for part in parts:
+        total.merge(part)
+    return total
+
+
+# ------------------------------------------------------------------------------ one shard
+
+
+def system_counts(m: LabelMatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per system: correct units, exact sentences, correct units per gold group."""
+    n = m.n_systems
+    correct = m.correct.sum(axis=1, dtype=np.int64)
+    exact = np.empty(n, np.int64)
+    labels = np.empty((n, m.n_groups), np.int64)
+    for i in range(n):
+        wrong_sents = np.unique(m.sent[~m.correct[i]])
+        exact[i] = m.n_sents - wrong_sents.size
+        labels[i] = np.bincount(m.gold[m.correct[i]], minlength=m.n_groups)
+    return correct, exact, labels
+
+
+def pair_counts(m: LabelMatrix, pairs: Sequence[tuple[int, int]],
+                votes: np.ndarray | None = None) -> PairCounts:
+    """Diff, change classes, change cells, per-sentence differences and per-bucket classes
+    of each pair; with ``votes``, also add every pair's agreements to it (majority vote)."""
+    p_n, n_units = len(pairs), m.n_units
+    g_n, l_n = m.n_groups, m.n_labels
+    space = 3 * g_n * l_n * l_n
+    key_type = np.int64 if space >= 1 << 31 else np.int32
+    gold = m.gold.astype(key_type) * (l_n * l_n)
+    classes = np.zeros((p_n, 4), np.int64)
+    decomposition = np.zeros((p_n, 3), np.int64) if m.head is not None else None
+    buckets = {b.name: np.zeros((p_n, 3, b.n), np.int64) for b in m.buckets}
+    cells, sent_diffs = [], []
+    for p, (i, j) in enumerate(pairs):
+        differ = m.values[i] != m.values[j]
+        if votes is not None:
+            agree = ~differ
+            votes[i] += agree
+            votes[j] += agree
+        idx = np.flatnonzero(differ)
+        ci, cj = m.correct[i, idx], m.correct[j, idx]
+        # 0 correction, 1 new error, 2 changed error (two correct systems never differ)
+        cls = (~cj).view(np.uint8) * (1 + (~ci).view(np.uint8))
+        per_class = np.bincount(cls, minlength=3)
+        classes[p] = (idx.size, *per_class)
+        keys = ((cls.astype(key_type) * g_n * l_n * l_n + gold[idx])
+                + m.display[i, idx].astype(key_type) * l_n + m.display[j, idx])
+        cell = Sparse()
+        cell.add(*key_counts(keys, space))
+        cells.append(cell)
+        sent_diffs.append(_sentence_differences(m, idx, cls))
+        for b in m.buckets:
+            buckets[b.name][p] = np.bincount(cls.astype(np.int64) * b.n + b.codes[idx],
+                                             minlength=3 * b.n).reshape(3, b.n)
+        if decomposition is not None:
+            same_label = m.display[i, idx] == m.display[j, idx]
+            same_head = m.head[i, idx] == m.head[j, idx]
+            decomposition[p] = (np.count_nonzero(same_label),
+                                np.count_nonzero(same_head & ~same_label),
+                                np.count_nonzero(~same_head & ~same_label))
+    units = np.full(p_n, n_units, np.int64)
+    if m.present is not None:
+        units = np.array([np.count_nonzero(m.pair_units(i, j)) for i, j in pairs], np.int64)
+    return PairCounts(list(pairs), units, classes, decomposition, cells, sent_diffs, buckets)
+
+
+def _sentence_differences(m: LabelMatrix, idx: np.ndarray, cls: np.ndarray) -> Sparse:
+    """Sentences per difference ``d`` = correct units of j - correct units of i (only
+    sentences with d != 0), keyed ``d + _OFFSET``: what the randomization test needs."""
+    gain = (cls == 0).view(np.int8) - (cls == 1).view(np.int8)
+    moved = gain != 0
+    out = Sparse()
+    if moved.any():
+        d = np.bincount(m.sent[idx[moved]], weights=gain[moved], minlength=m.n_sents)
+        d = d[d != 0].astype(np.int64)
+        out.add(*np.unique(d + _OFFSET, return_counts=True))
+    return out
+
+
+#: Sentence differences are stored as ``d + _OFFSET`` (non-negative keys); a sentence has
+#: fewer than 2^31 units.
+_OFFSET = 1 << 31
+
+
+def decode_sentence_differences(s: Sparse) -> tuple[np.ndarray, np.ndarray]:
+    """(d values sorted ascending, sentences with each) of a pair's sentence differences."""
+    s.compact()
+    return s.keys - _OFFSET, s.counts
+
+
+def oracle_counts(correct: np.ndarray, gold: np.ndarray, n_groups: int,
+                  pairs: Sequence[tuple[int, int]] | None = None) -> OracleCounts:
+    """Oracle counts of a boolean (systems x units) correctness matrix grouped by ``gold``.
+
+    Above :data:`MAX_ALL_SUBSETS` systems, the union counts of ``pairs`` are computed here
+    unless the caller derives them from its change tables (``pairs=None``)."""
+    n = correct.shape[0]
+    k = correct.sum(axis=0, dtype=np.int64)
+    g = gold.astype(np.int64)
+    k_hist = np.bincount(g * (n + 1) + k, minlength=n_groups * (n + 1)).reshape(n_groups, n + 1)
+    if n <= MAX_ALL_SUBSETS:
+        weights = (1 << np.arange(n, dtype=np.int64))
+        masks = weights @ correct.astype(np.int64) if n else np.zeros(gold.size, np.int64)
+        hist = np.bincount(g << n | masks, minlength=n_groups << n).reshape(n_groups, 1 << n)
+        return OracleCounts(n, n_groups, hist, k_hist, None, None)
+    only = np.flatnonzero(k == 1)
+    who = correct[:, only].argmax(axis=0)
+    unique = np.bincount(who * n_groups + g[only], minlength=n * n_groups).reshape(n, n_groups)
+    union = None
+    if pairs is not None:
+        union = np.stack([np.bincount(g[correct[i] | correct[j]], minlength=n_groups)
+                          for i, j in pairs]) if pairs else np.zeros((0, n_groups), np.int64)
+    return OracleCounts(n, n_groups, None, k_hist, unique, union)
+
+
+def majority_counts(m: LabelMatrix, votes: np.ndarray) -> MajorityCounts:
+    """Majority vote of one shard from ``votes[i, t]`` = systems that agree with system i on
+    unit t (itself included). A unit is surely right when the gold label is the only label
+    with the most votes; when it ties with another label, the bit pattern of (systems with
+    a top label, systems with the gold label) is kept for the tie order."""
+    top_votes = votes.max(axis=0)
+    top = votes == top_votes
+    gold_top = (m.correct & top).any(axis=0)
+    n_top_systems = top.sum(axis=0)
+    gold_voters = m.correct.sum(axis=0)
+    sure = gold_top & (gold_voters == n_top_systems)
+    tied = np.flatnonzero(gold_top & ~sure)
+    ties: dict[bytes, int] = {}
+    if tied.size:
+        pattern = np.concatenate([np.packbits(top[:, tied], axis=0),
+                                  np.packbits(m.correct[:, tied], axis=0)]).T.copy()
+        rows = pattern.view(np.dtype((np.void, pattern.shape[1]))).ravel()
+        distinct, counts = np.unique(rows, return_counts=True)
+        ties = {bytes(r): int(c) for r, c in zip(distinct, counts, strict=True)}
+    return MajorityCounts(m.n_units, int(sure.sum()), ties)
+
+
+def settle_majority(counts: MajorityCounts, priority: Sequence[int], n_systems: int) -> int:
+    """Correct units of the majority vote once the tie order is known: on a tied unit the
+    label of the first system in ``priority`` that has a top label wins."""
+    total = counts.n_sure
+    width = (n_systems + 7) // 8
+    order = np.asarray(priority)
+    for pattern, n in counts.ties.items():
+        bits = np.unpackbits(np.frombuffer(pattern, np.uint8), count=None)
+        top = bits[:width * 8][:n_systems].astype(bool)
+        gold = bits[width * 8:][:n_systems].astype(bool)
+        first = order[top[order]][0]
+        total += n if gold[first] else 0
+    return total
+
+
+def bucket_system_counts(m: LabelMatrix) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Units per bucket, and correct units per system and bucket."""
+    units, correct = {}, {}
+    for b in m.buckets:
+        units[b.name] = np.bincount(b.codes, minlength=b.n)
+        correct[b.name] = np.stack([np.bincount(b.codes[m.correct[i]], minlength=b.n)
+                                    for i in range(m.n_systems)]) \
+            if m.n_systems else np.zeros((0, b.n), np.int64)
+    return units, correct
+
+
+def shard_counts(m: LabelMatrix, pairs: Sequence[tuple[int, int]] | None,
+                 with_oracle: bool = True, with_majority: bool = True) -> Counts:
+    """Every additive count of one shard. ``pairs`` are the pairs to compare (None: none);
+    the oracle and the majority vote need every system (and, for the vote, every pair's
+    agreements, which are counted whatever ``pairs`` holds)."""
+    correct, exact, labels = system_counts(m)
+    bucket_units, bucket_correct = bucket_system_counts(m)
+    votes = None
+    if with_majority and m.n_systems:
+        votes = np.ones(m.values.shape, smallest_uint(m.n_systems + 1))
+    wanted = list(pairs or [])
+    pair_part = pair_counts(m, wanted, votes) if pairs is not None else None
+    if votes is not None:
+        _count_other_agreements(m, set(wanted), votes)
+    return Counts(
+        n_units=m.n_units, n_sents=m.n_sents, correct=correct, exact=exact,
+        gold_n=np.bincount(m.gold, minlength=m.n_groups).astype(np.int64), labels=labels,
+        bucket_units=bucket_units, bucket_correct=bucket_correct, pairs=pair_part,
+        oracle=oracle_counts(m.correct, m.gold, m.n_groups) if with_oracle else None,
+        majority=majority_counts(m, votes) if votes is not None else None)
+
+
+def _count_other_agreements(m: LabelMatrix, done: set[tuple[int, int]],
+                            votes: np.ndarray) -> None:
+    """Add the agreements of the pairs that :func:`pair_counts` did not visit."""
+    for i, j in all_pairs(m.n_systems):
+        if (i, j) not in done:
+            agree = m.values[i] == m.values[j]
+            votes[i] += agree
+            votes[j] += agree
+
+
+def transition_counts(values: np.ndarray, n_labels: int, group: np.ndarray, n_groups: int,
+                      pairs: Sequence[tuple[int, int]], units: Sequence[np.ndarray]
+                      ) -> np.ndarray:
+    """Full transition matrices (agreements included): ``out[p, g, a, b]`` = units of group
+    ``g`` among ``units[p]`` (a boolean mask per pair) that system i labels ``a`` and
+    system j labels ``b``."""
+    size = n_groups * n_labels * n_labels
+    out = np.zeros((len(pairs), size), np.int64)
+    g = group.astype(np.int64) * n_labels * n_labels
+    for p, (i, j) in enumerate(pairs):
+        u = units[p]
+        key = g[u] + values[i, u].astype(np.int64) * n_labels + values[j, u]
+        out[p] = np.bincount(key, minlength=size)
+    return out.reshape(len(pairs), n_groups, n_labels, n_labels)

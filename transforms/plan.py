@@ -1,0 +1,56 @@
+"""Shard plans and options signatures: pure decisions the flows take before mapping work."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+
+@dataclass(frozen=True)
+class Shard:
+    """A contiguous run of whole documents: sentences ``lo`` (inclusive) to ``hi``."""
+
+    index: int
+    lo: int
+    hi: int
+
+
+def plan_ranges(weights: np.ndarray, size: int) -> list[tuple[int, int]]:
+    """Group consecutive units (documents or sentences) into ``[lo, hi)`` ranges: a range
+    closes as soon as its weight (sentences) reaches ``size``; a unit is never split."""
+    cum = np.cumsum(np.asarray(weights, dtype=np.int64))
+    out, lo, size = [], 0, max(1, size)
+    while lo < cum.size:
+        base = cum[lo - 1] if lo else 0
+        hi = min(int(np.searchsorted(cum, base + size)) + 1, cum.size)
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+def plan_shards(key_sents: pl.DataFrame, shard_sents: int) -> list[Shard]:
+    """Group whole documents (or, without documents, sentences) into shards of about
+    ``shard_sents`` sentences; a document is never split."""
+    doc = key_sents.sort("sent")["doc"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, doc[1:] != doc[:-1]])  # first sentence of each doc
+    if starts.size < 2:
+        starts = np.arange(doc.size)  # no documents: any sentence may start a shard
+    ends = np.r_[starts[1:], doc.size]
+    return [Shard(i, int(starts[lo]), int(ends[hi - 1]))
+            for i, (lo, hi) in enumerate(plan_ranges(ends - starts, shard_sents))]
+
+
+def options_string(view: str, punct: bool, mappings: Mapping[str, Mapping[str, str]]) -> str:
+    """What produced a row: view, punctuation policy and label mappings (sacreBLEU-style)."""
+    maps = ";".join(f"{s}:" + ",".join(f"{a}>{b}" for a, b in sorted(m.items()))
+                    for s, m in sorted(mappings.items()) if m)
+    return f"view:{view}|punct:{'incl' if punct else 'excl'}|map:{maps or 'none'}"
+
+
+def canonical(df: pl.DataFrame) -> pl.DataFrame:
+    """Rows in a fixed order (by every non-list column), so reruns write identical files."""
+    keys = [c for c, t in df.schema.items() if not isinstance(t, pl.List)]
+    return df.sort(keys, nulls_last=True) if keys else df
