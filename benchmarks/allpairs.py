@@ -39,7 +39,7 @@ def synthetic_matrix(n_sys: int, n_tok: int, n_lab: int, seed: int = 0,
     labels = np.where(wrong, noise, gold[None, :]).astype(np.uint8)
     sent = (np.arange(n_tok) // 25).astype(np.int32)
     n_sents = int(sent[-1]) + 1 if n_tok else 0
-    length = engine.Bucketing("sent_length", np.zeros(n_tok, np.int64), 6)
+    length = engine.Bucketing("sent_length", np.zeros(n_sents, np.int64), 6, True)
     return engine.LabelMatrix(labels, labels == gold[None, :], labels, gold, n_lab, n_lab,
                               sent, n_sents, buckets=(length,))
 

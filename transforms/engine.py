@@ -30,11 +30,14 @@ MAX_ALL_SUBSETS = 10
 
 @dataclass(frozen=True)
 class Bucketing:
-    """A partition of the units into ``n`` buckets (``codes`` in ``[0, n)``)."""
+    """A partition of the units into ``n`` buckets (``codes`` in ``[0, n)``): one code per
+    unit, or, with ``per_sentence``, one per sentence (every unit of a sentence in its
+    sentence's bucket, e.g. sentence length: counted from per-sentence sums)."""
 
     name: str
     codes: np.ndarray
     n: int
+    per_sentence: bool = False
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,8 @@ class LabelMatrix:
             self, values=self.values[:, mask], correct=self.correct[:, mask],
             display=self.display[:, mask], gold=self.gold[mask], sent=self.sent[mask],
             head=None if self.head is None else self.head[:, mask],
-            buckets=tuple(replace(b, codes=b.codes[mask]) for b in self.buckets),
+            buckets=tuple(b if b.per_sentence else replace(b, codes=b.codes[mask])
+                          for b in self.buckets),
             present=None if self.present is None else self.present[:, mask],
             in_key=None if self.in_key is None else self.in_key[mask])
 
@@ -275,23 +279,35 @@ def merge_all(parts: Iterable[Counts]) -> Counts:
 # ------------------------------------------------------------------------------ one shard
 
 
-def system_counts(m: LabelMatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per system: correct units, exact sentences, correct units per gold group."""
+def sentence_units(m: LabelMatrix) -> np.ndarray:
+    """Evaluated units per sentence of the shard."""
+    return np.bincount(m.sent, minlength=m.n_sents)
+
+
+def system_counts(m: LabelMatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per system: correct units, exact sentences, correct units per gold group, and wrong
+    units per sentence (N, S). Counted over the wrong units, the fewer."""
     n = m.n_systems
-    correct = m.correct.sum(axis=1, dtype=np.int64)
+    gold_n = np.bincount(m.gold, minlength=m.n_groups)
+    correct = np.empty(n, np.int64)
     exact = np.empty(n, np.int64)
     labels = np.empty((n, m.n_groups), np.int64)
+    wrong_sent = np.empty((n, m.n_sents), np.int64)
     for i in range(n):
-        wrong_sents = np.unique(m.sent[~m.correct[i]])
-        exact[i] = m.n_sents - wrong_sents.size
-        labels[i] = np.bincount(m.gold[m.correct[i]], minlength=m.n_groups)
-    return correct, exact, labels
+        wrong = np.flatnonzero(~m.correct[i])
+        correct[i] = m.n_units - wrong.size
+        wrong_sent[i] = np.bincount(m.sent[wrong], minlength=m.n_sents)
+        exact[i] = np.count_nonzero(wrong_sent[i] == 0)
+        labels[i] = gold_n - np.bincount(m.gold[wrong], minlength=m.n_groups)
+    return correct, exact, labels, wrong_sent
 
 
 def pair_counts(m: LabelMatrix, pairs: Sequence[tuple[int, int]],
-                votes: np.ndarray | None = None) -> PairCounts:
+                votes: np.ndarray | None = None,
+                wrong_sent: np.ndarray | None = None) -> PairCounts:
     """Diff, change classes, change cells, per-sentence differences and per-bucket classes
-    of each pair; with ``votes``, also add every pair's agreements to it (majority vote)."""
+    of each pair; with ``votes``, also add every pair's disagreements to it (majority
+    vote). ``wrong_sent`` (from :func:`system_counts`) saves recounting per sentence."""
     p_n, n_units = len(pairs), m.n_units
     g_n, l_n = m.n_groups, m.n_labels
     space = 3 * g_n * l_n * l_n
@@ -300,27 +316,33 @@ def pair_counts(m: LabelMatrix, pairs: Sequence[tuple[int, int]],
     classes = np.zeros((p_n, 4), np.int64)
     decomposition = np.zeros((p_n, 3), np.int64) if m.head is not None else None
     buckets = {b.name: np.zeros((p_n, 3, b.n), np.int64) for b in m.buckets}
+    unit_codes = {b.name: (b.codes[m.sent] if b.per_sentence else b.codes)
+                  .astype(smallest_uint(3 * b.n)) for b in m.buckets}
+    if wrong_sent is None:
+        wrong_sent = system_counts(m)[3]
+    right_sent = (sentence_units(m) - wrong_sent).astype(np.int32)
+    longest = int(sentence_units(m).max(initial=0))
     cells, sent_diffs = [], []
     for p, (i, j) in enumerate(pairs):
         differ = m.values[i] != m.values[j]
-        if votes is not None:
-            agree = ~differ
-            votes[i] += agree
-            votes[j] += agree
+        if votes is not None:  # count disagreements; votes = N - disagreements
+            votes[i] += differ
+            votes[j] += differ
         idx = np.flatnonzero(differ)
         ci, cj = m.correct[i, idx], m.correct[j, idx]
         # 0 correction, 1 new error, 2 changed error (two correct systems never differ)
         cls = (~cj).view(np.uint8) * (1 + (~ci).view(np.uint8))
-        per_class = np.bincount(cls, minlength=3)
-        classes[p] = (idx.size, *per_class)
         keys = ((cls.astype(key_type) * g_n * l_n * l_n + gold[idx])
                 + m.display[i, idx].astype(key_type) * l_n + m.display[j, idx])
+        found, counts = key_counts(keys, space)
         cell = Sparse()
-        cell.add(*key_counts(keys, space))
+        cell.add(found, counts)
         cells.append(cell)
-        sent_diffs.append(_sentence_differences(m, idx, cls))
+        classes[p] = (idx.size, *np.bincount(found // (g_n * l_n * l_n), weights=counts,
+                                             minlength=3))
+        sent_diffs.append(_sentence_differences(right_sent[j] - right_sent[i], longest))
         for b in m.buckets:
-            buckets[b.name][p] = np.bincount(cls.astype(np.int64) * b.n + b.codes[idx],
+            buckets[b.name][p] = np.bincount(cls * np.uint8(b.n) + unit_codes[b.name][idx],
                                              minlength=3 * b.n).reshape(3, b.n)
         if decomposition is not None:
             same_label = m.display[i, idx] == m.display[j, idx]
@@ -334,16 +356,13 @@ def pair_counts(m: LabelMatrix, pairs: Sequence[tuple[int, int]],
     return PairCounts(list(pairs), units, classes, decomposition, cells, sent_diffs, buckets)
 
 
-def _sentence_differences(m: LabelMatrix, idx: np.ndarray, cls: np.ndarray) -> Sparse:
+def _sentence_differences(d: np.ndarray, longest: int) -> Sparse:
     """Sentences per difference ``d`` = correct units of j - correct units of i (only
-    sentences with d != 0), keyed ``d + _OFFSET``: what the randomization test needs."""
-    gain = (cls == 0).view(np.int8) - (cls == 1).view(np.int8)
-    moved = gain != 0
+    d != 0), keyed ``d + _OFFSET``: what the randomization test needs."""
+    hist = np.bincount(d[d != 0] + longest, minlength=2 * longest + 1)
+    nz = np.flatnonzero(hist)
     out = Sparse()
-    if moved.any():
-        d = np.bincount(m.sent[idx[moved]], weights=gain[moved], minlength=m.n_sents)
-        d = d[d != 0].astype(np.int64)
-        out.add(*np.unique(d + _OFFSET, return_counts=True))
+    out.add(nz - longest + _OFFSET, hist[nz])
     return out
 
 
@@ -420,14 +439,22 @@ def settle_majority(counts: MajorityCounts, priority: Sequence[int], n_systems: 
     return total
 
 
-def bucket_system_counts(m: LabelMatrix) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Units per bucket, and correct units per system and bucket."""
+def bucket_system_counts(m: LabelMatrix, wrong_sent: np.ndarray
+                         ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Units per bucket, and correct units per system and bucket (``wrong_sent``: wrong
+    units per system and sentence)."""
     units, correct = {}, {}
     for b in m.buckets:
-        units[b.name] = np.bincount(b.codes, minlength=b.n)
-        correct[b.name] = np.stack([np.bincount(b.codes[m.correct[i]], minlength=b.n)
-                                    for i in range(m.n_systems)]) \
-            if m.n_systems else np.zeros((0, b.n), np.int64)
+        if b.per_sentence:
+            units[b.name] = np.bincount(b.codes, weights=sentence_units(m),
+                                        minlength=b.n).astype(np.int64)
+            wrong = [np.bincount(b.codes, weights=w, minlength=b.n) for w in wrong_sent]
+        else:
+            units[b.name] = np.bincount(b.codes, minlength=b.n)
+            wrong = [np.bincount(b.codes[~m.correct[i]], minlength=b.n)
+                     for i in range(m.n_systems)]
+        correct[b.name] = (units[b.name] - np.stack(wrong).astype(np.int64)) if wrong \
+            else np.zeros((0, b.n), np.int64)
     return units, correct
 
 
@@ -436,15 +463,16 @@ def shard_counts(m: LabelMatrix, pairs: Sequence[tuple[int, int]] | None,
     """Every additive count of one shard. ``pairs`` are the pairs to compare (None: none);
     the oracle and the majority vote need every system (and, for the vote, every pair's
     agreements, which are counted whatever ``pairs`` holds)."""
-    correct, exact, labels = system_counts(m)
-    bucket_units, bucket_correct = bucket_system_counts(m)
+    correct, exact, labels, wrong_sent = system_counts(m)
+    bucket_units, bucket_correct = bucket_system_counts(m, wrong_sent)
     votes = None
     if with_majority and m.n_systems:
-        votes = np.ones(m.values.shape, smallest_uint(m.n_systems + 1))
+        votes = np.zeros(m.values.shape, smallest_uint(m.n_systems + 1))
     wanted = list(pairs or [])
-    pair_part = pair_counts(m, wanted, votes) if pairs is not None else None
+    pair_part = pair_counts(m, wanted, votes, wrong_sent) if pairs is not None else None
     if votes is not None:
-        _count_other_agreements(m, set(wanted), votes)
+        _count_other_disagreements(m, set(wanted), votes)
+        votes = m.n_systems - votes
     return Counts(
         n_units=m.n_units, n_sents=m.n_sents, correct=correct, exact=exact,
         gold_n=np.bincount(m.gold, minlength=m.n_groups).astype(np.int64), labels=labels,
@@ -453,14 +481,14 @@ def shard_counts(m: LabelMatrix, pairs: Sequence[tuple[int, int]] | None,
         majority=majority_counts(m, votes) if votes is not None else None)
 
 
-def _count_other_agreements(m: LabelMatrix, done: set[tuple[int, int]],
-                            votes: np.ndarray) -> None:
-    """Add the agreements of the pairs that :func:`pair_counts` did not visit."""
+def _count_other_disagreements(m: LabelMatrix, done: set[tuple[int, int]],
+                               votes: np.ndarray) -> None:
+    """Add the disagreements of the pairs that :func:`pair_counts` did not visit."""
     for i, j in all_pairs(m.n_systems):
         if (i, j) not in done:
-            agree = m.values[i] == m.values[j]
-            votes[i] += agree
-            votes[j] += agree
+            differ = m.values[i] != m.values[j]
+            votes[i] += differ
+            votes[j] += differ
 
 
 def transition_counts(values: np.ndarray, n_labels: int, group: np.ndarray, n_groups: int,

@@ -155,7 +155,7 @@ def view_matrix(view: str, words: ShardWords, vocab: Vocab) -> LabelMatrix:
     sys_values = stack(values)
     sent = words.sent
     buckets = [Bucketing("sent_length", np.searchsorted(
-        LENGTH_EDGES, words.sent_lengths[sent], side="left"), len(LENGTH_EDGES) + 1)]
+        LENGTH_EDGES, words.sent_lengths, side="left"), len(LENGTH_EDGES) + 1, True)]
     if view in DEP_VIEWS:
         buckets.append(Bucketing("distance", np.searchsorted(
             DISTANCE_EDGES, _distance(words.key), side="left"), len(DISTANCE_EDGES) + 1))
