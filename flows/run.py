@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from pathlib import Path
 
 from prefect import flow
@@ -25,8 +27,10 @@ TASK_FLOWS = {"pos": tokens.run_tokens, "dep": tokens.run_tokens, "coref": coref
 @flow(name="sysdiff-run", validate_parameters=False, log_prints=False)
 def evaluate(spec: RunSpec, warehouse: Path) -> Path:
     """Ingest the key and systems of ``spec``, compute every table, commit atomically."""
+    start = time.perf_counter()
     with open_run(warehouse) as stage:
         TASK_FLOWS[spec.task](spec, stage)
+    logging.getLogger("sysdiff").info("run: %.2f s", time.perf_counter() - start)
     return warehouse
 
 

@@ -44,3 +44,37 @@ def test_ar_exact_cases():
 def test_mcnemar_equals_the_exact_binomial_test(b, c):
     expected = 1.0 if b + c == 0 else binomtest(min(b, c), b + c, 0.5).pvalue
     assert mcnemar_exact(b, c) == pytest.approx(min(1.0, expected))
+
+
+def enumerated_tail(d: list[int], observed: int) -> float:
+    """P(|sum of +-d_s| >= observed) by enumerating every sign combination."""
+    signs = np.array(np.meshgrid(*[[-1, 1]] * len(d))).reshape(len(d), -1)
+    sums = np.abs((np.array(d)[:, None] * signs).sum(axis=0))
+    return float((sums >= observed).mean())
+
+
+@pytest.mark.parametrize("d", [[1, 1, 1, -1], [2, -1, 3, 1, 1, -2, 4], [5], [1] * 12,
+                               [3, 3, -3, 1, 2, 2, -1, 7, 1, 1]])
+def test_exact_tail_equals_enumeration(d):
+    from sysdiff.transforms.significance import _tail
+
+    values, counts = np.unique(np.abs(d), return_counts=True)
+    observed = abs(sum(d))
+    top = int((values * counts).sum())
+    assert _tail(values, counts, top, observed) == pytest.approx(enumerated_tail(d, observed),
+                                                                abs=1e-12)
+
+
+def test_exact_and_sampled_trials_agree(monkeypatch):
+    """Above the exact support the trials are drawn one by one: same distribution."""
+    import sysdiff.transforms.significance as sig
+
+    rng = np.random.default_rng(5)
+    d = rng.integers(-4, 5, size=600)
+    values, counts = np.unique(d[d != 0], return_counts=True)
+    exact = sig.randomization_from_histogram(values, counts, 40_000, 1)
+    monkeypatch.setattr(sig, "EXACT_SUPPORT", 1)
+    sampled = sig.randomization_from_histogram(values, counts, 40_000, 1)
+    assert sampled == pytest.approx(exact, abs=0.01)
+    # both directions of a pair give the same p
+    assert sig.randomization_from_histogram(-values[::-1], counts[::-1], 40_000, 1) == sampled

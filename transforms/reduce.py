@@ -84,11 +84,8 @@ def pair_rows(pc: PairCounts, names: Sequence[str], correct: np.ndarray, n_units
     n_diff, fix, brk, changed = (pc.classes[:, k] for k in range(4))
     acc = ratio(correct, n_units)
     mcnemar = np.array([mcnemar_exact(int(a), int(b)) for a, b in zip(fix, brk, strict=True)])
-    ar_fwd, ar_back = [], []
-    for s in pc.sent_diffs:
-        d, n = decode_sentence_differences(s)
-        ar_fwd.append(randomization_from_histogram(d, n, trials, seed))
-        ar_back.append(randomization_from_histogram(-d[::-1], n[::-1], trials, seed))
+    ar = np.array([randomization_from_histogram(*decode_sentence_differences(s), trials, seed)
+                   for s in pc.sent_diffs], np.float64)
     decomposition = pc.decomposition
     cols = {
         "sys1": _names(names, i, j), "sys2": _names(names, j, i),
@@ -97,7 +94,7 @@ def pair_rows(pc: PairCounts, names: Sequence[str], correct: np.ndarray, n_units
         "changed_errors": np.tile(changed, 2),
         "diff": np.tile(ratio(n_diff, pc.n_units), 2),
         "delta_acc": np.concatenate([acc[j] - acc[i], acc[i] - acc[j]]),
-        "mcnemar_p": np.tile(mcnemar, 2), "ar_p": np.array(ar_fwd + ar_back, np.float64),
+        "mcnemar_p": np.tile(mcnemar, 2), "ar_p": np.tile(ar, 2),
     }
     for k, name in enumerate(("diff_head_only", "diff_label_only", "diff_both")):
         cols[name] = (np.tile(decomposition[:, k], 2) if decomposition is not None
@@ -151,8 +148,8 @@ def class_counts_by_group(pc: PairCounts, n_groups: int, n_labels: int) -> np.nd
     out = np.zeros((len(pc.pairs), 3, n_groups), np.int64)
     for p, cell in enumerate(pc.cells):
         cell.compact()
-        rest = cell.keys // (n_labels * n_labels)
-        np.add.at(out[p], (rest // n_groups, rest % n_groups), cell.counts)
+        out[p] = np.bincount(cell.keys // (n_labels * n_labels), weights=cell.counts,
+                             minlength=3 * n_groups).reshape(3, n_groups)
     return out
 
 
@@ -271,13 +268,17 @@ def oracle_frames(oc: OracleCounts, names: Sequence[str], groups: Sequence[str],
         "accuracy": ratio(total, n_units), "best_single": best,
         "gain": (total - best) / max(n_units, 1),
     }, schema_overrides={"systems": pl.List(pl.String)})
-    keep = _label_subsets(subs, total, len(names))
+    keep = np.array(_label_subsets(subs, total, len(names)), np.int64)
     present = np.flatnonzero(gold_n)
-    rows = [(systems[s], groups[g], int(gold_n[g]), int(per_group[s, g]))
-            for s in keep for g in present]
-    oracle_labels = pl.DataFrame(rows, schema={"systems": pl.List(pl.String),
-                                               "gold_label": pl.String, "n": pl.Int64,
-                                               "n_correct": pl.Int64}, orient="row")
+    k = present.size
+    oracle_labels = pl.DataFrame({
+        "systems": pl.Series([systems[s] for s in keep], dtype=pl.List(pl.String))
+        .gather(np.repeat(np.arange(keep.size), k)),
+        "gold_label": pl.Series([groups[g] for g in present], dtype=pl.String)
+        .gather(np.tile(np.arange(k), keep.size)),
+        "n": np.tile(gold_n[present], keep.size).astype(np.int64),
+        "n_correct": per_group[np.ix_(keep, present)].ravel().astype(np.int64),
+    })
     return oracles, oracle_labels
 
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import binom
+from scipy.special import bdtr
 
 AR_TRIALS = 10_000
+#: Largest lattice of the swapped sum whose exact distribution is computed (else sampled;
+#: the exact way costs about as much as sampling 4 trials per lattice point).
+EXACT_SUPPORT = 1 << 20
 _BATCH = 2048
 
 
@@ -14,7 +17,7 @@ def mcnemar_exact(b: int, c: int) -> float:
     n = b + c
     if n == 0:
         return 1.0
-    return float(min(1.0, 2.0 * binom.cdf(min(b, c), n, 0.5)))
+    return float(min(1.0, 2.0 * bdtr(min(b, c), n, 0.5)))
 
 
 def approximate_randomization(
@@ -25,10 +28,7 @@ def approximate_randomization(
 
     Each trial swaps the two systems' counts of a sentence with probability 1/2;
     ``p = (#{|delta*| >= |delta|} + 1) / (trials + 1)``. Only the per-sentence differences
-    ``d`` matter, and they take few distinct values: the swapped sum over the ``n_v``
-    sentences with difference ``v`` is ``v * (2 * Binomial(n_v, 1/2) - n_v)``. Drawing one
-    binomial per distinct value gives exactly the same distribution as one coin per sentence,
-    in O(trials x distinct values) instead of O(trials x sentences).
+    ``d`` matter: a swap flips the sign of a sentence's ``d``.
     """
     if units.sum() == 0:
         return 1.0
@@ -39,16 +39,57 @@ def approximate_randomization(
 
 def randomization_from_histogram(values: np.ndarray, counts: np.ndarray,
                                  trials: int = AR_TRIALS, seed: int = 0) -> float:
-    """:func:`approximate_randomization` from the sorted distinct non-zero per-sentence
-    differences ``values`` and how many sentences have each (``counts``)."""
+    """:func:`approximate_randomization` from the distinct non-zero per-sentence differences
+    ``values`` and how many sentences have each (``counts``).
+
+    The number of trials that reach ``|delta|`` is Binomial(trials, q), q = P(|S| >= |delta|)
+    where S = sum over sentences of ``+-d`` with independent fair signs. When S's lattice is
+    small, q is computed exactly (S's characteristic function is the product of
+    ``cos(a t) ** m_a`` over the absolute differences a, inverted by an FFT) and the hit count
+    is drawn from Binomial(trials, q): the same distribution as running the trials one by
+    one, in O(support log support). Otherwise the trials are drawn, one binomial per
+    distinct ``|d|`` and trial. Both directions of a pair give the same p."""
     if values.size == 0:
         return 1.0
+    absolute, inverse = np.unique(np.abs(values), return_inverse=True)
+    m = np.bincount(inverse, weights=counts).astype(np.int64)
     observed = abs(int((values * counts).sum()))
     rng = np.random.default_rng(seed)
+    top = int((absolute * m).sum())
+    if 2 * top + 1 <= min(EXACT_SUPPORT, 4 * trials):
+        hits = int(rng.binomial(trials, _tail(absolute, m, top, observed)))
+    else:
+        hits = _sampled_hits(absolute, m, observed, trials, rng)
+    return (hits + 1) / (trials + 1)
+
+
+def _tail(absolute: np.ndarray, m: np.ndarray, top: int, observed: int) -> float:
+    """P(|S| >= observed) for S = sum of m_a terms +-a (fair independent signs)."""
+    size = 1 << int(np.ceil(np.log2(2 * top + 1)))
+    t = 2 * np.pi * np.arange(size // 2 + 1) / size
+    log_phi = np.zeros_like(t)
+    negative = np.zeros(t.size, bool)
+    for a, k in zip(absolute, m, strict=True):
+        c = np.cos(a * t)
+        with np.errstate(divide="ignore"):
+            log_phi += k * np.log(np.abs(c))
+        if k % 2:
+            negative ^= c < 0
+    phi = np.where(negative, -1.0, 1.0) * np.exp(log_phi)
+    pmf = np.clip(np.fft.irfft(phi, n=size), 0.0, None)  # S = s lies at index s mod size
+    s = np.arange(size)
+    s = np.where(s > size // 2, s - size, s)
+    return float(min(1.0, pmf[np.abs(s) >= observed].sum()))
+
+
+def _sampled_hits(absolute: np.ndarray, m: np.ndarray, observed: int, trials: int,
+                  rng: np.random.Generator) -> int:
+    """Trials drawn one by one: the swapped sum is ``a * (2 * Binomial(m_a, 1/2) - m_a)``
+    summed over the absolute differences a."""
     hits = 0
     for start in range(0, trials, _BATCH):
         k = min(_BATCH, trials - start)
-        heads = rng.binomial(counts[None, :], 0.5, size=(k, values.size))
-        deltas = np.abs(((2 * heads - counts[None, :]) * values[None, :]).sum(axis=1))
+        heads = rng.binomial(m[None, :], 0.5, size=(k, absolute.size))
+        deltas = np.abs(((2 * heads - m[None, :]) * absolute[None, :]).sum(axis=1))
         hits += int((deltas >= observed).sum())
-    return (hits + 1) / (trials + 1)
+    return hits
