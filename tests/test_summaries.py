@@ -38,6 +38,13 @@ def test_leaderboard_ranks_ties_and_sorts_best_first():
     assert board.columns[:2] == ["rank", "system"]
 
 
+def test_has_labels_needs_a_gold_label_other_than_underscore():
+    labels = pl.DataFrame({"gold_label": ["_", "_"], "system": ["a", "b"]})
+    assert not S.has_labels(labels) and not S.has_labels(labels.clear())
+    assert S.has_labels(pl.concat([labels, pl.DataFrame({"gold_label": ["N"],
+                                                         "system": ["a"]})]))
+
+
 def test_score_names_are_explicit():
     assert S.score_name("las") == "LAS (no punct)"
     assert S.score_name("las", True) == "LAS (with punct)"

@@ -33,6 +33,12 @@ def leaderboard(scores: pl.DataFrame) -> pl.DataFrame:
     ).sort(["accuracy", "system"], descending=[True, False])
 
 
+def has_labels(labels: pl.DataFrame) -> bool:
+    """The key has values in a view: some gold label is not ``_`` (a column that is ``_``
+    everywhere has no data, and no score)."""
+    return bool(labels.height) and bool((labels["gold_label"] != "_").any())
+
+
 def score_name(view: str, punct: bool | None = None, task: str | None = None) -> str:
     """The explicit name of a score: ``LAS (no punct)``, ``UPOS``, ``ARCS F1 (any)``, ..."""
     if task == "coref":

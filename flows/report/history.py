@@ -63,11 +63,11 @@ def history_svg(rows: pl.DataFrame, score: str) -> str:
     (green), a significant loss a down triangle (red), other versions small circles."""
     names = rows["name"].unique(maintain_order=True).to_list()
     n_pos = int(rows["position"].max())
-    step = max(6, min(64, 640 // max(n_pos - 1, 1)))
+    pw = min(640, max(320, 24 * (n_pos - 1)))
+    step = pw / max(n_pos - 1, 1)
     left, top, ph, bottom = 56, 14, 220, 70 if len(names) == 1 else 40
-    pw = step * max(n_pos - 1, 1)
     yt = y_ticks(100 * float(rows["score"].min()), 100 * float(rows["score"].max()))
-    legend_w = 16 + 7 * max(len(n) for n in names)
+    legend_w = 20 + 7.5 * max(len(n) for n in names)
     w, h = left + pw + 30 + legend_w, top + ph + bottom
 
     def x(pos: int) -> float:
@@ -153,9 +153,12 @@ def steps_html(rows: pl.DataFrame) -> str:
                        "changed errors", "McNemar p"], body, cls="history-steps", left=3)
 
 
-def history_html(read: Read, corpus: str, tables: set[str]) -> str:
-    """The version-history section of a corpus, or '' without history rows."""
+def history_html(read: Read, corpus: str, tables: set[str], skip: list[str] = ()) -> str:
+    """The version-history section of a corpus, or '' without history rows; views in
+    ``skip`` (no data in the key) are left out."""
     rows = S.history_rows(load_history(read, corpus, tables))
+    if rows.height and skip:
+        rows = rows.filter(~pl.col("view").is_in(list(skip)))
     if rows.is_empty():
         return ""
     rank = {v: i for i, v in enumerate(VIEWS)}
