@@ -4,14 +4,12 @@ transitions, upper bounds and agreement (Tuggener 2017, tables 10-13)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
-from sysdiff.flows.examples import lit
 from sysdiff.flows.report.charts import CLASS_NAMES, class_bars_svg, heatmap
-from sysdiff.flows.report.data import MAX_ROWS, Read
+from sysdiff.flows.report.data import TOP_WORDS, CorefData, Read, load_coref
 from sysdiff.flows.report.html import esc, mix, pct, table_html, td
 from sysdiff.flows.report.tokens import ALL_PAIRS, PAIR_DETAILS, TOP_PAIRS, cls_col
 from sysdiff.transforms import summaries as S
@@ -22,85 +20,12 @@ from sysdiff.transforms.summaries import mtype_order, transition_class
 
 COREF_METRICS = {"muc": "MUC", "bcub": "B³", "ceafm": "CEAF-m", "ceafe": "CEAF-e",
                  "blanc": "BLANC", "lea": "LEA", "conll": "CoNLL"}
-TOP_WORDS = 12
 COREF_ORACLE_ROWS = 120
 
 
 def _arcs_order(values: Iterable[str]) -> list[str]:
     """ARCS classes in the paper's order, then any other class found in the data."""
     return [*ARCS, *sorted(set(values) - set(ARCS))]
-
-
-@dataclass(frozen=True)
-class CorefData:
-    """The aggregate coreference rows of one corpus."""
-
-    corpus: str
-    systems: list[str]
-    scores: pl.DataFrame
-    arcs: pl.DataFrame
-    pairs: pl.DataFrame
-    transitions: pl.DataFrame
-    words: pl.DataFrame
-    oracles: pl.DataFrame
-    agreement: pl.DataFrame
-
-    def oriented(self) -> list[tuple[str, str]]:
-        """Each unordered pair once, from the lower to the higher CoNLL F1 (then by name)."""
-        rank = {s: i for i, s in enumerate(self.systems)}  # best first
-        seen = {frozenset(p) for p in self.pairs.select("sys1", "sys2").rows() if p[0] != p[1]}
-        return sorted(((max(p, key=rank.get), min(p, key=rank.get)) for p in map(tuple, seen)),
-                      key=lambda p: (rank[p[1]], rank[p[0]]))
-
-
-COREF_TABLES = ("coref_scores", "arcs_scores", "coref_pairs", "coref_transitions",
-                "coref_oracles", "coref_agreement")
-
-
-def load_coref(read: Read, corpus: str, tables: set[str]) -> CorefData | None:
-    """The coreference tables of a corpus (bounded aggregate queries), or None without rows."""
-    c = lit(corpus)
-
-    def q(table: str, sql: str) -> pl.DataFrame:
-        return read(sql) if table in tables else pl.DataFrame()
-
-    scores = q("coref_scores", f"select system, metric, recall, precision, f1 from coref_scores "
-               f"where corpus = {c} limit {MAX_ROWS}")
-    arcs = q("arcs_scores", f"select system, criterion, mtype, tp, fp, fn, wl, tn, precision, "
-             f"recall, f1 from arcs_scores where corpus = {c} limit {MAX_ROWS}")
-    pairs = q("coref_pairs", f"select criterion, sys1, sys2, n_mentions, n_diff, corrections, "
-              f"new_errors, changed_errors, diff from coref_pairs where corpus = {c} "
-              f"limit {MAX_ROWS}")
-    transitions = q("coref_transitions", f"""
-        select criterion, sys1, sys2, c1, c2, sum(count)::bigint as count
-        from coref_transitions where corpus = {c} and mtype = 'ALL' and word is null
-        group by all limit {MAX_ROWS}""")
-    words = q("coref_transitions", f"""
-        with w as (select criterion, sys1, sys2, word, c1, c2, sum(count)::bigint as count
-                   from coref_transitions where corpus = {c} and word is not null
-                     and mtype <> 'NOUN' and c1 <> c2 group by all),
-             t as (select criterion, sys1, sys2, word, sum(count)::bigint as total from w
-                   group by criterion, sys1, sys2, word
-                   qualify row_number() over (partition by criterion, sys1, sys2
-                                              order by total desc, word) <= {TOP_WORDS})
-        select w.*, t.total from w join t using (criterion, sys1, sys2, word)
-        order by criterion, sys1, sys2, total desc, word, count desc, c1, c2""")
-    oracles = q("coref_oracles", f"select criterion, systems, mtype, n, n_tp from coref_oracles "
-                f"where corpus = {c} limit {MAX_ROWS}")
-    agreement = q("coref_agreement", f"select sys1, sys2, metric, f1 from coref_agreement "
-                  f"where corpus = {c} limit {MAX_ROWS}")
-    if all(df.is_empty() for df in (scores, arcs, pairs, oracles, agreement)):
-        return None
-    names = set()
-    for df, cols in ((scores, ["system"]), (arcs, ["system"]), (pairs, ["sys1", "sys2"])):
-        for col in cols:
-            if col in df.columns:
-                names |= set(df[col].to_list())
-    conll = dict(scores.filter(pl.col("metric") == "conll").select("system", "f1").rows()) \
-        if scores.height else {}
-    systems = sorted(names, key=lambda s: (-(conll.get(s) or -1.0), s))
-    return CorefData(corpus, systems, scores, arcs, pairs, transitions, words, oracles,
-                     agreement)
 
 
 def coref_scores_html(scores: pl.DataFrame, systems: list[str]) -> str:
@@ -268,7 +193,8 @@ def coref_pairs_html(data: CorefData) -> str:
                 td(delta(arcs_f1.get((a, crit)), arcs_f1.get((b, crit)))),
                 td(delta(conll.get(a), conll.get(b)))])
     summary = table_html(["criterion", "S1", "S2", "diff %", "differing", "corrections",
-                          "new errors", "changed errors", "Δ ARCS F1", "Δ CoNLL F1"], rows,
+                          "new errors", "changed errors", "Δ ARCS F1 (points)",
+                          "Δ CoNLL F1 (points)"], rows,
                          left=3)
     bars = []
     for crit in criteria:
@@ -320,7 +246,8 @@ def coref_oracles_html(oracles: pl.DataFrame, criteria: list[str]) -> str:
         blocks.append(f"<div><h4>ARCS<sub>{esc(crit)}</sub> recall oracle</h4>"
                       '<div class="scroll">' + table_html(
                           ["systems", "type", "size", "oracle TP", "oracle R %",
-                           "best member", "its R %", "gain"], rows, cls="oracle-coref", left=2)
+                           "best member", "its R %", "gain (points)"], rows, cls="oracle-coref",
+                          left=2)
                       + f"</div>{note}</div>")
     return ('<h4>Upper bounds</h4><p class="note">over key mentions with an antecedent '
             "(evaluated under the criterion): share for which at least one system of the "

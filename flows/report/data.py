@@ -3,7 +3,9 @@
 Only aggregate tables are read, each bounded in the number of systems N: scores, pairs
 (N^2 rows per view), the oracle subsets people read (every subset up to 10 systems; above,
 singles, pairs, leave-one-out and the full set), the frequent gold labels, and change cells
-of the few pairs shown in detail. Token data is read only by the drill-down examples.
+of the few pairs shown in detail; for coreference, the scores, pairs, transitions, top words,
+agreement and the oracle subsets people read. Token data is read only by the drill-down
+examples.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ Read = Callable[[str], pl.DataFrame]
 #: Cells per class and pair in a change table; gold labels in per-label tables.
 TOP_CHANGES = 10
 LABEL_ROWS = 60
-#: Bound on the rows read from any coreference or UNL table.
+#: Bound on the rows read from any coreference or UNL table; words per coreference pair.
 MAX_ROWS = 50_000
+TOP_WORDS = 12
 #: Tables of the other tasks whose corpora have a section (coreference, UNL).
 OPTIONAL = ("coref_scores", "arcs_scores", "coref_pairs", "unl_scores", "unl_pairs",
             "unl_oracle")
@@ -183,3 +186,79 @@ def largest_change_cells(read: Read, corpus: str, view: str, oriented: pl.DataFr
                sum(count)::bigint as count
         from changes where {view_rows(corpus, view)} and {pair_filter(oriented)} group by all
         order by count desc, sys1, sys2, class, gold, l1, l2 limit {int(k)}""")
+
+
+# ----------------------------------------------------------------------------- coreference
+
+@dataclass(frozen=True)
+class CorefData:
+    """The aggregate coreference rows of one corpus."""
+
+    corpus: str
+    systems: list[str]
+    scores: pl.DataFrame
+    arcs: pl.DataFrame
+    pairs: pl.DataFrame
+    transitions: pl.DataFrame
+    words: pl.DataFrame
+    oracles: pl.DataFrame
+    agreement: pl.DataFrame
+
+    def oriented(self) -> list[tuple[str, str]]:
+        """Each unordered pair once, from the lower to the higher CoNLL F1 (then by name)."""
+        rank = {s: i for i, s in enumerate(self.systems)}  # best first
+        seen = {frozenset(p) for p in self.pairs.select("sys1", "sys2").rows() if p[0] != p[1]}
+        return sorted(((max(p, key=rank.get), min(p, key=rank.get)) for p in map(tuple, seen)),
+                      key=lambda p: (rank[p[1]], rank[p[0]]))
+
+
+COREF_TABLES = ("coref_scores", "arcs_scores", "coref_pairs", "coref_transitions",
+                "coref_oracles", "coref_agreement")
+
+
+def load_coref(read: Read, corpus: str, tables: set[str]) -> CorefData | None:
+    """The coreference tables of a corpus (bounded aggregate queries), or None without rows."""
+    c = lit(corpus)
+
+    def q(table: str, sql: str) -> pl.DataFrame:
+        return read(sql) if table in tables else pl.DataFrame()
+
+    scores = q("coref_scores", f"select system, metric, recall, precision, f1 from coref_scores "
+               f"where corpus = {c} limit {MAX_ROWS}")
+    arcs = q("arcs_scores", f"select system, criterion, mtype, tp, fp, fn, wl, tn, precision, "
+             f"recall, f1 from arcs_scores where corpus = {c} limit {MAX_ROWS}")
+    pairs = q("coref_pairs", f"select criterion, sys1, sys2, n_mentions, n_diff, corrections, "
+              f"new_errors, changed_errors, diff from coref_pairs where corpus = {c} "
+              f"limit {MAX_ROWS}")
+    transitions = q("coref_transitions", f"""
+        select criterion, sys1, sys2, c1, c2, sum(count)::bigint as count
+        from coref_transitions where corpus = {c} and mtype = 'ALL' and word is null
+        group by all limit {MAX_ROWS}""")
+    words = q("coref_transitions", f"""
+        with w as (select criterion, sys1, sys2, word, c1, c2, sum(count)::bigint as count
+                   from coref_transitions where corpus = {c} and word is not null
+                     and mtype <> 'NOUN' and c1 <> c2 group by all),
+             t as (select criterion, sys1, sys2, word, sum(count)::bigint as total from w
+                   group by criterion, sys1, sys2, word
+                   qualify row_number() over (partition by criterion, sys1, sys2
+                                              order by total desc, word) <= {TOP_WORDS})
+        select w.*, t.total from w join t using (criterion, sys1, sys2, word)
+        order by criterion, sys1, sys2, total desc, word, count desc, c1, c2""")
+    n = scores["system"].n_unique() if scores.height else 0
+    sizes = f" and len(systems) in (1, 2, {n - 1}, {n})" if n > MANY_SYSTEMS else ""
+    oracles = q("coref_oracles", f"select criterion, systems, mtype, n, n_tp from coref_oracles "
+                f"where corpus = {c}{sizes} limit {MAX_ROWS}")
+    agreement = q("coref_agreement", f"select sys1, sys2, metric, f1 from coref_agreement "
+                  f"where corpus = {c} limit {MAX_ROWS}")
+    if all(df.is_empty() for df in (scores, arcs, pairs, oracles, agreement)):
+        return None
+    names = set()
+    for df, cols in ((scores, ["system"]), (arcs, ["system"]), (pairs, ["sys1", "sys2"])):
+        for col in cols:
+            if col in df.columns:
+                names |= set(df[col].to_list())
+    conll = dict(scores.filter(pl.col("metric") == "conll").select("system", "f1").rows()) \
+        if scores.height else {}
+    systems = sorted(names, key=lambda s: (-(conll.get(s) or -1.0), s))
+    return CorefData(corpus, systems, scores, arcs, pairs, transitions, words, oracles,
+                     agreement)

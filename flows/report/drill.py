@@ -13,14 +13,13 @@ from __future__ import annotations
 import polars as pl
 
 from sysdiff.flows.examples import examples_sql, lit, parse_mappings
+from sysdiff.flows.report.charts import CLASS_NAMES
 from sysdiff.flows.report.data import CorpusData, Read
 from sysdiff.flows.report.html import esc
 from sysdiff.transforms.views import DEP_VIEWS
 
 #: Words shown on each side of an example word.
 CONTEXT = 6
-CLASS_NAMES = {"correction": "Corrections", "new_error": "New errors",
-               "changed_error": "Changed errors"}
 
 
 def family(view: str) -> str:

@@ -18,6 +18,7 @@ from sysdiff.flows.report.charts import (
     scatter_svg,
 )
 from sysdiff.flows.report.data import (
+    LABEL_ROWS,
     TOP_CHANGES,
     CorpusData,
     Read,
@@ -209,7 +210,7 @@ def labels_html(read: Read, data: CorpusData, view: str) -> str:
         rows = oracle_labels(read, data, view, [systems])
         table = S.label_table(labels, rows, systems)
         body = label_html(table, systems)
-    few = f", the {table.height} most frequent" if table.height >= 60 else ""
+    few = f", the {table.height} most frequent" if table.height >= LABEL_ROWS else ""
     return ("<h4>Per-label accuracy (%) and oracle</h4><p class=note>by gold label"
             f"{few}; green = best, red = worst in the row</p>"
             f'<div class="scroll">{body}</div>')

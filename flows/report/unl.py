@@ -139,7 +139,7 @@ def unl_html(read: Read, corpus: str, tables: set[str]) -> str:
         parts.append("<h4>Oracle</h4><p class=note>share of sentences that at least one "
                      "version gets CORRECT</p>"
                      + table_html(["task", "versions", "correct by one", "oracle %",
-                                   "best version", "its correct", "gain"], rows,
+                                   "best version", "its correct", "gain (points)"], rows,
                                   cls="unl-oracle", left=2, left_cols=(4,)))
     if oriented.height and "unl_moved" in tables:
         keys = ", ".join(f"({lit(t)}, {lit(a)}, {lit(b)})" for t, a, b in
