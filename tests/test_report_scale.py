@@ -13,7 +13,7 @@ import duckdb
 import polars as pl
 import pytest
 
-from benchmarks.report import write_run_file
+from benchmarks.report import synthetic_warehouse, write_run_file
 from sysdiff.flows.queries import query
 from sysdiff.flows.report import build_report
 from sysdiff.flows.report.coref import agreement_html
@@ -52,8 +52,8 @@ def page(many, tmp_path_factory) -> str:
     return out.read_text("utf-8")
 
 
-def section(page: str, view: str) -> str:
-    start = page.index(f'id="seq-{view}"')
+def section(page: str, view: str, corpus: str = "seq") -> str:
+    start = page.index(f'id="{corpus}-{view}"')
     return page[start:page.index("</section>", start)]
 
 
@@ -336,3 +336,25 @@ def test_agreement_of_many_coref_systems_is_a_clustered_heatmap():
     for i, a in enumerate(names):
         for j, b in enumerate(names):
             assert heat["d"][i * N + j] == (0 if a == b else round(10_000 * f1(a, b)))
+
+
+def test_report_of_100_systems_from_synthetic_tables(tmp_path):
+    """100 systems (random aggregate tables; the compare step cannot run them yet): every
+    list is bounded, the heatmap holds every pair, subsets are named compactly."""
+    n = 100
+    root = synthetic_warehouse(tmp_path, n)
+    page = build_report(root, None, tmp_path / "r.html", examples_per_cell=0).read_text("utf-8")
+    assert len(page.encode("utf-8")) < 2 * MB
+    for view in ("upos", "las"):
+        sec = section(page, view, "syn")
+        (_, inner), = tables_of(sec, "board")
+        assert len(body_rows(inner)) == n
+        heat = json.loads(htmllib.unescape(re.search(r'data-heat="([^"]*)"', sec).group(1)))
+        assert len(heat["names"]) == n and len(heat["d"]) == n * n
+        sizes = [len(re.findall(r"<tr", t)) - 1
+                 for t in re.findall(r"<table.*?</table>", sec, re.S)]
+        assert max(sizes) == 1 + 5 + n + n < n * (n - 1) // 2  # the oracle subsets read
+        assert f"Top {TOP_PAIRS} of {n * (n - 1) // 2} pairs by diff" in sec
+        assert sec.count("all but ") == n and f"all {n} systems" in sec
+        assert sec.count('<details class="pair"') == PAIR_DETAILS
+        assert "+4930 more pairs as dots" in sec

@@ -113,8 +113,17 @@ def label_summary_html(df: pl.DataFrame, pair: list[str] | None) -> str:
                        "gain (points)"], rows, cls="labels", left_cols=(3, 6))
 
 
+def subset_name(r: dict) -> str:
+    """A subset as shown: its members, 'all N systems', or 'all but X' (leave-one-out)."""
+    if r.get("kind") == "all":
+        return f"all {r['n_systems']} systems"
+    if r.get("kind") == "leave-one-out":
+        return f"all but {r['left_out']}"
+    return r["systems"]
+
+
 def oracle_rows(df: pl.DataFrame, kind: bool) -> list[list[str]]:
-    return [[*([td(esc(r["kind"]), "l")] if kind else []), td(esc(r["systems"]), "l"),
+    return [[*([td(esc(r["kind"]), "l")] if kind else []), td(esc(subset_name(r)), "l"),
              td(str(r["n_systems"])), td(f"{r['n_correct']}/{r['n_units']}"),
              td(pct(r["accuracy"])), td(pct(r["best_single"])), td(points(r["gain"]))]
             for r in df.iter_rows(named=True)]

@@ -190,14 +190,17 @@ JS = r"""
 
   function drawHeat(canvas) {
     var H = JSON.parse(canvas.dataset.heat), names = H.names, n = names.length;
-    var cell = Math.max(5, Math.min(54, Math.floor(720 / Math.max(n, 1))));
+    var cell = Math.max(9, Math.min(54, Math.floor(900 / Math.max(n, 1))));
     var font = Math.max(8, Math.min(12, cell - 1));
+    var upright = cell < 16;  // dense: column labels vertical, one per column
     var ctx = canvas.getContext('2d');
     ctx.font = font + 'px system-ui, Arial, sans-serif';
     var longest = 0;
     names.forEach(function (s) { longest = Math.max(longest, ctx.measureText(s).width); });
-    var pad = Math.ceil(longest) + 10, top = Math.ceil(longest * 0.75) + 12;
-    var width = pad + n * cell + Math.ceil(longest * 0.77) + 4, height = top + n * cell + 4;
+    var pad = Math.ceil(longest) + 10;
+    var top = Math.ceil(longest * (upright ? 1 : 0.75)) + 12;
+    var width = pad + n * cell + (upright ? 4 : Math.ceil(longest * 0.77) + 4);
+    var height = top + n * cell + 4;
     var ratio = window.devicePixelRatio || 1;
     canvas.width = width * ratio; canvas.height = height * ratio;
     canvas.style.width = width + 'px'; canvas.style.height = height + 'px';
@@ -230,8 +233,8 @@ JS = r"""
       ctx.textAlign = 'right';
       ctx.fillText(s, pad - 6, top + k * cell + cell / 2 + font / 3);
       ctx.save();
-      ctx.translate(pad + k * cell + cell / 2, top - 6);
-      ctx.rotate(-Math.PI / 4.5);
+      ctx.translate(pad + k * cell + cell / 2 + (upright ? font / 3 : 0), top - 6);
+      ctx.rotate(upright ? -Math.PI / 2 : -Math.PI / 4.5);
       ctx.textAlign = 'left';
       ctx.fillText(s, 0, 0);
       ctx.restore();
