@@ -1019,3 +1019,43 @@ def test_coref_report_in_headless_chromium(coref_report, litbank, tmp_path):
     assert png.stat().st_size > 50_000
     if os.environ.get("SYSDIFF_COREF_SCREENSHOT"):
         shutil.copy(png, os.environ["SYSDIFF_COREF_SCREENSHOT"])
+
+
+HEAT_JS = """(() => {
+  const canvas = document.querySelector('section#seq-las canvas.heat');
+  const H = JSON.parse(canvas.dataset.heat), g = canvas._heat, n = H.names.length;
+  const box = canvas.getBoundingClientRect();
+  const at = (i, j) => ({clientX: box.left + g.pad + (j + 0.5) * g.cell,
+                         clientY: box.top + g.top + (i + 0.5) * g.cell, bubbles: true});
+  const tips = [];
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j < n; j++) {
+      canvas.dispatchEvent(new MouseEvent('mousemove', at(i, j)));
+      const tip = document.getElementById('tip');
+      tips.push([H.names[i], H.names[j], tip.hidden ? null : tip.textContent]);
+    }
+  }
+  const pairs = [...canvas.closest('section').querySelectorAll('details.pair')];
+  const shut = pairs.find((d) => !d.open);
+  const i = H.names.indexOf(shut.dataset.sys2), j = H.names.indexOf(shut.dataset.sys1);
+  canvas.dispatchEvent(new MouseEvent('click', at(i, j)));
+  return JSON.stringify({tips: tips, opened: [shut.dataset.sys1, shut.dataset.sys2, shut.open]});
+})()"""
+
+
+@needs_chromium
+def test_heatmap_tooltips_and_click_in_chromium(warehouse, report, tmp_path):
+    state, events, _ = open_in_chromium(report, tmp_path, HEAT_JS)
+    assert_quiet(events, report)
+    rows = query(warehouse, "select sys1, sys2, diff, ar_p from pairs where view = 'las' "
+                 "and not punct").rows()
+    expected = {(a, b): (d, p) for a, b, d, p in rows}
+    assert len(state["tips"]) == len(SYSTEMS) ** 2
+    for a, b, tip in state["tips"]:
+        if a == b:
+            assert tip is None
+            continue
+        d, p = expected[(a, b)]
+        marks = "\nAR p < 0.01" if p < 0.01 else "\nAR p < 0.05" if p < 0.05 else ""
+        assert tip == f"{a} vs {b}\npairwise diff: {100 * d:.2f}%{marks}"
+    assert state["opened"][2] is True  # a click on a cell opens the pair's details
