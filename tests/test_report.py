@@ -2,48 +2,33 @@
 
 from __future__ import annotations
 
-import base64
 import html as htmllib
 import itertools
 import json
 import os
 import re
 import shutil
-import subprocess
-import time
 from pathlib import Path
 
 import duckdb
-import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
 
-from sysdiff.flows.examples import examples
+from benchmarks.browser import chromium_binary, open_page
+from sysdiff.flows.examples import cell_examples, examples
 from sysdiff.flows.queries import query
 from sysdiff.flows.render import to_text
-from sysdiff.flows.report import (
-    build_report,
-    cluster_order,
-    coref_html,
-    esc,
-    frame_html,
-    label_html,
-    label_table,
-    load_corpus,
-    marginal_gains,
-    oriented_pairs,
-    reader,
-    scores_table,
-    stars,
-    table_html,
-    tables_in,
-    td,
-    ticks,
-    unl_html,
-)
+from sysdiff.flows.report import build_report
+from sysdiff.flows.report.charts import ticks
+from sysdiff.flows.report.coref import coref_html
+from sysdiff.flows.report.data import load_corpus, oracle_labels, reader, tables_in
+from sysdiff.flows.report.html import esc, frame_html, stars, table_html, td
+from sysdiff.flows.report.tokens import label_html
+from sysdiff.flows.report.unl import unl_html
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.tables import UNL_TABLES
+from sysdiff.transforms.summaries import label_table, leaderboard, marginal_gains, oriented_pairs
 from tests.conftest import REPO, SEQUOIA, run_cli
 
 CORPUS = "seq"
@@ -54,8 +39,9 @@ SYSTEMS = {
     "seqsm@ud2.16": "seqsm_local-ud2.16.conllu",
 }
 VIEWS = ("upos", "xpos", "feats", "lemma", "head", "deprel", "las")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
+SHOWN = tuple(v for v in VIEWS if v != "xpos")  # the Sequoia key has no XPOS
 SECTIONS = ("Scores", "Pairwise diff", "Δ accuracy vs diff", "Change classes per pair",
+            "Largest changes",
             "changes per class", "Per-label accuracy", "Difficulty", "Oracle by subset",
             "Marginal gain of each system")
 
@@ -81,27 +67,31 @@ def warehouse(tmp_path_factory, prefect_harness) -> Path:
 
 
 @pytest.fixture(scope="module")
-def data(warehouse):
+def read(warehouse):
     read, close = reader(warehouse)
     try:
-        yield load_corpus(read, CORPUS)
+        yield read
     finally:
         close()
 
 
 @pytest.fixture(scope="module")
-def report(warehouse, tmp_path_factory) -> tuple[Path, float]:
+def data(read):
+    return load_corpus(read, CORPUS)
+
+
+@pytest.fixture(scope="module")
+def report(warehouse, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("html") / "report.html"
-    start = time.perf_counter()
-    build_report(warehouse, None, out, examples_per_cell=3)
-    return out, time.perf_counter() - start
+    return build_report(warehouse, None, out, examples_per_cell=3)
 
 
 # ----------------------------------------------------------------------------- table builders
 
 @pytest.mark.parametrize("view", ["upos", "las", "feats"])
-def test_label_table_marks_best_and_worst_and_oracle_gain(warehouse, data, view):
-    table = label_table(data.of("labels", view), data.of("oracle_labels", view), data.systems)
+def test_label_table_marks_best_and_worst_and_oracle_gain(warehouse, read, data, view):
+    rows = oracle_labels(read, data, view, [data.systems])
+    table = label_table(data.of("labels", view), rows, data.systems)
     punct = punct_of(view)
     sql = query(warehouse, f"""
         with l as (select gold_label, system, accuracy from labels where corpus = '{CORPUS}'
@@ -127,18 +117,6 @@ def test_label_table_marks_best_and_worst_and_oracle_gain(warehouse, data, view)
     html = label_html(table, data.systems)
     assert html.count('class="best"') == sum(len(b) for b in table["best"])
     assert html.count('class="worst"') == sum(len(w) for w in table["worst"])
-
-
-def test_label_table_best_and_worst_on_a_small_frame():
-    labels = pl.DataFrame({"system": ["a", "b", "c", "a", "b", "c"],
-                           "gold_label": ["X", "X", "X", "Y", "Y", "Y"],
-                           "n": [4] * 3 + [2] * 3,
-                           "accuracy": [0.5, 0.75, 0.5, 1.0, 1.0, 1.0]})
-    oracle = pl.DataFrame({"gold_label": ["X", "Y"], "n": [4, 2], "n_correct": [4, 2]})
-    t = label_table(labels, oracle, ["a", "b", "c"])
-    x, y = t.row(0, named=True), t.row(1, named=True)
-    assert (x["best"], x["worst"], x["gain"]) == (["b"], ["a", "c"], 0.25)
-    assert (y["best"], y["worst"], y["gain"]) == ([], [], 0.0)
 
 
 @pytest.mark.parametrize("view", VIEWS)
@@ -174,21 +152,11 @@ def test_oriented_pairs_cover_each_pair_once_and_gain(warehouse, data, view):
         assert acc[b] >= acc[a]
 
 
-def test_scores_table_is_sorted_by_accuracy(data):
-    got = scores_table(data.of("scores", "las"))
+def test_leaderboard_is_sorted_by_accuracy(data):
+    got = leaderboard(data.of("scores", "las"))
     assert got["accuracy"].to_list() == sorted(got["accuracy"].to_list(), reverse=True)
+    assert got["rank"].to_list() == [1, 2, 3, 4]
     assert set(got["system"]) == set(SYSTEMS)
-
-
-def test_cluster_order_keeps_close_systems_together():
-    names = ["a", "b", "c", "d"]
-    m = np.array([[0, 9, 1, 9], [9, 0, 9, 1], [1, 9, 0, 9], [9, 1, 9, 0]], dtype=float)
-    order = cluster_order(names, m)
-    assert sorted(order) == names
-    pos = {s: i for i, s in enumerate(order)}
-    assert abs(pos["a"] - pos["c"]) == 1 and abs(pos["b"] - pos["d"]) == 1
-    assert cluster_order(names[:2], m[:2, :2]) == names[:2]
-    assert sorted(cluster_order(names, np.zeros((4, 4)))) == names
 
 
 def test_significance_marks_and_ticks():
@@ -281,7 +249,7 @@ def test_html_helpers_escape_everything():
 
 
 def test_latex_escapes_system_names(data):
-    tex = to_text(scores_table(data.of("scores", "upos")), "latex")
+    tex = to_text(leaderboard(data.of("scores", "upos")), "latex")
     assert r"spacy\_sm@3.8.0" in tex and "spacy_sm" not in tex
     tex = to_text(pl.DataFrame({"gold_label": ["a&b_%$#{}~^\\"]}), "latex")
     assert r"a\&b\_\%\$\#\{\}\textasciitilde{}\textasciicircum{}\textbackslash{}" in tex
@@ -314,10 +282,15 @@ def nasty_warehouse(tmp_path_factory, prefect_harness) -> Path:
 
 def test_report_escapes_labels_and_applies_mappings(nasty_warehouse, tmp_path):
     html = build_report(nasty_warehouse, "nasty", tmp_path / "r.html").read_text("utf-8")
-    body = html.split("<script>")[0]
-    assert "<b>x</b>" not in body and "&lt;b&gt;x&lt;/b&gt;" in body
+    body = html.split("<script")[0]
+    assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in body
     assert "&lt;/script&gt;" in body and "a&amp;b" in body and "&quot;q&quot;" in body
-    assert html.count("<script>") == 1 and html.count("</script>") == 1
+    # the examples' JSON island and the script: no label can close them
+    assert html.count("<script") == 2 and html.count("</script>") == 2
+    island = html.split('<script type="application/json" id="sysdiff-examples">')[1]
+    data = json.loads(island.split("</script>")[0])
+    shown = set(data["labels"]["upos"]) | {f for s in data["sents"] for f in s[2]}
+    assert {"<b>x</b>", "</script>", '"q"', "a&b"} <= shown
     # with b:NN=NOUN, a and b agree on 'fort' (no change) and b is wrong on 'dort' and 'Il'
     forms, labels = [], []
     for cls in ("correction", "new_error", "changed_error"):
@@ -334,18 +307,20 @@ def test_report_escapes_labels_and_applies_mappings(nasty_warehouse, tmp_path):
 # ----------------------------------------------------------------------------- the report
 
 def test_report_has_every_section_view_and_system(report, data):
-    path, seconds = report
+    path = report
     html = path.read_text("utf-8")
-    assert seconds < 60
-    for view in data.views():
-        assert f'id="{CORPUS}-{view}"' in html
     assert set(data.views()) == set(VIEWS)
+    for view in SHOWN:
+        assert f'id="{CORPUS}-{view}"' in html and f'href="#{CORPUS}-{view}"' in html
+    # the key's XPOS is '_' everywhere: no section, a note says why
+    assert f'id="{CORPUS}-xpos"' not in html and "not shown: xpos (every label" in html
     for section in SECTIONS:
-        assert html.count(section) >= len(VIEWS), section
+        assert html.count(section) >= len(SHOWN), section
     for name in SYSTEMS:
         assert esc(name) in html
     assert re.search(r"""(src|href)\s*=\s*["']?(https?:|//)|url\(|@import""", html) is None
-    assert html.count("<svg") >= 4 * len(VIEWS)
+    assert html.count("<svg") >= 3 * len(SHOWN) and html.count('<canvas class="heat"') == \
+        len(SHOWN)
     anchors = set(re.findall(r'href="#(ex-\d+)"', html))
     assert anchors and anchors == set(re.findall(r'id="(ex-\d+)"', html))
 
@@ -372,11 +347,8 @@ def litbank(tmp_path_factory, prefect_harness) -> Path:
 
 
 @pytest.fixture(scope="module")
-def coref_report(litbank, tmp_path_factory) -> tuple[Path, float]:
-    out = tmp_path_factory.mktemp("coref_html") / "report.html"
-    start = time.perf_counter()
-    build_report(litbank, None, out)
-    return out, time.perf_counter() - start
+def coref_report(litbank, tmp_path_factory) -> Path:
+    return build_report(litbank, None, tmp_path_factory.mktemp("coref_html") / "report.html")
 
 
 def text_of(fragment: str) -> str:
@@ -415,7 +387,7 @@ def oriented_coref_pairs(warehouse: Path) -> set[tuple[str, str, str]]:
 
 
 def test_coref_transition_matrices_equal_the_transitions_table(litbank, coref_report):
-    page = coref_report[0].read_text("utf-8")
+    page = coref_report.read_text("utf-8")
     found = tables_of(page, "trans")
     keys = [(a["criterion"], a["sys1"], a["sys2"]) for a, _ in found]
     assert len(keys) == len(set(keys)) and set(keys) == oriented_coref_pairs(litbank)
@@ -452,7 +424,7 @@ def test_coref_transition_matrices_equal_the_transitions_table(litbank, coref_re
 
 
 def test_coref_pair_summaries_equal_coref_pairs(litbank, coref_report):
-    page = coref_report[0].read_text("utf-8")
+    page = coref_report.read_text("utf-8")
     section = page.split(f'id="{LITBANK}-coref"', 1)[1]
     blocks = re.findall(r'<details class="pair"[^>]*><summary>(.*?) → (.*?)</summary>(.*?)'
                         r"</details>", section, re.S)
@@ -484,7 +456,7 @@ def test_coref_pair_summaries_equal_coref_pairs(litbank, coref_report):
 
 
 def test_coref_scores_arcs_oracles_and_agreement_equal_the_tables(litbank, coref_report):
-    page = coref_report[0].read_text("utf-8")
+    page = coref_report.read_text("utf-8")
     # standard scores: every cell, and the best of each column marked
     (_, inner), = tables_of(page, "coref-scores")
     cells = re.findall(r'<tr><td class="l">([^<]*)</td>(.*?)</tr>', inner, re.S)
@@ -553,7 +525,7 @@ def test_coref_scores_arcs_oracles_and_agreement_equal_the_tables(litbank, coref
 
 
 def test_coref_top_words_equal_the_per_word_transitions(litbank, coref_report):
-    page = coref_report[0].read_text("utf-8")
+    page = coref_report.read_text("utf-8")
     section = page.split(f'id="{LITBANK}-coref"', 1)[1]
     blocks = re.findall(r'<details class="pair"[^>]*><summary>(.*?) → (.*?)</summary>(.*?)'
                         r"</details>", section, re.S)
@@ -582,9 +554,9 @@ def test_coref_top_words_equal_the_per_word_transitions(litbank, coref_report):
 
 
 def test_coref_and_unl_sections_only_with_rows(warehouse, report, litbank, coref_report):
-    seq = report[0].read_text("utf-8")
+    seq = report.read_text("utf-8")
     assert 'class="view coref"' not in seq and 'class="view unl"' not in seq
-    page = coref_report[0].read_text("utf-8")
+    page = coref_report.read_text("utf-8")
     assert page.count('class="view coref"') == 1 and f'id="{LITBANK}-coref"' in page
     assert f'href="#{LITBANK}-coref"' in page
     assert 'class="view unl"' not in page  # the UNL tables exist but have no rows
@@ -836,111 +808,18 @@ def test_unl_section_absent_without_rows():
 
 # ----------------------------------------------------------------------------- browser
 
-class DevTools:
-    """A minimal Chrome DevTools Protocol client over the browser websocket."""
-
-    def __init__(self, url: str) -> None:
-        from websockets.sync.client import connect
-
-        self.ws = connect(url, max_size=None, open_timeout=30)
-        self.next_id = 0
-        self.events: list[dict] = []
-
-    def send(self, method: str, params: dict | None = None, session: str | None = None,
-             timeout: float = 60) -> dict:
-        self.next_id += 1
-        msg = {"id": self.next_id, "method": method, "params": params or {}}
-        if session:
-            msg["sessionId"] = session
-        self.ws.send(json.dumps(msg))
-        deadline = time.monotonic() + timeout
-        while True:
-            reply = json.loads(self.ws.recv(timeout=max(deadline - time.monotonic(), 0.1)))
-            if reply.get("id") == self.next_id:
-                if "error" in reply:
-                    raise RuntimeError(f"{method}: {reply['error']}")
-                return reply["result"]
-            self.events.append(reply)
-
-    def wait_for(self, method: str, timeout: float = 60) -> dict:
-        deadline = time.monotonic() + timeout
-        while True:
-            for e in self.events:
-                if e.get("method") == method:
-                    return e
-            reply = json.loads(self.ws.recv(timeout=max(deadline - time.monotonic(), 0.1)))
-            self.events.append(reply)
-
-    def close(self) -> None:
-        self.ws.close()
-
-
-def start_chromium(profile: Path) -> tuple[subprocess.Popen, str]:
-    """Headless Chromium with a DevTools port; returns the process and the browser ws URL."""
-    proc = subprocess.Popen(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--disable-extensions", f"--user-data-dir={profile}",
-         "--remote-debugging-port=0", "--remote-allow-origins=*", "about:blank"],
-        stdout=subprocess.DEVNULL, stderr=(profile / "stderr.log").open("w"))
-    port_file = profile / "DevToolsActivePort"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if port_file.exists() and len(port_file.read_text().split()) == 2:
-            port, path = port_file.read_text().split()
-            return proc, f"ws://127.0.0.1:{port}{path}"
-        if proc.poll() is not None:
-            break
-        time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("chromium did not open its DevTools port: "
-                       + (profile / "stderr.log").read_text()[-2000:])
+needs_chromium = pytest.mark.skipif(not Path(chromium_binary()).exists(),
+                                    reason="the chromium binary is not installed")
 
 
 def open_in_chromium(path: Path, tmp_path: Path, check_js: str,
                      clip: str | None = None) -> tuple[dict, list[dict], Path]:
-    """Load ``path`` in headless Chromium, run ``check_js`` (returns JSON), take a screenshot
-    (of the element ``clip`` if given, else of the viewport); return state, events, png."""
-    profile = tmp_path / "profile"
-    profile.mkdir()
-    proc, url = start_chromium(profile)
+    """Load ``path`` in headless Chromium, run ``check_js`` (returns JSON), screenshot it
+    (the element ``clip`` if given, else the viewport); return state, events, png file."""
+    state, events, shot = open_page(path, tmp_path / "profile", check_js, clip)
     png = tmp_path / "report.png"
-    try:
-        cdp = DevTools(url)
-        target = cdp.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-        session = cdp.send("Target.attachToTarget", {"targetId": target,
-                                                     "flatten": True})["sessionId"]
-        for domain in ("Page", "Runtime", "Log", "Network"):
-            cdp.send(f"{domain}.enable", session=session)
-        cdp.send("Emulation.setDeviceMetricsOverride", {"width": 1400, "height": 3000,
-                                                        "deviceScaleFactor": 1,
-                                                        "mobile": False}, session=session)
-        cdp.send("Page.navigate", {"url": path.as_uri()}, session=session)
-        cdp.wait_for("Page.loadEventFired", timeout=120)
-        state = json.loads(cdp.send("Runtime.evaluate", {"expression": check_js,
-                                                         "returnByValue": True},
-                                    session=session)["result"]["value"])
-        params: dict = {"format": "png"}
-        if clip:
-            box = json.loads(cdp.send("Runtime.evaluate", {"expression": (
-                f"JSON.stringify((() => {{ const b = document.querySelector({json.dumps(clip)})"
-                ".getBoundingClientRect(); return [b.left + scrollX, b.top + scrollY, b.width, "
-                "b.height]; })())"), "returnByValue": True}, session=session)["result"]["value"])
-            params |= {"captureBeyondViewport": True,
-                       "clip": dict(zip(("x", "y", "width", "height"), box, strict=True),
-                                    scale=1)}
-        shot = cdp.send("Page.captureScreenshot", params, session=session)
-        png.write_bytes(base64.b64decode(shot["data"]))
-        cdp.send("Runtime.evaluate", {"expression": "1"}, session=session)  # flush events
-        cdp.send("Browser.close")
-        cdp.close()
-    finally:
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    return state, cdp.events, png
+    png.write_bytes(shot)
+    return state, events, png
 
 
 def assert_quiet(events: list[dict], path: Path) -> None:
@@ -960,32 +839,138 @@ def assert_quiet(events: list[dict], path: Path) -> None:
 CHECK_JS = """(() => {
   const link = document.querySelector('a[href^="#ex-"]');
   const target = document.getElementById(link.getAttribute('href').slice(1));
-  const before = target.open;
+  const before = [target.open, target.querySelectorAll('table.words').length];
   link.click();
+  const canvases = [...document.querySelectorAll('canvas.heat')].map((c) => {
+    const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let inked = 0;
+    for (let i = 0; i < px.length; i += 4) { if (px[i + 3] > 0) { inked++; } }
+    return [c.width, c.height, inked];
+  });
   return JSON.stringify({
     text: document.body.innerText,
     svgs: document.querySelectorAll('svg').length,
     rects: document.querySelectorAll('svg rect').length,
     tables: document.querySelectorAll('table').length,
-    drill: [before, target.open, target.querySelectorAll('table.words').length],
+    canvases: canvases,
+    drill: [...before, target.open, target.querySelectorAll('table.words').length],
   });
 })()"""
 
 
-@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="the chromium binary is not installed")
+@needs_chromium
 def test_report_in_headless_chromium(report, data, tmp_path):
-    path, _ = report
-    state, events, png = open_in_chromium(path, tmp_path, CHECK_JS)
-    assert_quiet(events, path)
+    state, events, png = open_in_chromium(report, tmp_path, CHECK_JS)
+    assert_quiet(events, report)
     for section in SECTIONS:
         assert section in state["text"], section
     for name in SYSTEMS:
         assert name in state["text"]
-    assert state["svgs"] >= 4 * len(VIEWS) and state["rects"] > 100 and state["tables"] > 50
-    assert state["drill"][0] is False and state["drill"][1] is True and state["drill"][2] > 0
+    assert state["svgs"] >= 3 * len(SHOWN) and state["rects"] > 100 and state["tables"] > 50
+    assert len(state["canvases"]) == len(SHOWN)
+    for width, height, inked in state["canvases"]:  # drawn: cells and labels
+        assert width > 4 * 30 and height > 4 * 30 and inked > 4 * 4 * 30 * 30
+    # examples are drawn when their block opens
+    assert state["drill"] == [False, 0, True, state["drill"][3]] and state["drill"][3] > 0
     assert png.stat().st_size > 50_000
     if os.environ.get("SYSDIFF_REPORT_SCREENSHOT"):
         shutil.copy(png, os.environ["SYSDIFF_REPORT_SCREENSHOT"])
+
+
+EXAMPLES_JS = """(() => {
+  const D = JSON.parse(document.getElementById('sysdiff-examples').textContent);
+  const out = [];
+  document.querySelectorAll('section.view').forEach((sec) => {
+    sec.querySelectorAll('details.pair').forEach((pair) => {
+      pair.querySelectorAll('a[href^="#ex-"]').forEach((a) => {
+        a.click();
+        const block = document.getElementById(a.getAttribute('href').slice(1));
+        out.push({view: block.dataset.v, sys1: pair.dataset.sys1, sys2: pair.dataset.sys2,
+                  names: [D.names[block.dataset.a], D.names[block.dataset.b]],
+                  summary: block.querySelector('summary').textContent,
+                  sents: [...block.querySelectorAll('div.sent')].map((s) => ({
+                    note: s.querySelector('.note').textContent,
+                    rows: [...s.querySelectorAll('tr')].map((tr) => [...tr.children].map(
+                      (td) => [td.textContent, td.className]))}))});
+      });
+    });
+  });
+  return JSON.stringify(out);
+})()"""
+
+
+def shown(view: str, label: str, head: int) -> str:
+    return f"{head}:{label}" if view in ("head", "las") else label
+
+
+def wrong(view: str, lab: str, hd: int, gold: str, gold_head: int) -> bool:
+    return {"head": hd != gold_head, "las": (hd, lab) != (gold_head, gold)}.get(view,
+                                                                              lab != gold)
+
+
+@needs_chromium
+def test_examples_drawn_in_chromium_equal_the_word_windows(warehouse, report, tmp_path):
+    """Every example the page draws (window, labels, wrong marks, hit) equals the words of
+    the warehouse, and each block shows the first words of its change cell."""
+    blocks, events, _ = open_in_chromium(report, tmp_path, EXAMPLES_JS)
+    assert_quiet(events, report)
+    assert len(blocks) > 100
+    expected: dict[tuple, pl.DataFrame] = {}
+    for b in blocks:
+        view, a, c = b["view"], b["sys1"], b["sys2"]
+        assert b["names"] == [a, c]
+        if (view, a, c) not in expected:
+            expected[(view, a, c)] = cell_examples(warehouse, CORPUS, view, punct_of(view), a,
+                                                   c, 3, 6)
+        rows = expected[(view, a, c)]
+        shown_n, total = map(int, re.search(r": (\d+) of (\d+) shown$", b["summary"]).groups())
+        assert len(b["sents"]) == shown_n == min(3, total)
+        cells = set()
+        for sent in b["sents"]:
+            sent_id, word = re.match(r"(.*), word (\d+) ", sent["note"]).groups()
+            r = rows.filter((pl.col("sent_id") == sent_id) & (pl.col("id") == int(word)))
+            assert r.height == 1
+            r = r.row(0, named=True)
+            cells.add((r["class"], r["gold"], r["l1"], r["l2"]))
+            forms, gold, s1, s2 = (row[1:] for row in sent["rows"])
+            window = r["window"]
+            assert [f[0] for f in forms] == [f"{w['form']}{w['id']}" for w in window]
+            assert [g[0] for g in gold] == [
+                w["gold"] if view == "deprel" else shown(view, w["gold"], w["gold_head"])
+                for w in window]
+            for got, lab, hd in ((s1, "l1", "head1"), (s2, "l2", "head2")):
+                assert [x[0] for x in got] == [
+                    w[lab] if view == "deprel" else shown(view, w[lab], w[hd]) for w in window]
+                assert ["wrong" in x[1].split() for x in got] == [
+                    wrong(view, w[lab], w[hd], w["gold"], w["gold_head"]) for w in window]
+            assert [("hit" in f[1].split()) for f in forms] == [w["id"] == r["id"]
+                                                               for w in window]
+        assert len(cells) == 1  # one change cell per block, its first words in corpus order
+        (cell,) = cells
+        first = rows.filter((pl.col("class") == cell[0]) & (pl.col("gold") == cell[1])
+                            & (pl.col("l1") == cell[2]) & (pl.col("l2") == cell[3]))
+        assert [re.match(r"(.*), word (\d+) ", s["note"]).groups() for s in b["sents"]] == \
+            [(i, str(w)) for i, w in first.select("sent_id", "id").rows()]
+
+
+NASTY_JS = """(() => {
+  document.querySelectorAll('a[href^="#ex-"]').forEach((a) => a.click());
+  return JSON.stringify({text: document.querySelector('main').innerText,
+                         bold: document.querySelectorAll('main b').length,
+                         scripts: document.querySelectorAll('script').length,
+                         words: document.querySelectorAll('table.words').length});
+})()"""
+
+
+@needs_chromium
+def test_nasty_examples_are_drawn_as_text(nasty_warehouse, tmp_path):
+    path = build_report(nasty_warehouse, "nasty", tmp_path / "r.html")
+    state, events, _ = open_in_chromium(path, tmp_path, NASTY_JS)
+    assert_quiet(events, path)
+    assert state["words"] > 0 and state["scripts"] == 2
+    # the only <b> elements are the example words' forms (the label "<b>x</b>" is text)
+    assert state["bold"] == state["words"]
+    assert "<b>x</b>" in state["text"] and "</script>" in state["text"]
 
 
 COREF_JS = """(() => {
@@ -1006,11 +991,11 @@ COREF_JS = """(() => {
 })()"""
 
 
-@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="the chromium binary is not installed")
+@needs_chromium
 def test_coref_report_in_headless_chromium(coref_report, litbank, tmp_path):
-    path, _ = coref_report
-    state, events, png = open_in_chromium(path, tmp_path, COREF_JS, clip="section.coref")
-    assert_quiet(events, path)
+    state, events, png = open_in_chromium(coref_report, tmp_path, COREF_JS,
+                                          clip="section.coref")
+    assert_quiet(events, coref_report)
     for heading in ("Standard scores", "ARCS mention classes", "Pairs", "Transitions per pair",
                     "Upper bounds", "Agreement", "Difference:", "Corrections:", "New errors:",
                     "Changed errors:"):
@@ -1034,3 +1019,43 @@ def test_coref_report_in_headless_chromium(coref_report, litbank, tmp_path):
     assert png.stat().st_size > 50_000
     if os.environ.get("SYSDIFF_COREF_SCREENSHOT"):
         shutil.copy(png, os.environ["SYSDIFF_COREF_SCREENSHOT"])
+
+
+HEAT_JS = """(() => {
+  const canvas = document.querySelector('section#seq-las canvas.heat');
+  const H = JSON.parse(canvas.dataset.heat), g = canvas._heat, n = H.names.length;
+  const box = canvas.getBoundingClientRect();
+  const at = (i, j) => ({clientX: box.left + g.pad + (j + 0.5) * g.cell,
+                         clientY: box.top + g.top + (i + 0.5) * g.cell, bubbles: true});
+  const tips = [];
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j < n; j++) {
+      canvas.dispatchEvent(new MouseEvent('mousemove', at(i, j)));
+      const tip = document.getElementById('tip');
+      tips.push([H.names[i], H.names[j], tip.hidden ? null : tip.textContent]);
+    }
+  }
+  const pairs = [...canvas.closest('section').querySelectorAll('details.pair')];
+  const shut = pairs.find((d) => !d.open);
+  const i = H.names.indexOf(shut.dataset.sys2), j = H.names.indexOf(shut.dataset.sys1);
+  canvas.dispatchEvent(new MouseEvent('click', at(i, j)));
+  return JSON.stringify({tips: tips, opened: [shut.dataset.sys1, shut.dataset.sys2, shut.open]});
+})()"""
+
+
+@needs_chromium
+def test_heatmap_tooltips_and_click_in_chromium(warehouse, report, tmp_path):
+    state, events, _ = open_in_chromium(report, tmp_path, HEAT_JS)
+    assert_quiet(events, report)
+    rows = query(warehouse, "select sys1, sys2, diff, ar_p from pairs where view = 'las' "
+                 "and not punct").rows()
+    expected = {(a, b): (d, p) for a, b, d, p in rows}
+    assert len(state["tips"]) == len(SYSTEMS) ** 2
+    for a, b, tip in state["tips"]:
+        if a == b:
+            assert tip is None
+            continue
+        d, p = expected[(a, b)]
+        marks = "\nAR p < 0.01" if p < 0.01 else "\nAR p < 0.05" if p < 0.05 else ""
+        assert tip == f"{a} vs {b}\npairwise diff: {100 * d:.2f}%{marks}"
+    assert state["opened"][2] is True  # a click on a cell opens the pair's details

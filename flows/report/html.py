@@ -1,0 +1,110 @@
+"""HTML building blocks of the report: escaping, number formats, tables, colours, ids.
+
+Every value that reaches the page goes through ``esc`` (names and labels are user data);
+``td`` and ``table_html`` take cells that are already HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import json
+from collections.abc import Iterable
+
+import numpy as np
+import polars as pl
+
+
+def esc(value: object) -> str:
+    """HTML-escape any value (quotes too)."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def pct(x: float | None, digits: int = 2) -> str:
+    """A fraction as a percentage without the sign ('' for None and NaN)."""
+    return "" if x is None or x != x else f"{100 * x:.{digits}f}"
+
+
+def points(x: float | None, digits: int = 2) -> str:
+    """A difference of fractions in percentage points, signed ('' for None)."""
+    return "" if x is None or x != x else f"{100 * x:+.{digits}f}"
+
+
+def stars(p: float | None) -> str:
+    """Significance marks: ** p < 0.01, * p < 0.05."""
+    if p is None or p != p:
+        return ""
+    return "**" if p < 0.01 else "*" if p < 0.05 else ""
+
+
+def p_value(p: float | None) -> str:
+    """A p-value with its significance marks."""
+    return "" if p is None or p != p else f'{p:.3g}<span class="sig">{stars(p)}</span>'
+
+
+def td(content: str, cls: str = "") -> str:
+    """A cell of already-escaped HTML."""
+    return f'<td class="{cls}">{content}</td>' if cls else f"<td>{content}</td>"
+
+
+def table_html(headers: Iterable[str], rows: Iterable[Iterable[str]], cls: str = "",
+               left: int = 1, left_cols: Iterable[int] = ()) -> str:
+    """A table: headers are escaped here, cells are already HTML (see ``td``). The first
+    ``left`` columns and the columns ``left_cols`` have left-aligned headers."""
+    lefts = set(left_cols)
+    head = "".join(f'<th class="l">{esc(h)}</th>' if i < left or i in lefts
+                   else f"<th>{esc(h)}</th>" for i, h in enumerate(headers))
+    body = "".join("<tr>" + "".join(r) + "</tr>" for r in rows)
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def frame_html(df: pl.DataFrame, limit: int = 500) -> str:
+    """Any frame as an escaped table (floats with 4 decimals, lists joined)."""
+    def show(v: object) -> str:
+        if isinstance(v, float):
+            return f"{v:.4f}"
+        if isinstance(v, list):
+            return ", ".join(map(str, v))
+        return "" if v is None else str(v)
+
+    rows = [[td(esc(show(v)), "l" if i == 0 else "") for i, v in enumerate(r)]
+            for r in df.head(limit).rows()]
+    return table_html(df.columns, rows)
+
+
+def names_html(names: list[str], most: int = 3) -> str:
+    """Up to ``most`` names, then '+k more' (the full list in the tooltip)."""
+    shown = ", ".join(esc(n) for n in names[:most])
+    if len(names) <= most:
+        return shown
+    return f'<span title="{esc(", ".join(names))}">{shown} +{len(names) - most} more</span>'
+
+
+def mix(t: float) -> str:
+    """White to the accent blue, ``t`` in [0, 1]."""
+    lo, hi = np.array([255, 255, 255]), np.array([31, 95, 168])
+    r, g, b = (lo + (hi - lo) * min(max(t, 0.0), 1.0)).round().astype(int)
+    return f"rgb({r},{g},{b})"
+
+
+def json_attr(value: object) -> str:
+    """A JSON value for a ``data-`` attribute (escaped)."""
+    return esc(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+
+
+def json_script(element_id: str, value: object) -> str:
+    """A JSON data island (``<script type="application/json">``); '<' and '&' are escaped
+    so that no text of the data can close the element."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return f'<script type="application/json" id="{esc(element_id)}">{text}</script>'
+
+
+class Ids:
+    """Unique, label-free anchor ids."""
+
+    def __init__(self) -> None:
+        self.n = itertools.count(1)
+
+    def __call__(self, prefix: str) -> str:
+        return f"{prefix}-{next(self.n)}"
