@@ -36,5 +36,6 @@ def stage_history(spec: RunSpec, stage: Staging, kind: str, corpus_sig: str) -> 
     history = history_table(
         scores.select(*keys, "system", pl.col(column).alias("score")),
         pairs.select(*keys, "sys1", "sys2", *PAIR_COLUMNS), ["view", "punct"], spec.versions)
-    stage.write("history", part, sig, history.with_columns(
-        pl.lit(spec.corpus).alias("corpus"), pl.lit(spec.task).alias("task")))
+    if history.height:
+        stage.write("history", part, sig, history.with_columns(
+            pl.lit(spec.corpus).alias("corpus"), pl.lit(spec.task).alias("task")))

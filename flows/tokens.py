@@ -63,8 +63,6 @@ VIEW_COLUMNS = {"upos": ("upos",), "xpos": ("xpos",), "feats": ("feats",),
                 "lemma": ("lemma",), "head": ("head",), "deprel": ("deprel",),
                 "las": ("head", "deprel")}
 VOCAB_COLUMNS = ("upos", "xpos", "feats", "lemma", "head", "deprel")
-#: Bumped when ingested or computed partitions change shape: older ones are recomputed.
-FORMAT_VERSION = 2
 PAIR_TABLES = ("pairs", "changes", "bucket_pairs")
 CORPUS_TABLES = ("oracles", "oracle_labels", "difficulty", "majority")
 
@@ -117,7 +115,7 @@ def ingest_file(spec: RunSpec, source: Source, role: str, sha: str, stage: Stagi
 
 
 def _ingest_signature(sha: str, fmt: str, role: str, key_sha: str) -> str:
-    return signature(sha, fmt, None if role == "key" else key_sha, FORMAT_VERSION)
+    return signature(sha, fmt, None if role == "key" else key_sha)
 
 
 def _live(stage: Staging, spec: RunSpec, sid: str, sha: str, fmt: str) -> Ingested:
@@ -305,8 +303,7 @@ def compare_tokens(spec: RunSpec, stage: Staging, ingested: dict[str, Ingested])
     rows = sysdf.filter(pl.col("role") == "system")
     systems = rows["system"].to_list()
     shas = dict(zip(rows["system"], rows["sha256"], strict=True))
-    opts = (sorted(spec.mappings.items()), spec.ar_trials, spec.seed, spec.task,
-            FORMAT_VERSION)
+    opts = (sorted(spec.mappings.items()), spec.ar_trials, spec.seed, spec.task)
     sys_sig = {s: signature(key_row["sha256"], shas[s], opts) for s in systems}
     pair_sig = {(a, b): signature(key_row["sha256"], shas[a], shas[b], opts)
                 for i, a in enumerate(systems) for b in systems[i + 1:]}

@@ -55,9 +55,15 @@ def resolve_warehouse(option: str | None) -> Path:
     return Path(option or os.environ.get("SYSDIFF_WAREHOUSE") or DEFAULT_WAREHOUSE).absolute()
 
 
+#: Bumped when the shape or the meaning of stored partitions changes: a partition written by
+#: an older sysdiff has another signature and is recomputed by the next run.
+FORMAT_VERSION = 2
+
+
 def signature(*parts: object) -> str:
-    """A short content hash of inputs and options (stable across runs and machines)."""
-    text = json.dumps(parts, sort_keys=True, default=str)
+    """A short content hash of inputs, options and :data:`FORMAT_VERSION` (stable across
+    runs and machines)."""
+    text = json.dumps([FORMAT_VERSION, *parts], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -81,16 +81,6 @@ TOKEN_TABLES: dict[str, pa.Schema] = {
         *VIEW_KEYS, ("kind", S), ("bucket", S), ("sys1", S), ("sys2", S), ("n_units", I64),
         ("corrections", I64), ("new_errors", I64), ("changed_errors", I64), ("options", S),
     ),
-    # Each version of NAME@VERSION against the previous one and the best one before it.
-    # ``view``: a token view, a coreference criterion, or the UNL task; ``score``: accuracy,
-    # ARCS F1 or UNL F1 (fractions).
-    "history": _schema(
-        ("corpus", S), ("task", S), ("view", S), ("punct", B), ("name", S), ("version", S),
-        ("position", I64), ("previous", S), ("score", F64), ("delta", F64),
-        ("corrections", I64), ("new_errors", I64), ("changed_errors", I64),
-        ("mcnemar_p", F64), ("best_version", S), ("best_score", F64), ("delta_best", F64),
-        ("mcnemar_p_best", F64),
-    ),
     "conll18": _schema(
         ("corpus", S), ("system", S), ("metric", S), ("correct", I64), ("gold_total", I64),
         ("system_total", I64), ("aligned_total", I64), ("precision", F64), ("recall", F64),
@@ -187,7 +177,22 @@ UNL_TABLES: dict[str, pa.Schema] = {
     ),
 }
 
-TABLES: dict[str, pa.Schema] = {**TOKEN_TABLES, **COREF_TABLES, **UNL_TABLES}
+
+# Every task: each version of NAME@VERSION against the previous one and the best one before
+# it. ``view``: a token view, a coreference criterion, or the UNL task; ``score``: accuracy,
+# ARCS F1 or UNL F1 (fractions).
+HISTORY_TABLES: dict[str, pa.Schema] = {
+    "history": _schema(
+        ("corpus", S), ("task", S), ("view", S), ("punct", B), ("name", S), ("version", S),
+        ("position", I64), ("previous", S), ("score", F64), ("delta", F64),
+        ("corrections", I64), ("new_errors", I64), ("changed_errors", I64),
+        ("mcnemar_p", F64), ("best_version", S), ("best_score", F64), ("delta_best", F64),
+        ("mcnemar_p_best", F64),
+    ),
+}
+
+TABLES: dict[str, pa.Schema] = {**TOKEN_TABLES, **COREF_TABLES, **UNL_TABLES,
+                                **HISTORY_TABLES}
 
 
 def all_tables() -> dict[str, pa.Schema]:

@@ -1,7 +1,7 @@
 """Canonical dumps of every warehouse table: proof that a change leaves the results identical.
 
 A table is dumped as ``SELECT * ... ORDER BY ALL`` to CSV, without the columns that depend on
-where and when a run happened (input paths, ingest time); floats are rounded to 12
+where and when a run happened (input paths, ingest time); floats are rounded to 10
 significant digits so that the dump does not depend on the last bit of a platform's libm.
 The golden digests under ``tests/data/snapshots/`` were written by the code before a change;
 ``tests/test_snapshots.py`` compares a fresh run with them. To see what differs, dump both
@@ -27,12 +27,12 @@ SNAPSHOTS = Path(__file__).resolve().parent / "data" / "snapshots"
 
 
 def _canonical(df: pl.DataFrame) -> pl.DataFrame:
-    """Floats rounded to 12 significant digits, lists as text."""
+    """Floats rounded to 10 significant digits, lists as text."""
     out = []
     for name, dtype in df.schema.items():
         col = pl.col(name)
         if dtype == pl.Float64:
-            col = col.round_sig_figs(12)
+            col = col.round_sig_figs(10)
         elif isinstance(dtype, pl.List):
             col = col.list.join(",")
         out.append(col)

@@ -38,13 +38,6 @@ def test_leaderboard_ranks_ties_and_sorts_best_first():
     assert board.columns[:2] == ["rank", "system"]
 
 
-def test_has_labels_needs_a_gold_label_other_than_underscore():
-    labels = pl.DataFrame({"gold_label": ["_", "_"], "system": ["a", "b"]})
-    assert not S.has_labels(labels) and not S.has_labels(labels.clear())
-    assert S.has_labels(pl.concat([labels, pl.DataFrame({"gold_label": ["N"],
-                                                         "system": ["a"]})]))
-
-
 def test_score_names_are_explicit():
     assert S.score_name("las") == "LAS (no punct)"
     assert S.score_name("las", True) == "LAS (with punct)"
@@ -224,7 +217,7 @@ def test_unl_oriented_from_fewer_to_more_correct():
     pairs = pl.DataFrame([("t", "v1", "v2", 0.2, 3, 5), ("t", "v2", "v1", 0.2, 5, 3),
                           ("t", "v1", "v3", 0.4, 3, 3), ("t", "v3", "v1", 0.4, 3, 3),
                           ("t", "v1", "v1", 0.0, 3, 3)],
-                         schema=["task", "sys1", "sys2", "diff", "n_correct_a", "n_correct_b"],
+                         schema=["task", "sys1", "sys2", "diff", "n_correct1", "n_correct2"],
                          orient="row")
     assert S.unl_oriented(pairs).select("sys1", "sys2").rows() == [("v1", "v3"), ("v1", "v2")]
     assert S.unl_oriented(pairs.clear()).is_empty()

@@ -33,12 +33,6 @@ def leaderboard(scores: pl.DataFrame) -> pl.DataFrame:
     ).sort(["accuracy", "system"], descending=[True, False])
 
 
-def has_labels(labels: pl.DataFrame) -> bool:
-    """The key has values in a view: some gold label is not ``_`` (a column that is ``_``
-    everywhere has no data, and no score)."""
-    return bool(labels.height) and bool((labels["gold_label"] != "_").any())
-
-
 def score_name(view: str, punct: bool | None = None, task: str | None = None) -> str:
     """The explicit name of a score: ``LAS (no punct)``, ``UPOS``, ``ARCS F1 (any)``, ..."""
     if task == "coref":
@@ -314,7 +308,7 @@ def unl_oriented(pairs: pl.DataFrame) -> pl.DataFrame:
     (equal: by name), per task, most different first."""
     if pairs.is_empty():
         return pairs
-    a, b = pl.col("n_correct_a"), pl.col("n_correct_b")
+    a, b = pl.col("n_correct1"), pl.col("n_correct2")
     keep = (b > a) | ((b == a) & (pl.col("sys1") < pl.col("sys2")))
     return pairs.filter(keep & (pl.col("sys1") != pl.col("sys2"))).sort(
         ["task", "diff", "sys1", "sys2"], descending=[False, True, False, False])

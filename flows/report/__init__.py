@@ -20,7 +20,6 @@ from sysdiff.flows.report.html import Ids, esc, json_script
 from sysdiff.flows.report.tokens import view_html
 from sysdiff.flows.report.unl import unl_html
 from sysdiff.flows.report_assets import CSS, JS
-from sysdiff.transforms.summaries import has_labels
 
 __all__ = ["build_report", "corpus_html", "page"]
 
@@ -29,8 +28,8 @@ def corpus_html(read: Read, corpus: str, per_cell: int, drill: Drill,
                 ids: Ids) -> tuple[str, list[str]]:
     """The section of one corpus and its anchors (history, token views, coreference, UNL)."""
     data = load_corpus(read, corpus)
-    views = [v for v in data.views() if has_labels(data.of("labels", v))]
-    empty = [v for v in data.views() if v not in views]
+    views = data.views()
+    empty = data.not_evaluated()
     tables = tables_in(read)
     history = history_html(read, corpus, tables, skip=empty)
     body = "".join(view_html(read, data, v, per_cell, drill, ids) for v in views)
@@ -42,8 +41,8 @@ def corpus_html(read: Read, corpus: str, per_cell: int, drill: Drill,
     listing = (f'<p class="note">{n} systems: {systems}</p>' if n <= 12 else
                f'<details class="note"><summary>{n} systems</summary>{systems}</details>')
     if empty:
-        listing += (f'<p class="note">not shown: {", ".join(empty)} (every label of the key is '
-                    "<code>_</code>: no data, no score)</p>")
+        listing += (f'<p class="note">not evaluated: {", ".join(empty)} (every label of the '
+                    "key is <code>_</code>: no data, no score)</p>")
     return (f'<section class="corpus" id="{esc(corpus)}"><h2>Corpus {esc(corpus)}</h2>'
             f"{listing}{history}{body}{coref}{unl}</section>", anchors)
 

@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 
 from sysdiff.flows.report.html import esc, json_attr, mix
-from sysdiff.transforms.compare import CLASSES
+from sysdiff.transforms.engine import CLASSES
 
 CLASS_NAMES = {"correction": "Corrections", "new_error": "New errors",
                "changed_error": "Changed errors"}

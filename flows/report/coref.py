@@ -15,7 +15,7 @@ from sysdiff.flows.report.tokens import ALL_PAIRS, PAIR_DETAILS, TOP_PAIRS, cls_
 from sysdiff.transforms import summaries as S
 from sysdiff.transforms.arcs import CLASSES as ARCS
 from sysdiff.transforms.arcs import CRITERIA
-from sysdiff.transforms.compare import CLASSES
+from sysdiff.transforms.engine import CLASSES
 from sysdiff.transforms.summaries import mtype_order, transition_class
 
 COREF_METRICS = {"muc": "MUC", "bcub": "B³", "ceafm": "CEAF-m", "ceafe": "CEAF-e",

@@ -20,7 +20,7 @@ from sysdiff.flows.examples import lit
 from sysdiff.flows.queries import connect
 from sysdiff.schemas.errors import InputError
 from sysdiff.transforms.summaries import MANY_SYSTEMS
-from sysdiff.transforms.views import DEP_VIEWS, VIEWS, default_punct
+from sysdiff.transforms.views import DEP_VIEWS, TOKEN_VIEWS, VIEWS, default_punct
 
 Read = Callable[[str], pl.DataFrame]
 #: Cells per class and pair in a change table; gold labels in per-label tables.
@@ -83,6 +83,7 @@ class CorpusData:
 
     corpus: str
     key_format: str
+    task: str
     systems: list[str]
     scores: pl.DataFrame
     pairs: pl.DataFrame
@@ -94,6 +95,11 @@ class CorpusData:
     def views(self) -> list[str]:
         present = set(self.scores["view"].to_list())
         return [v for v in VIEWS if v in present]
+
+    def not_evaluated(self) -> list[str]:
+        """Views of the task with no scores: the key has no data in their column."""
+        task_views = TOKEN_VIEWS + DEP_VIEWS if self.task == "dep" else TOKEN_VIEWS
+        return [v for v in task_views if v not in self.views()]
 
     def of(self, name: str, view: str) -> pl.DataFrame:
         """One table's rows for one view."""
@@ -116,7 +122,7 @@ def frequent_labels(corpus: str, label_rows: int = LABEL_ROWS) -> str:
 def load_corpus(read: Read, corpus: str, label_rows: int = LABEL_ROWS) -> CorpusData:
     """The aggregate tables of a corpus (labels: the frequent; oracles: the subsets read)."""
     w = default_rows(corpus)
-    meta = read(f"select system, role, format from systems where corpus = {lit(corpus)} "
+    meta = read(f"select system, role, format, task from systems where corpus = {lit(corpus)} "
                 "order by system")
     key = meta.filter(pl.col("role") == "key")
     systems = meta.filter(pl.col("role") != "key")["system"].to_list()
@@ -125,6 +131,7 @@ def load_corpus(read: Read, corpus: str, label_rows: int = LABEL_ROWS) -> Corpus
     return CorpusData(
         corpus=corpus,
         key_format=key["format"][0] if key.height else "conllu",
+        task=key["task"][0] if key.height else "dep",
         systems=systems,
         scores=read(f"select * from scores where {w}"),
         pairs=read(f"select * from pairs where {w}"),

@@ -29,7 +29,7 @@ from sysdiff.flows.report.data import (
 from sysdiff.flows.report.drill import Drill, change_name, example_block, pair_examples
 from sysdiff.flows.report.html import Ids, esc, names_html, p_value, pct, points, table_html, td
 from sysdiff.transforms import summaries as S
-from sysdiff.transforms.compare import CLASSES
+from sysdiff.transforms.engine import CLASSES
 from sysdiff.transforms.views import DEP_VIEWS, default_punct
 
 #: Pairs listed in full up to this many (10 systems), else the top pairs by diff.

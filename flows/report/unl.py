@@ -10,7 +10,7 @@ from sysdiff.flows.report.data import MAX_ROWS, Read
 from sysdiff.flows.report.html import esc, pct, table_html, td
 from sysdiff.flows.report.tokens import ALL_PAIRS, PAIR_DETAILS, TOP_PAIRS, cls_col
 from sysdiff.transforms import summaries as S
-from sysdiff.transforms.compare import CLASSES
+from sysdiff.transforms.engine import CLASSES
 
 UNL_TABLES = ("unl_scores", "unl_pairs", "unl_oracle", "unl_moved", "unl_sentences")
 MOVED_ROWS = 20
@@ -18,26 +18,13 @@ UNL_F1 = {"rel_f1": "rel F1 %", "uw_f1": "UW F1 %", "attr_f1": "attr F1 %",
           "word_f1": "word F1 %"}
 
 
-#: Older names of UNL columns, read as the current ones.
-UNL_ALIASES = {"system_a": "sys1", "system_b": "sys2"}
-
-
-def _unl_cols(read: Read, table: str) -> dict[str, str]:
-    """The table's column names, keyed by their current names (see ``UNL_ALIASES``)."""
-    return {UNL_ALIASES.get(c, c): c for c in read(f"select * from {table} limit 0").columns}
-
-
 def _rows_of(read: Read, table: str, corpus: str, tables: set[str], extra: str = "") -> \
         pl.DataFrame:
-    """Rows of one corpus of an optional table (any columns it has, current names), bounded.
-    ``extra`` (SQL after the WHERE clause) may name the columns ``sys1``/``sys2``."""
+    """Rows of one corpus of an optional table, bounded; ``extra`` is SQL after the WHERE
+    clause."""
     if table not in tables:
         return pl.DataFrame()
-    cols = _unl_cols(read, table)
-    select = ", ".join(f'"{old}" as "{new}"' if old != new else f'"{new}"'
-                       for new, old in cols.items())
-    where = f"where corpus = {lit(corpus)}" if "corpus" in cols else "where true"
-    return read(f"select * from (select {select} from {table}) {where} {extra} "
+    return read(f"select * from {table} where corpus = {lit(corpus)} {extra} "
                 f"limit {MAX_ROWS}")
 
 
@@ -85,11 +72,11 @@ def unl_moved_html(moved: pl.DataFrame, a: str, b: str, total: int | None) -> st
     rows = [[td(esc(r.get("sent_id")), "l"), td(esc(r.get("sent_index"))),
              td(esc(CHANGE_NAMES.get(r.get("change"), r.get("change"))),
                 "l " + esc(r.get("change"))),
-             td(_verdict(r.get("returned_a"), r.get("correct_a"))),
-             td(esc(r.get("d_all_frac_a"))),
-             td(_verdict(r.get("returned_b"), r.get("correct_b"))),
-             td(esc(r.get("d_all_frac_b"))),
-             td(esc(r.get("reason_a")), "l wrap"), td(esc(r.get("reason_b")), "l wrap")]
+             td(_verdict(r.get("returned1"), r.get("correct1"))),
+             td(esc(r.get("d_all_frac1"))),
+             td(_verdict(r.get("returned2"), r.get("correct2"))),
+             td(esc(r.get("d_all_frac2"))),
+             td(esc(r.get("reason1")), "l wrap"), td(esc(r.get("reason2")), "l wrap")]
             for r in moved.to_dicts()]
     shown = f"{moved.height} of {total}" if total is not None else str(moved.height)
     return (f'<p class="note">{shown} moved sentences, in corpus order</p>'
@@ -101,7 +88,8 @@ def unl_html(read: Read, corpus: str, tables: set[str]) -> str:
     """The UNL section of a corpus (grammar versions compared), or '' without rows."""
     scores = _rows_of(read, "unl_scores", corpus, tables)
     pairs = _rows_of(read, "unl_pairs", corpus, tables)
-    oracle = _rows_of(read, "unl_oracle", corpus, tables)
+    oracle = _rows_of(read, "unl_oracle", corpus, tables,
+                      "order by task, n_systems desc, oracle desc, systems")
     if scores.is_empty() and pairs.is_empty() and oracle.is_empty():
         return ""
     parts = [f'<section class="view unl" id="{esc(corpus)}-unl"><h3>{esc(corpus)}: UNL</h3>'
@@ -122,7 +110,7 @@ def unl_html(read: Read, corpus: str, tables: set[str]) -> str:
                          td(f"{r['n_changed']}/{r['n_sentences']}"),
                          *(td(f"{r[cls_col(c)]} ({pct(r[cls_col(c)] / d, 1)}%)", c)
                            for c in CLASSES),
-                         td(f"{r['n_correct_a']} → {r['n_correct_b']}"), td(pct(r["oracle"]))])
+                         td(f"{r['n_correct1']} → {r['n_correct2']}"), td(pct(r["oracle"]))])
         parts.append("<h4>Versions compared</h4><p class=note>A → B from the fewer to the more "
                      "CORRECT sentences; a changed error is incorrect in both with a different "
                      "error profile"
@@ -131,13 +119,14 @@ def unl_html(read: Read, corpus: str, tables: set[str]) -> str:
                                    "new errors", "changed errors", "correct A → B",
                                    "oracle %"], rows, cls="unl-pairs", left=3))
     if oracle.height:
-        rows = [[td(esc(r.get("task")), "l"), td(esc(r.get("systems")), "l"),
+        rows = [[td(esc(r.get("task")), "l"), td(esc(" + ".join(r["systems"])), "l"),
                  td(f"{r.get('n_oracle')}/{r.get('n_sentences')}"), td(pct(r.get("oracle"))),
                  td(esc(r.get("best_system")), "l"), td(str(r.get("best_correct"))),
                  td("" if r.get("gain") is None else f"{100 * r['gain']:+.2f}")]
                 for r in oracle.to_dicts()]
         parts.append("<h4>Oracle</h4><p class=note>share of sentences that at least one "
-                     "version gets CORRECT</p>"
+                     "version of a set gets CORRECT (every set of versions up to 10 versions; "
+                     "above, each version, every pair, every set but one and all)</p>"
                      + table_html(["task", "versions", "correct by one", "oracle %",
                                    "best version", "its correct", "gain (points)"], rows,
                                   cls="unl-oracle", left=2, left_cols=(4,)))
