@@ -54,7 +54,7 @@ def plan_doc_shards(paths: dict[str, str], shard_sents: int) -> list[DocShard]:
     """Documents with a mention in any file, sorted by name, in shards of about
     ``shard_sents`` sentences. A document counts 1 + the sentence index of its last mention
     in any file (per part): the mention files hold no sentence count."""
-    per_doc = (pl.concat([pl.scan_parquet(p).select("doc", "part", "sent")
+    per_doc = (pl.concat([pl.scan_parquet(p, glob=False).select("doc", "part", "sent")
                           for p in paths.values()])
                .group_by("doc", "part").agg(n=pl.col("sent").max().cast(pl.Int64) + 1)
                .group_by("doc").agg(pl.col("n").sum()).sort("doc").collect())
@@ -68,7 +68,7 @@ def read_shard_mentions(path: str, shard: DocShard) -> pl.DataFrame:
     """The mentions of a shard's documents, in file order."""
     from sysdiff.schemas.formats.coref import MENTION_COLUMNS
 
-    return (pl.scan_parquet(path).filter(pl.col("doc").is_in(list(shard.docs)))
+    return (pl.scan_parquet(path, glob=False).filter(pl.col("doc").is_in(list(shard.docs)))
             .select(MENTION_COLUMNS).collect())
 
 

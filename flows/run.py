@@ -25,7 +25,7 @@ TASK_FLOWS = {"pos": tokens.run_tokens, "dep": tokens.run_tokens, "coref": coref
 @flow(name="sysdiff-run", validate_parameters=False, log_prints=False)
 def evaluate(spec: RunSpec, warehouse: Path) -> Path:
     """Ingest the key and systems of ``spec``, compute every table, commit atomically."""
-    with open_run(warehouse) as stage:
+    with open_run(warehouse, spec.corpus) as stage:
         TASK_FLOWS[spec.task](spec, stage)
     return warehouse
 

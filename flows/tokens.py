@@ -93,13 +93,13 @@ def _live(stage: Staging, spec: RunSpec, sid: str, sha: str, fmt: str) -> Ingest
 
 def _key_sents(key: Ingested) -> pl.DataFrame:
     """The key's sentences as :class:`WordCheck` reads them."""
-    return pl.read_parquet(key.sents, columns=["sent", "sent_id", "n_words", "line"])
+    return pl.read_parquet(key.sents, columns=["sent", "sent_id", "n_words", "line"], glob=False)
 
 
 def _key_words(key: Ingested, sents: pl.DataFrame) -> pl.DataFrame:
     """The key's words of the sentences in ``sents`` (a contiguous range)."""
     lo, hi = int(sents["sent"][0]), int(sents["sent"][-1])
-    return (pl.scan_parquet(key.units)
+    return (pl.scan_parquet(key.units, glob=False)
             .filter((pl.col("kind") == KIND_WORD) & pl.col("sent").is_between(lo, hi))
             .select("sent", "id", "form").collect())
 
@@ -141,7 +141,7 @@ def corpus_systems(stage: Staging, corpus: str) -> pl.DataFrame:
     frames = [read_table(stage.root, "systems", stage.manifest, pl.col("corpus") == corpus)]
     for (table, _part), (rel, _sig) in stage.staged.items():
         if table == "systems":
-            frames.append(pl.read_parquet(stage.dir / rel))
+            frames.append(pl.read_parquet(stage.dir / rel, glob=False))
     df = pl.concat(frames, how="vertical_relaxed").filter(pl.col("corpus") == corpus)
     return df.unique("system", keep="last").sort("ingested_at", "system")
 
@@ -153,7 +153,8 @@ def _units_path(stage: Staging, corpus: str, system: str) -> Path:
 
 def read_words(path: Path) -> pl.DataFrame:
     """The words (evaluation units) of one ingested file, in key order."""
-    return pl.scan_parquet(path).filter(pl.col("kind") == 0).select(WORD_COLUMNS).collect()
+    return (pl.scan_parquet(path, glob=False).filter(pl.col("kind") == 0)
+            .select(WORD_COLUMNS).collect())
 
 
 def options_string(view: str, punct: bool, mappings: dict) -> str:
@@ -186,7 +187,7 @@ def plan_shards(key_sents: pl.DataFrame, shard_sents: int) -> list[Shard]:
 
 def read_shard_words(path: Path, shard: Shard) -> pl.DataFrame:
     """The words of one shard (row groups outside the sentence range are skipped)."""
-    return (pl.scan_parquet(path)
+    return (pl.scan_parquet(path, glob=False)
             .filter((pl.col("kind") == 0) & pl.col("sent").is_between(shard.lo, shard.hi - 1))
             .select(WORD_COLUMNS).collect())
 
@@ -194,7 +195,7 @@ def read_shard_words(path: Path, shard: Shard) -> pl.DataFrame:
 def shard_lengths(sents_path: str, shard: Shard) -> np.ndarray:
     """Words per sentence, indexed by sentence number, read for the shard's sentences only
     (the others stay 0)."""
-    rows = (pl.scan_parquet(sents_path)
+    rows = (pl.scan_parquet(sents_path, glob=False)
             .filter(pl.col("sent").is_between(shard.lo, shard.hi - 1))
             .select("sent", "n_words").collect())
     lengths = np.zeros(shard.hi, dtype=np.int64)
@@ -298,7 +299,8 @@ def compare_tokens(spec: RunSpec, stage: Staging) -> None:
     sents_path = str(stage.staged_path("sents", partition(corpus, KEY_ID))
                      or stage.live_file("sents", partition(corpus, KEY_ID)))
     crash_point("compare")
-    shards = plan_shards(pl.read_parquet(sents_path, columns=["sent", "doc"]), spec.shard_sents)
+    shards = plan_shards(pl.read_parquet(sents_path, columns=["sent", "doc"], glob=False),
+                         spec.shard_sents)
     index = {s: i for i, s in enumerate(systems)}
     pairs = [(index[a], index[b]) for a, b in todo_pairs]
     conll = todo_sys if spec.task == "dep" else []
