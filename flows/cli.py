@@ -34,11 +34,27 @@ def show_warnings(verbose: bool = False) -> None:
 
     log = logging.getLogger("sysdiff")
     if not log.handlers:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _StderrHandler()
         handler.setFormatter(_LineFormatter())
         log.addHandler(handler)
         log.propagate = False
     log.setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is when a record is emitted (not when the handler
+    was made), so redirected output (tests, embedding) gets the warnings too."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
 
 
 class _LineFormatter(logging.Formatter):

@@ -57,6 +57,8 @@ def connect(root: Path) -> duckdb.DuckDBPyConnection:
     except duckdb.Error as e:
         raise InputError(f"cannot open the catalog: {_first_line(e)}", path) from None
     try:
+        if _already_sandboxed(con):
+            return con
         files = catalog_files(con)
         allowed = files + [str(root / f) for f in files]
         con.execute("set allowed_paths = [" + ", ".join(map(sql_literal, allowed)) + "]")
@@ -66,6 +68,15 @@ def connect(root: Path) -> duckdb.DuckDBPyConnection:
         con.close()
         raise
     return con
+
+
+def _already_sandboxed(con: duckdb.DuckDBPyConnection) -> bool:
+    """True when ``con`` shares the database instance of a connection that is still open in
+    this process (DuckDB shares one instance per file), already locked by :func:`connect`."""
+    locked, external = con.execute(
+        "select current_setting('lock_configuration'), "
+        "current_setting('enable_external_access')").fetchone()
+    return bool(locked) and not external
 
 
 def catalog_files(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -27,6 +27,20 @@ def cell(value: object) -> str:
     return str(value)
 
 
+def blob_text(value: bytes | None) -> str | None:
+    """A BLOB as DuckDB prints it: printable ASCII as is, other bytes as ``\\xNN``."""
+    if value is None:
+        return None
+    return "".join(chr(b) if 32 <= b < 127 and b != 92 else f"\\x{b:02X}" for b in value)
+
+
+def printable(df: pl.DataFrame) -> pl.DataFrame:
+    """Binary columns as text (CSV and JSON cannot hold raw bytes)."""
+    binary = [c for c, t in df.schema.items() if t == pl.Binary]
+    return df.with_columns(pl.col(c).map_elements(blob_text, return_dtype=pl.String)
+                           for c in binary) if binary else df
+
+
 def latex_escape(text: str) -> str:
     """Escape LaTeX's special characters."""
     return "".join(_LATEX_SPECIAL.get(c, c) for c in text)
@@ -34,6 +48,7 @@ def latex_escape(text: str) -> str:
 
 def to_text(df: pl.DataFrame, fmt: str, title: str | None = None) -> str:
     """A frame in one of FORMATS (``table`` is rendered for a terminal)."""
+    df = printable(df)
     if fmt == "csv":
         flat = df.with_columns(pl.col(c).list.join(",") for c, t in df.schema.items()
                                if isinstance(t, pl.List))
