@@ -9,12 +9,16 @@ before any ratio is computed, so the tables do not depend on the shard size.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 from prefect import task
 from prefect.cache_policies import NONE
 
+from sysdiff.flows.preflight import check_some_left, skip_system
 from sysdiff.flows.progress import progress
 from sysdiff.flows.shards import map_collect, plan_ranges
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
@@ -27,7 +31,9 @@ from sysdiff.flows.warehouse import (
     systems_row,
     with_literals,
 )
+from sysdiff.schemas.errors import InputError
 
+log = logging.getLogger("sysdiff")
 CRITERIA = ("any", "nom")
 
 
@@ -80,15 +86,24 @@ def run_coref(spec: RunSpec, stage: Staging) -> None:
     sources = spec.sources
     shas = {s.id: input_sha256(s.path) for s, role in sources}
     paths: dict[str, str] = {}
+    no_pos: list[str] = []
     with progress("ingest", len(sources)) as tick:
         key_tokens = None
         for source, role in sources:
             sid = source.id
-            m, toks, fmt = read_coref_file(source)
-            if role == "key":
-                key_tokens = toks
-            else:
-                validate_response(key_tokens, toks, spec.key.path, source.path)
+            try:
+                m, toks, fmt = read_coref_file(source)
+                if role == "key":
+                    key_tokens = toks
+                else:
+                    validate_response(key_tokens, toks, spec.key.path, source.path)
+            except InputError as e:
+                skip_system(spec, stage, source, role, e)
+                tick()
+                continue
+            n_unknown = int((m["mtype"] == "UNKNOWN").sum())
+            if n_unknown:
+                no_pos.append(f"{Path(source.path).name} ({n_unknown} of {m.height})")
             part = partition(corpus, sid)
             sig = signature(shas[sid], fmt, shas[KEY_ID])
             if not stage.has("mentions", part, sig):
@@ -101,6 +116,11 @@ def run_coref(spec: RunSpec, stage: Staging) -> None:
             paths[sid] = str(stage.staged_path("mentions", part) or stage.live_file("mentions",
                                                                                    part))
             tick()
+    check_some_left(spec, stage)
+    if no_pos:
+        log.warning("mention types are unavailable (UNKNOWN) for single-token mentions without "
+                    "a POS tag (the POS column is '_'): %s", ", ".join(no_pos))
+    spec = dataclasses.replace(spec, systems=[s for s in spec.systems if s.id in paths])
     _coref_results(spec, stage, paths, shas)
 
 

@@ -20,6 +20,7 @@ import polars as pl
 from prefect import task
 from prefect.cache_policies import NONE
 
+from sysdiff.flows.preflight import check_some_left, skip_system
 from sysdiff.flows.progress import progress
 from sysdiff.flows.shards import map_fold, plan_ranges
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
@@ -33,6 +34,7 @@ from sysdiff.flows.warehouse import (
     systems_row,
     with_literals,
 )
+from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.conllu import KIND_WORD, WordCheck, iter_conll
 from sysdiff.transforms import conll18, reduce, tokens
 from sysdiff.transforms.views import DEP_VIEWS, TOKEN_VIEWS, WORD_COLUMNS, view_matrix
@@ -126,13 +128,17 @@ def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
     with progress("ingest", len(sources)) as tick:
         for source, role in sources:
             sid = source.id
-            sha = key_sha if role == "key" else input_sha256(source.path)
-            if key_same and known.get(sid, ("", ""))[0] == sha:
-                out[sid] = _live(stage, spec, sid, sha, known[sid][1])
-            else:
-                key = out[KEY_ID] if role == "system" else None
-                out[sid] = ingest_file(spec, source, role, sha, stage, key, key_sha)
+            try:
+                sha = key_sha if role == "key" else input_sha256(source.path)
+                if key_same and known.get(sid, ("", ""))[0] == sha:
+                    out[sid] = _live(stage, spec, sid, sha, known[sid][1])
+                else:
+                    key = out[KEY_ID] if role == "system" else None
+                    out[sid] = ingest_file(spec, source, role, sha, stage, key, key_sha)
+            except InputError as e:
+                skip_system(spec, stage, source, role, e)
             tick()
+    check_some_left(spec, stage)
     return out
 
 

@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sysdiff")
 MANIFEST = "manifest.json"
+# Tables written when a file is ingested (the others are computed from them).
+INGEST_TABLES = frozenset({"systems", "units", "sents", "mentions", "coref_tokens"})
 CATALOG = "sysdiff.duckdb"
 DEFAULT_WAREHOUSE = Path("data") / "warehouse"
 ROW_GROUP = 1 << 17  # rows per Parquet row group: shard reads skip the groups they do not need
@@ -196,6 +198,7 @@ class Staging:
     manifest: dict
     dir: Path
     staged: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)  # bad system files (keep-going)
 
     def has(self, table: str, partition: str, sig: str) -> bool:
         """True when the live (or staged) partition already has this signature."""
@@ -306,18 +309,24 @@ def damaged_files(root: Path, manifest: dict, corpus: str) -> dict[str, str]:
 
 
 def drop_damaged(root: Path, manifest: dict, corpus: str) -> list[str]:
-    """Remove from ``manifest`` (in memory) every partition whose file is damaged, with every
-    other table's entry of the same partition key (their rows were computed together), and
-    warn once per damaged file. Returns the dropped partition keys."""
+    """Remove from ``manifest`` (in memory) every partition whose file is damaged, so that
+    the run recomputes it, and warn once per damaged file. The other result tables' entries
+    of the same partition key go too (their rows are computed together); a damaged ingested
+    file (units, sentences, mentions, ...) also drops the ingest of that system, which is
+    then read again. Returns the dropped partition keys."""
     bad = damaged_files(root, manifest, corpus)
-    keys = sorted({part for parts in manifest["tables"].values()
-                   for part, e in parts.items() if e["file"] in bad})
+    dropped = {}
+    for table, parts in manifest["tables"].items():
+        for part, e in parts.items():
+            if e["file"] in bad:
+                dropped[part] = dropped.get(part, False) or table in INGEST_TABLES
     for rel, why in bad.items():
         log.warning("%s: %s; its partition is recomputed", root / rel, why)
-    for parts in manifest["tables"].values():
-        for part in keys:
-            parts.pop(part, None)
-    return keys
+    for table, parts in manifest["tables"].items():
+        for part, ingest in dropped.items():
+            if ingest or table not in INGEST_TABLES:
+                parts.pop(part, None)
+    return sorted(dropped)
 
 
 def manifest_digest(manifest: dict) -> str:

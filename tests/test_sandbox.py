@@ -188,25 +188,33 @@ def test_damaged_results_file_is_recomputed(tmp_path, cli):
     tmp.mkdir()
     key = first_sentences(SEQUOIA / "key.conllu", tmp / "key.conllu", 10)
     a = first_sentences(SEQUOIA / "fr_core_news_sm-3.8.0.conllu", tmp / "a.conllu", 10)
+    b = first_sentences(SEQUOIA / "fr_core_news_md-3.8.0.conllu", tmp / "b.conllu", 10)
     root = tmp_path / "wh"
-    argv = ["run", "--key", str(key), "--system", f"a={a}", "--corpus", "c", "--ar-trials",
-            "20", "-w", str(root)]
+    argv = ["run", "--key", str(key), "--system", f"a={a}", "--system", f"b={b}", "--corpus",
+            "c", "--ar-trials", "20", "-w", str(root)]
     assert cli(*argv)[0] == 0
-    honest = query(root, "select view, punct, accuracy from scores order by all")
-    target = live_file(root)
+    honest = query(root, "select system, view, punct, accuracy from scores order by all")
+    manifest = json.loads((root / "manifest.json").read_text())["tables"]
+    target = root / manifest["scores"]["corpus=c/system=a"]["file"]
     con = duckdb.connect()
     forged = target.with_suffix(".forged")
     con.execute(f"copy (select * replace (1.0::double as accuracy) from "
                 f"read_parquet('{target}')) to '{forged}' (format parquet)")
     con.close()
     os.replace(forged, target)
-    assert set(query(root, "select accuracy from scores")["accuracy"]) == {1.0}
+    assert set(query(root, "select accuracy from scores where system = 'a'")["accuracy"]) \
+        == {1.0}
     code, _, err = cli(*argv)
     assert code == 0, err
     warnings = [line for line in err.splitlines() if "warning" in line]
     assert len(warnings) == 1 and str(target) in warnings[0], err
     assert "recomputed" in warnings[0]
-    assert query(root, "select view, punct, accuracy from scores order by all").equals(honest)
+    got = query(root, "select system, view, punct, accuracy from scores order by all")
+    assert got.equals(honest)
+    after = json.loads((root / "manifest.json").read_text())["tables"]
+    assert {t: sorted(p) for t, p in after.items()} == {t: sorted(p) for t, p in
+                                                       manifest.items()}
+    assert after["units"] == manifest["units"]  # only the results were recomputed
     code, _, err = cli(*argv)  # and the next run is quiet again
     assert code == 0 and "warning" not in err, err
 
