@@ -17,8 +17,7 @@ from typing import Annotated
 
 import typer
 
-from sysdiff.flows.render import FORMATS, to_text
-from sysdiff.flows.warehouse import resolve_warehouse
+from sysdiff.flows.names import FORMATS, SHOWABLE, VIEWS_HELP, resolve_warehouse
 from sysdiff.schemas.errors import InputError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -28,8 +27,6 @@ Warehouse = Annotated[str | None, typer.Option(
     "--warehouse", "-w", help="Warehouse folder (default: $SYSDIFF_WAREHOUSE, else "
     "./data/warehouse).")]
 Fmt = Annotated[str, typer.Option("--format", "-f", help="Output: " + ", ".join(FORMATS) + ".")]
-VIEWS_HELP = ("View: upos, xpos, feats, lemma (pos and dep corpora), head, deprel, las (dep); "
-              "any, nom (coreference: the ARCS criterion). Default: las, upos or nom.")
 SKIPPED = 3  # exit status when systems were skipped
 
 
@@ -193,6 +190,13 @@ def run(
         raise typer.Exit(SKIPPED)
 
 
+def to_text(df, fmt: str, title: str | None = None) -> str:
+    """:func:`sysdiff.flows.render.to_text` (imported when output is printed)."""
+    from sysdiff.flows.render import to_text as render
+
+    return render(df, fmt, title)
+
+
 def summary(root: Path, corpus: str) -> None:
     """Print the headline scores of a corpus (rates in percent)."""
     from sysdiff.flows.show import headline
@@ -220,8 +224,6 @@ def sql(
 
 
 def _tables_help() -> str:
-    from sysdiff.flows.show import SHOWABLE
-
     return "One of: " + "; ".join(f"{t} ({what})" for t, (_tasks, what) in SHOWABLE.items())
 
 

@@ -13,10 +13,14 @@ import logging
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from sysdiff.flows.names import read_manifest
 from sysdiff.flows.spec import RunSpec, Source
-from sysdiff.flows.warehouse import Staging, read_manifest
 from sysdiff.schemas.errors import InputError
+
+if TYPE_CHECKING:
+    from sysdiff.flows.warehouse import Staging
 
 log = logging.getLogger("sysdiff")
 HEAD_BYTES = 1 << 20  # the head of a file that format detection reads
@@ -88,8 +92,6 @@ def preflight(spec: RunSpec, root: Path) -> tuple[RunSpec, list[str]]:
     """Check the warehouse and every input file of ``spec``. Returns the spec without the
     systems skipped (``spec.keep_going``) and one line per skipped system; anything else
     wrong raises an InputError."""
-    check_lock(root)
-    read_manifest(root)  # a damaged manifest is reported now
     check_file(spec.key, spec.task)
     keep, skipped = [], []
     for source in spec.systems:
@@ -103,6 +105,8 @@ def preflight(spec: RunSpec, root: Path) -> tuple[RunSpec, list[str]]:
     if not keep:
         raise InputError(f"no system left to evaluate: every system file of corpus "
                          f"'{spec.corpus}' is bad ({len(skipped)} skipped)")
+    check_lock(root)
+    read_manifest(root)  # a damaged manifest is reported now
     return dataclasses.replace(spec, systems=keep), skipped
 
 

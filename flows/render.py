@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import io
 import json
+from typing import TYPE_CHECKING
 
-import polars as pl
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from sysdiff.flows.names import FORMATS  # noqa: F401 (the output formats)
 
-FORMATS = ("table", "csv", "json", "markdown", "latex")
+if TYPE_CHECKING:
+    import polars as pl
+
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
@@ -43,6 +43,8 @@ def blob_text(value: bytes | None) -> str | None:
 
 def printable(df: pl.DataFrame) -> pl.DataFrame:
     """Binary columns as text (CSV and JSON cannot hold raw bytes)."""
+    import polars as pl
+
     binary = [c for c, t in df.schema.items() if t == pl.Binary]
     return df.with_columns(pl.col(c).map_elements(blob_text, return_dtype=pl.String)
                            for c in binary) if binary else df
@@ -55,6 +57,11 @@ def latex_escape(text: str) -> str:
 
 def to_text(df: pl.DataFrame, fmt: str, title: str | None = None) -> str:
     """A frame in one of FORMATS (``table`` is rendered for a terminal)."""
+    import polars as pl
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
     df = printable(df)
     if fmt == "csv":
         flat = df.with_columns(pl.col(c).list.join(",") for c, t in df.schema.items()

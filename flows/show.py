@@ -13,30 +13,12 @@ from pathlib import Path
 
 import polars as pl
 
+from sysdiff.flows.names import COREF_TASKS, SHOWABLE, TOKEN_TASKS, UNL_TASKS  # noqa: F401
 from sysdiff.flows.queries import query
 from sysdiff.flows.render import to_text
 from sysdiff.flows.warehouse import sql_literal
 from sysdiff.schemas.errors import InputError
 
-TOKEN_TASKS, COREF_TASKS, UNL_TASKS = ("pos", "dep"), ("coref",), ("unl", "nl")
-# table -> (tasks whose corpora have it, what it shows): ``sysdiff show --help`` lists these.
-SHOWABLE: dict[str, tuple[tuple[str, ...], str]] = {
-    "scores": (TOKEN_TASKS, "accuracy and sentence exact match of each system"),
-    "pairs": (TOKEN_TASKS, "every pair: difference, change classes, delta, p-values"),
-    "changes": (TOKEN_TASKS, "one pair (--sys1, --sys2): summary, top changes per class"),
-    "labels": (TOKEN_TASKS, "accuracy per gold label, one column per system"),
-    "labeldiff": (TOKEN_TASKS, "one pair: the labels whose accuracy differs most"),
-    "oracles": (TOKEN_TASKS, "oracle accuracy of every system combination"),
-    "gains": (TOKEN_TASKS, "what each system adds to the oracle of all"),
-    "difficulty": (TOKEN_TASKS, "words by the number of systems that get them right"),
-    "conll18": (("dep",), "CoNLL 2018 shared-task metrics (precision, recall, F1)"),
-    "coref": (COREF_TASKS, "MUC, B3, CEAF, BLANC, LEA and CoNLL scores"),
-    "arcs": (COREF_TASKS, "ARCS mention classes and P/R/F1 per mention type"),
-    "coref_pairs": (COREF_TASKS, "every pair of responses (one pair: with transitions)"),
-    "coref_oracles": (COREF_TASKS, "ARCS recall oracle of every response combination"),
-    "agreement": (COREF_TASKS, "CoNLL F1 of each response scored against another"),
-    "unl": (UNL_TASKS, "UNL precision, recall and F-measure of each version"),
-}
 VIEW_ORDER = ("upos", "xpos", "feats", "lemma", "head", "deprel", "las")
 DEP_VIEWS = ("head", "deprel", "las")
 CRITERIA = ("any", "nom")

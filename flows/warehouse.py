@@ -37,6 +37,12 @@ import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
+from sysdiff.flows.names import (  # noqa: F401 (re-exported)
+    DEFAULT_WAREHOUSE,
+    MANIFEST,
+    read_manifest,
+    resolve_warehouse,
+)
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.tables import all_tables, conform
 
@@ -44,11 +50,9 @@ if TYPE_CHECKING:
     from sysdiff.flows.spec import RunSpec, Source
 
 log = logging.getLogger("sysdiff")
-MANIFEST = "manifest.json"
 # Tables written when a file is ingested (the others are computed from them).
 INGEST_TABLES = frozenset({"systems", "units", "sents", "mentions", "coref_tokens"})
 CATALOG = "sysdiff.duckdb"
-DEFAULT_WAREHOUSE = Path("data") / "warehouse"
 ROW_GROUP = 1 << 17  # rows per Parquet row group: shard reads skip the groups they do not need
 
 
@@ -56,19 +60,6 @@ def crash_point(name: str) -> None:
     """Die here with SIGKILL when ``SYSDIFF_CRASH_AT`` names this point (crash-safety tests)."""
     if os.environ.get("SYSDIFF_CRASH_AT") == name:
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-def resolve_warehouse(option: str | None) -> Path:
-    """``--warehouse``, else ``$SYSDIFF_WAREHOUSE``, else ``./data/warehouse``.
-
-    Any character works in the path but a comma: DuckDB finds the catalog's relative paths
-    through ``file_search_path``, a comma-separated list of folders.
-    """
-    root = Path(option or os.environ.get("SYSDIFF_WAREHOUSE") or DEFAULT_WAREHOUSE).absolute()
-    if "," in str(root):
-        raise InputError("a warehouse path cannot contain ','; DuckDB finds the warehouse's "
-                         "files through file_search_path, a comma-separated list", root)
-    return root
 
 
 def signature(*parts: object) -> str:
@@ -119,24 +110,6 @@ def file_sha256(path: str | Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def read_manifest(root: Path) -> dict:
-    """The live partitions: {table: {partition: {"file": rel, "sig": sig, "sha256": hex,
-    "size": bytes}}} (``sha256`` and ``size`` of the file as committed)."""
-    path = root / MANIFEST
-    if not path.exists():
-        return {"version": 1, "tables": {}}
-    try:
-        manifest = json.loads(path.read_bytes())
-        if not isinstance(manifest.get("tables"), dict):
-            raise ValueError("no 'tables' object")
-    except (ValueError, UnicodeDecodeError, AttributeError) as e:
-        raise InputError(f"the warehouse's manifest is damaged ({type(e).__name__}: "
-                         f"{str(e).splitlines()[0] if str(e) else e}); it lists the live "
-                         "results: restore it from a backup, or start a new warehouse",
-                         path) from None
-    return manifest
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
