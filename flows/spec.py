@@ -155,7 +155,8 @@ def read_toml(p: Path) -> tuple[str, dict]:
     except OSError as e:
         raise InputError(f"cannot read the file: {e.strerror}", p) from None
     except tomllib.TOMLDecodeError as e:
-        line = getattr(e, "lineno", None)
+        found = re.search(r"\(at line (\d+)", str(e))
+        line = getattr(e, "lineno", None) or (int(found[1]) if found else None)
         msg = str(e).split(" (at line")[0]
         raise InputError(f"not valid TOML: {msg}", p, line) from None
 
