@@ -73,9 +73,9 @@ def connect(root: Path) -> duckdb.DuckDBPyConnection:
 def _already_sandboxed(con: duckdb.DuckDBPyConnection) -> bool:
     """True when ``con`` shares the database instance of a connection that is still open in
     this process (DuckDB shares one instance per file), already locked by :func:`connect`."""
-    locked, external = con.execute(
+    [(locked, external)] = con.execute(
         "select current_setting('lock_configuration'), "
-        "current_setting('enable_external_access')").fetchone()
+        "current_setting('enable_external_access')").fetchall()
     return bool(locked) and not external
 
 
@@ -83,7 +83,7 @@ def catalog_files(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The files the catalog's views read, relative to the warehouse (as the catalog
     recorded them when it was built)."""
     try:
-        row = con.execute("select files from sysdiff_catalog").fetchone()
+        [row] = con.execute("select files from sysdiff_catalog").fetchall()
     except duckdb.Error:
         raise InputError("the catalog was written by an older sysdiff (its views name "
                          "absolute paths); any 'sysdiff run' on this warehouse rebuilds it"

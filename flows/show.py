@@ -193,6 +193,8 @@ def show_table(root: Path, table: str, corpus: str | None, view: str | None, sys
     task = corpus_task(root, corpus)
     view = check_view(root, corpus, task, view)
     check_systems(root, corpus, sys1, sys2)
+    if sys1 is not None and sys1 == sys2:
+        raise InputError(f"--sys1 and --sys2 are both '{sys1}'; a pair needs two systems")
     if task not in TOKEN_TASKS:
         return _domain_table(root, table, corpus, view, sys1, sys2, top, fmt)
     punct = (view not in DEP_VIEWS) if punct is None else punct

@@ -228,7 +228,7 @@ TASK_BY_SUFFIX = {".conllu": "dep", ".conllx": "dep", ".tsv": "pos", ".txt": "po
 CORPUS_FILE_KEYS = ("task", *OPTION_TYPES)
 
 
-def folder_specs(root: Path, keep_going: bool = True) -> tuple[list[RunSpec], list[str]]:
+def folder_specs(root: Path) -> tuple[list[RunSpec], list[str]]:
     """One run spec per corpus folder under ``root``, and one line per corpus or system file
     that cannot be evaluated (a bad name, a bad corpus.toml, ...), which is skipped.
 

@@ -44,24 +44,32 @@ class Pass:
 def evaluate_folder(folder: str, warehouse: str) -> Pass:
     """Evaluate every corpus of a watched folder into the warehouse. A bad corpus or system
     file is skipped with one line (a warning in the flow's log) and the rest is evaluated."""
+    from prefect import get_run_logger
+
+    run_log = get_run_logger()  # the flow run's log (the Prefect UI)
+
+    def skip(lines: list[str], printed: bool = False) -> None:
+        for line in lines:
+            if not printed:
+                log.warning("%s", line)  # stderr
+            run_log.warning("%s", line)
+        result.skipped += lines
+
     result = Pass()
-    specs, result.skipped = folder_specs(Path(folder))
-    for line in result.skipped:
-        log.warning("%s", line)
+    specs, bad = folder_specs(Path(folder))
+    skip(bad)
     for spec in specs:
         try:
             spec, bad = preflight(spec, Path(warehouse))
-            for line in bad:
-                log.warning("%s", line)
-            result.skipped += bad
-            result.skipped += evaluate.with_options(flow_run_name=f"{spec.corpus}")(
-                spec, Path(warehouse))
+            skip(bad)
+            # systems skipped while reading were printed by the run (skip_system)
+            skip(evaluate.with_options(flow_run_name=f"{spec.corpus}")(spec, Path(warehouse)),
+                 printed=True)
         except InputError as e:
-            line = f"corpus {spec.corpus!r} skipped: {e}"
-            log.warning("%s", line)
-            result.skipped.append(line)
+            skip([f"corpus {spec.corpus!r} skipped: {e}"])
             continue
         result.evaluated.append(spec.corpus)
+    run_log.info("%s", result.summary())
     return result
 
 

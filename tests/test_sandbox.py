@@ -257,3 +257,18 @@ def test_stale_temp_files_are_removed_by_the_next_run(tmp_path, cli):
     assert cli(*argv)[0] == 0  # nothing to recompute: the run still cleans up
     assert sorted(p.name for p in root.iterdir()) == clean
     assert not staging.exists()
+
+
+def test_a_second_connection_in_one_process_shares_the_sandbox(warehouse):
+    """DuckDB shares one database instance per file in a process: a query while another
+    sandboxed connection is open (the report does this) reuses the locked instance."""
+    from sysdiff.flows.queries import connect
+
+    con = connect(warehouse)
+    try:
+        n = query(warehouse, "select count(*) as n from scores")["n"][0]
+        assert con.sql("select count(*) from scores").fetchall() == [(n,)]
+        with pytest.raises(duckdb.Error):
+            con.execute("select * from read_text('/etc/passwd')").fetchall()
+    finally:
+        con.close()
