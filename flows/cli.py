@@ -1,7 +1,10 @@
 """The ``sysdiff`` command line. It only parses options and calls flows or read-only queries.
 
-Read-only commands (``sql``, ``show``) never import Prefect. Bad input is one line on stderr
-and exit status 2, never a traceback.
+Read-only commands (``sql``, ``show``, ``examples``, ``check``, ``report``) never import
+Prefect, and ``run``/``serve`` check names, files, formats, the run file and the warehouse
+lock before they import it. Exit status: 0 done; 1 a ``check`` gate failed (or an internal
+error); 2 bad input or a usage error (one line on stderr, or click's usage message, never a
+traceback); 3 done, but some systems were skipped (``--keep-going``, ``serve``).
 """
 
 from __future__ import annotations
@@ -14,8 +17,7 @@ from typing import Annotated
 
 import typer
 
-from sysdiff.flows.render import FORMATS, to_text
-from sysdiff.flows.warehouse import resolve_warehouse
+from sysdiff.flows.names import FORMATS, SHOWABLE, VIEWS_HELP, resolve_warehouse
 from sysdiff.schemas.errors import InputError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -24,7 +26,8 @@ DATA = Path(__file__).resolve().parent.parent / "data"
 Warehouse = Annotated[str | None, typer.Option(
     "--warehouse", "-w", help="Warehouse folder (default: $SYSDIFF_WAREHOUSE, else "
     "./data/warehouse).")]
-Fmt = Annotated[str, typer.Option("--format", "-f", help="table, csv, json, markdown, latex.")]
+Fmt = Annotated[str, typer.Option("--format", "-f", help="Output: " + ", ".join(FORMATS) + ".")]
+SKIPPED = 3  # exit status when systems were skipped
 
 
 def show_warnings(verbose: bool = False) -> None:
@@ -34,11 +37,27 @@ def show_warnings(verbose: bool = False) -> None:
 
     log = logging.getLogger("sysdiff")
     if not log.handlers:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _StderrHandler()
         handler.setFormatter(_LineFormatter())
         log.addHandler(handler)
         log.propagate = False
     log.setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is when a record is emitted (not when the handler
+    was made), so redirected output (tests, embedding) gets the warnings too."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
 
 
 class _LineFormatter(logging.Formatter):
@@ -72,16 +91,25 @@ def parse_mappings(items: list[str]) -> dict[str, dict[str, str]]:
     return out
 
 
-def run_spec(spec, warehouse: str | None, verbose: bool, dask_address: str | None = None,
-             dask_local: int = 0) -> Path:
-    """Run the evaluation flow for ``spec`` and return the warehouse it wrote."""
+def prepare(spec, warehouse: str | None):
+    """The checks that need no Prefect (run before it is imported): warehouse path and lock,
+    every input file and its format. Returns (warehouse, spec without skipped systems,
+    lines of the systems skipped)."""
+    from sysdiff.flows.preflight import preflight
+
+    root = resolve_warehouse(warehouse)
+    spec, skipped = preflight(spec, root)
+    return root, spec, skipped
+
+
+def run_spec(spec, root: Path, verbose: bool, dask_address: str | None = None,
+             dask_local: int = 0) -> list[str]:
+    """Run the evaluation flow for ``spec``; the lines of systems skipped on the way."""
     quiet_prefect(verbose)
     show_warnings(verbose)
     from sysdiff.flows.run import run_evaluation
 
-    root = resolve_warehouse(warehouse)
-    run_evaluation(spec, root, dask_address, dask_local)
-    return root
+    return run_evaluation(spec, root, dask_address, dask_local)
 
 
 @app.command()
@@ -92,19 +120,28 @@ def run(
     system: Annotated[list[str] | None, typer.Option(
         help="NAME=FILE or NAME@VERSION=FILE; repeat for each system.")] = None,
     corpus: Annotated[str | None, typer.Option(help="Corpus name.")] = None,
-    task: Annotated[str, typer.Option(help="pos, dep, coref, unl or nl.")] = "dep",
+    task: Annotated[str | None, typer.Option(help="pos, dep, coref, unl or nl (default: "
+                                             "dep).")] = None,
     fmt: Annotated[str | None, typer.Option("--format", help="Input format (default: "
-                   "auto): conllu, conllx, tsv; conll2012, corefud, jsonlines; unl.")] = None,
+                   "detected): conllu, conllx, tsv (pos, dep); conll2012, corefud, jsonlines "
+                   "(coref); unl (unl, nl).")] = None,
     mapping: Annotated[list[str] | None, typer.Option(
         "--map", help="Label mapping SYSTEM:OLD=NEW (SYSTEM may be @key); repeatable.")] = None,
-    ar_trials: Annotated[int, typer.Option(help="Approximate randomization trials.")] = 10_000,
-    seed: Annotated[int, typer.Option(help="Seed of the randomization test.")] = 0,
-    shard_sents: Annotated[int, typer.Option(
-        help="Sentences per shard when a file has no documents (# newdoc).")] = 5000,
+    ar_trials: Annotated[int | None, typer.Option(
+        min=1, help="Approximate randomization trials (default 10000).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of the randomization test "
+                                             "(default 0).")] = None,
+    shard_sents: Annotated[int | None, typer.Option(
+        min=1, help="Sentences per shard when a file has no documents (# newdoc; default "
+        "5000).")] = None,
+    keep_going: Annotated[bool, typer.Option(
+        "--keep-going", help="Skip a system whose file is bad (one line each), evaluate and "
+        "commit the others, and exit with status 3.")] = False,
     dask_address: Annotated[str | None, typer.Option(
         help="Run shard tasks on an existing Dask cluster (tcp://HOST:PORT).")] = None,
     dask_local: Annotated[int, typer.Option(
-        help="Start a local Dask cluster of N worker processes for the shard tasks.")] = 0,
+        min=0, help="Start a local Dask cluster of N worker processes for the shard tasks.")]
+    = 0,
     unl_multiset: Annotated[bool, typer.Option(
         help="UNL: compare items as multisets, not sets.")] = False,
     unl_keep_scope_ids: Annotated[bool, typer.Option(
@@ -118,24 +155,50 @@ def run(
     = False,
 ) -> None:
     """Ingest a key and systems, compute every table, and store them in the warehouse."""
+    import dataclasses
+
     from sysdiff.flows.spec import build_spec, load_config
 
+    overrides = {k: v for k, v in (("ar_trials", ar_trials), ("seed", seed),
+                                   ("shard_sents", shard_sents)) if v is not None}
     if config:
-        spec = load_config(config)
+        given = [f"--{n}" for n, v in (("key", key), ("system", system), ("corpus", corpus),
+                                       ("task", task), ("format", fmt), ("map", mapping))
+                 if v]
+        if given:
+            raise InputError(f"{', '.join(given)}: the run file {config} sets the corpus, task, "
+                             "key, systems and mappings; give either a run file or options")
+        spec = dataclasses.replace(load_config(config), keep_going=keep_going, **overrides)
     else:
         if not (key and corpus and system):
             raise InputError("give a TOML run file, or --key, --corpus and at least one "
                              "--system NAME=FILE")
         unl = {"multiset": unl_multiset, "keep_scope_ids": unl_keep_scope_ids,
                "legacy_2013": unl_legacy_2013, "optional_attrs": unl_optional_attr or []}
-        spec = build_spec(corpus, task, key, system, fmt, mappings=parse_mappings(mapping or []),
-                          ar_trials=ar_trials, seed=seed, shard_sents=shard_sents, unl=unl)
-    root = run_spec(spec, warehouse, verbose, dask_address, dask_local)
+        spec = build_spec(corpus, task or "dep", key, system, fmt,
+                          mappings=parse_mappings(mapping or []), unl=unl,
+                          keep_going=keep_going, **overrides)
+    root, spec, skipped = prepare(spec, warehouse)
+    show_warnings(verbose)
+    for line in skipped:
+        logging.getLogger("sysdiff").warning("%s", line)
+    skipped += run_spec(spec, root, verbose, dask_address, dask_local)
     summary(root, spec.corpus)
+    if skipped:
+        typer.echo(f"sysdiff: {len(skipped)} system(s) skipped (listed above); the others are "
+                   "evaluated and committed", err=True)
+        raise typer.Exit(SKIPPED)
+
+
+def to_text(df, fmt: str, title: str | None = None) -> str:
+    """:func:`sysdiff.flows.render.to_text` (imported when output is printed)."""
+    from sysdiff.flows.render import to_text as render
+
+    return render(df, fmt, title)
 
 
 def summary(root: Path, corpus: str) -> None:
-    """Print the headline scores of a corpus."""
+    """Print the headline scores of a corpus (rates in percent)."""
     from sysdiff.flows.show import headline
 
     typer.echo(to_text(headline(root, corpus), "table", title=f"sysdiff: {corpus}"))
@@ -144,34 +207,42 @@ def summary(root: Path, corpus: str) -> None:
 
 @app.command()
 def sql(
-    query: Annotated[str, typer.Argument(help="A read-only SQL query over the tables.")],
+    query: Annotated[str, typer.Argument(help="One read-only SQL query over the tables "
+                                         "(SELECT, WITH, FROM, DESCRIBE, SHOW, SUMMARIZE, "
+                                         "PIVOT, EXPLAIN).")],
     warehouse: Warehouse = None,
     fmt: Fmt = "table",
 ) -> None:
-    """Run a read-only SQL query (DuckDB) over the warehouse tables."""
+    """Run one read-only SQL query (DuckDB) over the warehouse tables (stored as fractions).
+
+    The query can read the warehouse's tables and nothing else: other files, COPY, EXPORT,
+    ATTACH, INSTALL, LOAD, SET, PRAGMA and writes are refused (exit 2)."""
     from sysdiff.flows.queries import query as run_query
 
     _check_format(fmt)
     typer.echo(to_text(run_query(resolve_warehouse(warehouse), query), fmt), nl=False)
 
 
+def _tables_help() -> str:
+    return "One of: " + "; ".join(f"{t} ({what})" for t, (_tasks, what) in SHOWABLE.items())
+
+
 @app.command()
 def show(
-    table: Annotated[str, typer.Argument(help="scores, pairs, changes, labels, oracles, "
-                                         "difficulty, conll18.")],
-    corpus: Annotated[str | None, typer.Option(help="Corpus (default: the only one).")] = None,
-    view: Annotated[str, typer.Option(help="View: upos, xpos, feats, lemma, head, deprel, "
-                                      "las.")] = "las",
+    table: Annotated[str, typer.Argument(help=_tables_help(), metavar="TABLE")],
+    corpus: Annotated[str | None, typer.Option(
+        help="Corpus (default: the only one the table applies to).")] = None,
+    view: Annotated[str | None, typer.Option(help=VIEWS_HELP)] = None,
     sys1: Annotated[str | None, typer.Option(help="First system of a pair.")] = None,
     sys2: Annotated[str | None, typer.Option(help="Second system of a pair.")] = None,
     punct: Annotated[bool | None, typer.Option(
         "--punct/--no-punct", help="Punctuation included (default: the view's default).")]
     = None,
-    top: Annotated[int, typer.Option(help="Rows per class in change tables.")] = 5,
+    top: Annotated[int, typer.Option(min=1, help="Rows per class in change tables.")] = 5,
     warehouse: Warehouse = None,
     fmt: Fmt = "table",
 ) -> None:
-    """Paper-style tables from the warehouse."""
+    """Paper-style tables from the warehouse (rates in percent, differences in points)."""
     from sysdiff.flows.show import show_table
 
     _check_format(fmt)
@@ -185,12 +256,13 @@ def demo(warehouse: Warehouse = None,
          = "sysdiff-report.html",
          verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
     """Evaluate the bundled UD French-Sequoia sample (key + 4 real parsers) end to end."""
-    from sysdiff.flows.report import build_report
-    from sysdiff.flows.show import show_table
     from sysdiff.flows.spec import load_config
 
-    spec = load_config(DATA / "sequoia" / "sequoia.toml")
-    root = run_spec(spec, warehouse, verbose)
+    root, spec, _skipped = prepare(load_config(DATA / "sequoia" / "sequoia.toml"), warehouse)
+    run_spec(spec, root, verbose)
+    from sysdiff.flows.report import build_report
+    from sysdiff.flows.show import show_table
+
     summary(root, spec.corpus)
     typer.echo(show_table(root, "pairs", spec.corpus, "las", None, None, None, 5, "table"),
                nl=False)
@@ -203,13 +275,19 @@ def report(
     out: Annotated[str, typer.Option("--out", "-o", help="The HTML file to write.")]
     = "sysdiff-report.html",
     corpus: Annotated[str | None, typer.Option(help="Corpus (default: all).")] = None,
-    examples: Annotated[int, typer.Option(help="Example sentences per change cell.")] = 3,
+    examples: Annotated[int, typer.Option(min=0, help="Example sentences per change cell.")]
+    = 3,
     warehouse: Warehouse = None,
 ) -> None:
     """One self-contained HTML report with charts and drill-down (opens offline)."""
     from sysdiff.flows.report import build_report
 
-    typer.echo(build_report(resolve_warehouse(warehouse), corpus, Path(out), examples))
+    root = resolve_warehouse(warehouse)
+    if corpus is not None:
+        from sysdiff.flows.show import pick_corpus
+
+        pick_corpus(root, corpus)
+    typer.echo(build_report(root, corpus, Path(out), examples))
 
 
 @app.command()
@@ -218,24 +296,34 @@ def examples(
     sys2: Annotated[str, typer.Option(help="Second system of the pair.")],
     cls: Annotated[str, typer.Option("--class", help="correction, new_error or "
                                      "changed_error.")],
-    view: Annotated[str, typer.Option(help="View.")] = "las",
+    view: Annotated[str | None, typer.Option(help=VIEWS_HELP.split(" any,")[0]
+                                             + " (token corpora).")] = None,
     l1: Annotated[str | None, typer.Option(help="Label of sys1.")] = None,
     l2: Annotated[str | None, typer.Option(help="Label of sys2.")] = None,
     gold: Annotated[str | None, typer.Option(help="Gold label.")] = None,
-    limit: Annotated[int, typer.Option(help="At most this many words.")] = 10,
+    limit: Annotated[int, typer.Option(help="At most this many words (-1: all).")] = 10,
     punct: Annotated[bool | None, typer.Option("--punct/--no-punct")] = None,
-    corpus: Annotated[str | None, typer.Option(help="Corpus (default: the only one).")] = None,
+    corpus: Annotated[str | None, typer.Option(
+        help="Corpus (default: the only token corpus).")] = None,
     warehouse: Warehouse = None,
     fmt: Fmt = "table",
 ) -> None:
     """The words behind a change-table cell, with gold, sys1 and sys2 labels."""
     from sysdiff.flows.examples import examples as find
-    from sysdiff.flows.show import only_corpus
+    from sysdiff.flows.show import (
+        TOKEN_TASKS,
+        check_systems,
+        check_view,
+        corpus_task,
+        pick_corpus,
+    )
 
     _check_format(fmt)
     root = resolve_warehouse(warehouse)
-    found = find(root, only_corpus(root, corpus), view, sys1, sys2, cls, l1, l2, limit, punct,
-                 gold)
+    corpus = pick_corpus(root, corpus, TOKEN_TASKS, "examples")
+    view = check_view(root, corpus, corpus_task(root, corpus), view)
+    check_systems(root, corpus, sys1, sys2)
+    found = find(root, corpus, view, sys1, sys2, cls, l1, l2, limit, punct, gold)
     typer.echo(to_text(found, fmt), nl=False)
 
 
@@ -243,15 +331,19 @@ def examples(
 def check(
     baseline: Annotated[str, typer.Option(help="The reference system.")],
     candidate: Annotated[str, typer.Option(help="The system under test.")],
-    corpus: Annotated[str | None, typer.Option(help="Corpus (default: the only one).")] = None,
-    view: Annotated[str, typer.Option(help="View to gate on.")] = "las",
+    corpus: Annotated[str | None, typer.Option(
+        help="Corpus (default: the only one holding both systems).")] = None,
+    view: Annotated[str | None, typer.Option(help="Gate on this " + VIEWS_HELP[0].lower()
+                                             + VIEWS_HELP[1:])] = None,
     punct: Annotated[bool | None, typer.Option("--punct/--no-punct")] = None,
     max_new_errors: Annotated[int | None, typer.Option(
-        help="Fail when the candidate makes more new errors than this.")] = None,
+        help="Fail when the candidate makes more new errors than this: words (token "
+        "corpora), ARCS mentions (coreference), newly failed sentences (UNL).")] = None,
     min_delta: Annotated[float | None, typer.Option(
-        help="Fail when candidate - baseline accuracy is below this, in points.")] = None,
+        help="Fail when candidate - baseline is below this, in points: accuracy (token), "
+        "CoNLL F1 (coreference), F-measure (UNL).")] = None,
     label: Annotated[str | None, typer.Option(
-        help="Apply --min-delta to the accuracy on this gold label.")] = None,
+        help="Apply --min-delta to the accuracy on this gold label (token corpora).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
     warehouse: Warehouse = None,
 ) -> None:
@@ -283,21 +375,33 @@ def serve(
     warehouse: Warehouse = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Evaluate a watched folder on a schedule (a Prefect deployment), or once."""
-    quiet_prefect(verbose)
-    root = resolve_warehouse(warehouse)
-    from sysdiff.flows import watch as watch_mod
+    """Evaluate a watched folder on a schedule (a Prefect deployment), or once.
 
+    A corpus or system file that cannot be evaluated (a bad name, an empty or bad file) is
+    skipped with one line; the rest is evaluated. With --once the exit status is 3 when
+    something was skipped."""
+    from sysdiff.flows.preflight import check_lock
+    from sysdiff.flows.spec import folder_specs
+
+    root = resolve_warehouse(warehouse)
     folder = Path(watch).absolute()
-    watch_mod.folder_specs(folder)  # validate the folder before serving
+    folder_specs(folder)  # the folder itself must exist (its contents are checked each pass)
     if once:
-        done = watch_mod.evaluate_folder(str(folder), str(root))
-        typer.echo(f"evaluated {len(done)} corpora: {', '.join(done) or 'none'}")
-        return
-    if not os.environ.get("PREFECT_API_URL"):
+        check_lock(root)
+    elif not os.environ.get("PREFECT_API_URL"):
         raise InputError("a schedule needs a Prefect server: start one with 'prefect server "
                          "start' and set PREFECT_API_URL=http://127.0.0.1:4200/api (or use "
                          "--once from cron)")
+    quiet_prefect(verbose)
+    show_warnings(verbose)
+    from sysdiff.flows import watch as watch_mod
+
+    if once:
+        done = watch_mod.evaluate_folder(str(folder), str(root))
+        typer.echo(done.summary())
+        if done.skipped:
+            raise typer.Exit(SKIPPED)
+        return
     typer.echo(f"serving deployment 'sysdiff-nightly' on '{cron}' for {folder}")
     watch_mod.serve_folder(folder, root, cron)
 
@@ -308,7 +412,9 @@ def _check_format(fmt: str) -> None:
 
 
 def main() -> None:
-    """Entry point: run the app; InputError is one line on stderr and exit status 2."""
+    """Entry point: run the app. InputError: one line on stderr, exit 2; a usage error
+    (unknown command or option, missing argument, a value of the wrong type): click's usage
+    message, exit 2."""
     try:
         status = app(standalone_mode=False)
         if isinstance(status, int) and status:
@@ -321,12 +427,14 @@ def main() -> None:
         sys.exit(130)
     except (typer.Abort, typer.Exit) as e:
         sys.exit(getattr(e, "exit_code", 1))
-    except Exception as e:  # click usage errors
-        import click
-
-        if isinstance(e, click.ClickException):
-            e.show()
-            sys.exit(2)
+    except typer.TyperException as e:  # click's usage errors (typer bundles its own click)
+        show = getattr(e, "show", None)
+        if show is not None:
+            show()
+        else:
+            typer.echo(f"sysdiff: error: {e}", err=True)
+        sys.exit(2)
+    except Exception as e:
         if "--verbose" in sys.argv or "-v" in sys.argv:
             raise
         typer.echo(f"sysdiff: internal error: {type(e).__name__}: {e} (rerun with --verbose "

@@ -9,13 +9,17 @@ before any ratio is computed, so the tables do not depend on the shard size.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 from prefect import task
 from prefect.cache_policies import NONE
 
 from sysdiff.flows.history import stage_history
+from sysdiff.flows.preflight import check_some_left, skip_system
 from sysdiff.flows.progress import progress
 from sysdiff.flows.shards import map_collect
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
@@ -29,8 +33,10 @@ from sysdiff.flows.warehouse import (
     systems_row,
     with_literals,
 )
+from sysdiff.schemas.errors import InputError
 from sysdiff.transforms.plan import plan_ranges
 
+log = logging.getLogger("sysdiff")
 CRITERIA = ("any", "nom")
 
 
@@ -57,7 +63,7 @@ def plan_doc_shards(paths: dict[str, str], shard_sents: int) -> list[DocShard]:
     """Documents with a mention in any file, sorted by name, in shards of about
     ``shard_sents`` sentences. A document counts 1 + the sentence index of its last mention
     in any file (per part): the mention files hold no sentence count."""
-    per_doc = (pl.concat([pl.scan_parquet(p).select("doc", "part", "sent")
+    per_doc = (pl.concat([pl.scan_parquet(p, glob=False).select("doc", "part", "sent")
                           for p in paths.values()])
                .group_by("doc", "part").agg(n=pl.col("sent").max().cast(pl.Int64) + 1)
                .group_by("doc").agg(pl.col("n").sum()).sort("doc").collect())
@@ -71,7 +77,7 @@ def read_shard_mentions(path: str, shard: DocShard) -> pl.DataFrame:
     """The mentions of a shard's documents, in file order."""
     from sysdiff.schemas.formats.coref import MENTION_COLUMNS
 
-    return (pl.scan_parquet(path).filter(pl.col("doc").is_in(list(shard.docs)))
+    return (pl.scan_parquet(path, glob=False).filter(pl.col("doc").is_in(list(shard.docs)))
             .select(MENTION_COLUMNS).collect())
 
 
@@ -83,15 +89,24 @@ def run_coref(spec: RunSpec, stage: Staging) -> None:
     sources = spec.sources
     shas = {s.id: input_sha256(s.path) for s, role in sources}
     paths: dict[str, str] = {}
+    no_pos: list[str] = []
     with progress("ingest", len(sources)) as tick:
         key_tokens = None
         for source, role in sources:
             sid = source.id
-            m, toks, fmt = read_coref_file(source)
-            if role == "key":
-                key_tokens = toks
-            else:
-                validate_response(key_tokens, toks, spec.key.path, source.path)
+            try:
+                m, toks, fmt = read_coref_file(source)
+                if role == "key":
+                    key_tokens = toks
+                else:
+                    validate_response(key_tokens, toks, spec.key.path, source.path)
+            except InputError as e:
+                skip_system(spec, stage, source, role, e)
+                tick()
+                continue
+            n_unknown = int((m["mtype"] == "UNKNOWN").sum())
+            if n_unknown:
+                no_pos.append(f"{Path(source.path).name} ({n_unknown} of {m.height})")
             part = partition(corpus, sid)
             sig = signature(shas[sid], fmt, shas[KEY_ID])
             if not stage.has("mentions", part, sig):
@@ -104,6 +119,11 @@ def run_coref(spec: RunSpec, stage: Staging) -> None:
             paths[sid] = str(stage.staged_path("mentions", part) or stage.live_file("mentions",
                                                                                    part))
             tick()
+    check_some_left(spec, stage)
+    if no_pos:
+        log.warning("mention types are unavailable (UNKNOWN) for single-token mentions without "
+                    "a POS tag (the POS column is '_'): %s", ", ".join(no_pos))
+    spec = dataclasses.replace(spec, systems=[s for s in spec.systems if s.id in paths])
     _coref_results(spec, stage, paths, shas)
 
 
@@ -191,7 +211,7 @@ def _stage_coref_compare(stage: Staging, corpus: str, systems: list[str], sig: s
 def corpus_mention_types(paths: dict[str, str]) -> list[str]:
     """Every mention type of the corpus' files (and ``UNKNOWN``), sorted: the group codes of
     the comparison, the same in every shard."""
-    types = pl.concat([pl.scan_parquet(p).select("mtype") for p in paths.values()]
+    types = pl.concat([pl.scan_parquet(p, glob=False).select("mtype") for p in paths.values()]
                       ).unique().collect()["mtype"].drop_nulls().to_list()
     return sorted({"UNKNOWN", *types})
 

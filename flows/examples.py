@@ -128,6 +128,24 @@ def pair_context(root: Path, corpus: str, view: str, punct: bool, sys1: str,
     return fmt, parse_mappings(options)
 
 
+def check_labels(root: Path, corpus: str, view: str, punct: bool, sys1: str, sys2: str,
+                 asked: dict[str, str | None]) -> None:
+    """Each label asked for (``l1``, ``l2``, ``gold``) occurs in that column of the pair's
+    change table; otherwise one line naming the labels that do."""
+    asked = {col: v for col, v in asked.items() if v is not None}
+    if not asked:
+        return
+    where = (f"corpus = {lit(corpus)} and view = {lit(view)} and punct = {str(punct).lower()} "
+             f"and sys1 = {lit(sys1)} and sys2 = {lit(sys2)}")
+    for col, value in asked.items():
+        labels = query(root, f"select distinct {col} as label from changes where {where} "
+                             "order by 1")["label"].drop_nulls().to_list()
+        if value not in labels:
+            raise InputError(f"no label '{value}' for --{col} in the changes of {sys1} -> "
+                             f"{sys2} ({view}, punct={str(punct).lower()}); expected one of "
+                             f"{', '.join(labels) or 'none'}")
+
+
 def examples(root: Path, corpus: str, view: str, sys1: str, sys2: str, cls: str,
              l1: str | None = None, l2: str | None = None, limit: int = 10,
              punct: bool | None = None, gold: str | None = None,
@@ -142,6 +160,7 @@ def examples(root: Path, corpus: str, view: str, sys1: str, sys2: str, cls: str,
         raise InputError(f"unknown change class '{cls}'; expected one of {', '.join(CLASSES)}")
     punct = default_punct(view) if punct is None else punct
     fmt, mappings = pair_context(root, corpus, view, punct, sys1, sys2)
+    check_labels(root, corpus, view, punct, sys1, sys2, {"l1": l1, "l2": l2, "gold": gold})
     conds = [f"class = {lit(cls)}"]
     conds += [f"{c} = {lit(v)}" for c, v in (("l1", l1), ("l2", l2), ("gold", gold))
               if v is not None]

@@ -1,4 +1,13 @@
-"""Regression gates for CI pipelines: compare a candidate with a baseline (read-only)."""
+"""Regression gates for CI pipelines: compare a candidate with a baseline (read-only).
+
+Every task has the same two gates:
+
+- ``--max-new-errors N``: token corpora count words the candidate gets wrong that the
+  baseline got right (in ``--view``); coreference corpora count ARCS new errors (mentions,
+  criterion ``--view any|nom``); UNL corpora count sentences the candidate newly fails.
+- ``--min-delta X`` (points): token corpora compare accuracy (with ``--label``, the accuracy
+  on one gold label); coreference corpora the CoNLL F1; UNL corpora the F-measure.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +15,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from sysdiff.flows.queries import query
-from sysdiff.flows.show import only_corpus
+from sysdiff.flows.show import (
+    COREF_TASKS,
+    DEP_VIEWS,
+    UNL_TASKS,
+    check_systems,
+    check_view,
+    corpora,
+    corpus_systems,
+    score_name,
+)
 from sysdiff.flows.warehouse import sql_literal
 from sysdiff.schemas.errors import InputError
 
@@ -22,53 +40,110 @@ class Gate:
     reason: str
 
 
-def _pair(root: Path, corpus: str, view: str, punct: bool, a: str, b: str) -> dict:
-    rows = query(root, f"""select * from pairs where corpus = {sql_literal(corpus)}
-        and view = {sql_literal(view)} and punct = {str(punct).lower()}
-        and sys1 = {sql_literal(a)} and sys2 = {sql_literal(b)}""")
+def pick_pair_corpus(root: Path, corpus: str | None, baseline: str, candidate: str) -> str:
+    """``--corpus``, or else the only corpus holding both systems."""
+    known = corpora(root)
+    if corpus:
+        if corpus not in known:
+            raise InputError(f"no corpus '{corpus}' in the warehouse; it has: "
+                             f"{', '.join(known) or 'none'}", root)
+        return corpus
+    fits = [c for c in known if {baseline, candidate} <= set(corpus_systems(root, c))]
+    if len(fits) == 1:
+        return fits[0]
+    if not fits:
+        if len(known) == 1:
+            return next(iter(known))  # names are checked next, with the valid choices
+        raise InputError(f"no corpus holds both '{baseline}' and '{candidate}'; the warehouse "
+                         f"has: {', '.join(known) or 'none'} (choose one with --corpus)", root)
+    raise InputError(f"corpora {', '.join(fits)} all hold '{baseline}' and '{candidate}'; "
+                     "choose one with --corpus", root)
+
+
+def _pair(root: Path, table: str, where: str, a: str, b: str) -> dict:
+    rows = query(root, f"select * from {table} where {where} and sys1 = {sql_literal(a)} "
+                       f"and sys2 = {sql_literal(b)}")
     if rows.is_empty():
-        raise InputError(f"no comparison {a} -> {b} for corpus '{corpus}', view '{view}'; "
-                         "are both systems ingested?", root)
+        raise InputError(f"no comparison {a} -> {b} in {table}; run both systems on this "
+                         "corpus first", root)
     return rows.row(0, named=True)
 
 
 def _label_delta(root: Path, corpus: str, view: str, punct: bool, a: str, b: str,
                  label: str) -> tuple[float, int]:
-    rows = query(root, f"""select system, accuracy, n from labels
-        where corpus = {sql_literal(corpus)} and view = {sql_literal(view)}
-        and punct = {str(punct).lower()} and gold_label = {sql_literal(label)}
-        and system in ({sql_literal(a)}, {sql_literal(b)})""")
+    where = (f"corpus = {sql_literal(corpus)} and view = {sql_literal(view)} "
+             f"and punct = {str(punct).lower()}")
+    labels = query(root, f"select distinct gold_label from labels where {where} "
+                         "order by 1")["gold_label"].to_list()
+    if label not in labels:
+        raise InputError(f"no gold label '{label}' in view '{view}' of corpus '{corpus}'; "
+                         f"expected one of {', '.join(labels) or 'none'}", root)
+    rows = query(root, f"""select system, accuracy, n from labels where {where}
+        and gold_label = {sql_literal(label)} and system in ({sql_literal(a)}, {sql_literal(b)})""")
     acc = dict(zip(rows["system"], rows["accuracy"], strict=True))
-    if len(acc) != 2:
-        raise InputError(f"no gold label '{label}' in view '{view}' of corpus '{corpus}'", root)
     return acc[b] - acc[a], int(rows["n"][0])
 
 
-def check(root: Path, corpus: str | None, baseline: str, candidate: str, view: str,
+def _score(root: Path, sql: str, system: str) -> float:
+    rows = query(root, sql)
+    if rows.is_empty():
+        raise InputError(f"no score of '{system}' in this corpus", root)
+    return float(rows[0, 0])
+
+
+def check(root: Path, corpus: str | None, baseline: str, candidate: str, view: str | None,
           punct: bool | None, max_new_errors: int | None, min_delta: float | None,
           label: str | None) -> list[Gate]:
-    """Evaluate the gates asked for; ``min_delta`` is in accuracy points (percent)."""
-    corpus = only_corpus(root, corpus)
-    punct = view not in ("head", "deprel", "las") if punct is None else punct
-    p = _pair(root, corpus, view, punct, baseline, candidate)
+    """Evaluate the gates asked for; ``min_delta`` is in points (percent)."""
+    if max_new_errors is None and min_delta is None:
+        raise InputError("no gate given; use --max-new-errors and/or --min-delta")
+    corpus = pick_pair_corpus(root, corpus, baseline, candidate)
+    task = corpora(root)[corpus]
+    check_systems(root, corpus, baseline, candidate)
+    view = check_view(root, corpus, task, view)
+    if task not in ("pos", "dep") and (label is not None or punct is not None):
+        option = "--label" if label is not None else "--punct/--no-punct"
+        raise InputError(f"{option} applies to token corpora; corpus '{corpus}' is a {task} "
+                         "corpus (its gates: --max-new-errors, --min-delta)")
+    c = sql_literal(corpus)
+    if task in COREF_TASKS:
+        p = _pair(root, "coref_pairs", f"corpus = {c} and criterion = {sql_literal(view)}",
+                  baseline, candidate)
+        errors = f"new errors (ARCS mentions, criterion {view})"
+        metric = "CoNLL F1"
+        sql = f"select f1 from coref_scores where corpus = {c} and metric = 'conll' and "
+        sql += "system = {}"
+    elif task in UNL_TASKS:
+        p = _pair(root, "unl_pairs", f"corpus = {c}", baseline, candidate)
+        errors = "new errors (newly failed sentences)"
+        metric = "F-measure"
+        sql = f"select f1 from unl_scores where corpus = {c} and "
+        sql += "system = {}"
+    else:
+        punct = view not in DEP_VIEWS if punct is None else punct
+        p = _pair(root, "pairs", f"corpus = {c} and view = {sql_literal(view)} and punct = "
+                                 f"{str(punct).lower()}", baseline, candidate)
+        errors = f"new errors ({score_name(view, punct)})"
+        metric, sql = score_name(view, punct), None
     gates = []
     if max_new_errors is not None:
-        ok = p["new_errors"] <= max_new_errors
-        gates.append(Gate("max_new_errors", ok, p["new_errors"], max_new_errors,
-                          f"{candidate} makes {p['new_errors']} new errors against {baseline} "
-                          f"({view}); at most {max_new_errors} allowed"))
+        n = p["new_errors"]
+        gates.append(Gate("max_new_errors", n <= max_new_errors, n, max_new_errors,
+                          f"{candidate} makes {n} {errors} against {baseline}; at most "
+                          f"{max_new_errors} allowed"))
     if min_delta is not None:
         if label:
             delta, n = _label_delta(root, corpus, view, punct, baseline, candidate, label)
-            what = f"accuracy on gold '{label}' (n={n})"
+            what = f"{metric} on gold '{label}' (n={n})"
+        elif sql is None:
+            delta, what = p["delta_acc"], metric
         else:
-            delta, what = p["delta_acc"], "accuracy"
-        ok = 100 * delta >= min_delta
-        gates.append(Gate("min_delta", ok, 100 * delta, min_delta,
-                          f"{what} of {candidate} vs {baseline} ({view}): {100 * delta:+.2f} "
-                          f"points; at least {min_delta:+.2f} required"))
-    if not gates:
-        raise InputError("no gate given; use --max-new-errors and/or --min-delta")
+            delta = (_score(root, sql.format(sql_literal(candidate)), candidate)
+                     - _score(root, sql.format(sql_literal(baseline)), baseline))
+            what = metric
+        gates.append(Gate("min_delta", 100 * delta >= min_delta, 100 * delta, min_delta,
+                          f"{what} of {candidate} vs {baseline}: {100 * delta:+.2f} points; "
+                          f"at least {min_delta:+.2f} required"))
     return gates
 
 

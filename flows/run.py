@@ -25,13 +25,15 @@ TASK_FLOWS = {"pos": tokens.run_tokens, "dep": tokens.run_tokens, "coref": coref
 
 
 @flow(name="sysdiff-run", validate_parameters=False, log_prints=False)
-def evaluate(spec: RunSpec, warehouse: Path) -> Path:
-    """Ingest the key and systems of ``spec``, compute every table, commit atomically."""
+def evaluate(spec: RunSpec, warehouse: Path) -> list[str]:
+    """Ingest the key and systems of ``spec``, compute every table, commit atomically.
+
+    Returns one line per system skipped for a bad file (``spec.keep_going``)."""
     start = time.perf_counter()
-    with open_run(warehouse) as stage:
+    with open_run(warehouse, spec.corpus) as stage:
         TASK_FLOWS[spec.task](spec, stage)
     logging.getLogger("sysdiff").info("run: %.2f s", time.perf_counter() - start)
-    return warehouse
+    return stage.skipped
 
 
 def task_runner(dask_address: str | None, dask_local: int):
@@ -68,7 +70,7 @@ def api_url() -> str:
 
 
 def run_evaluation(spec: RunSpec, warehouse: Path, dask_address: str | None = None,
-                   dask_local: int = 0) -> Path:
-    """Run :func:`evaluate` with the chosen task runner."""
+                   dask_local: int = 0) -> list[str]:
+    """Run :func:`evaluate` with the chosen task runner; the lines of skipped systems."""
     return evaluate.with_options(task_runner=task_runner(dask_address, dask_local))(
         spec, warehouse)

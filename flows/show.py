@@ -1,4 +1,11 @@
-"""Paper-style views of the warehouse tables (read-only; DuckDB over the Parquet files)."""
+"""Paper-style views of the warehouse tables (read-only; DuckDB over the Parquet files).
+
+Tables store fractions (0-1); everything shown here is for people, so every rate is printed
+as a percent with ``%`` in its column name, every difference of rates in points, and every
+score is named for what it is (``LAS (no punct)``, ``LAS (punct)``, ``CoNLL18 LAS F1``).
+``sysdiff sql`` gives the stored fractions. Every option value is checked against what the
+warehouse holds: a wrong one is one line naming the valid choices.
+"""
 
 from __future__ import annotations
 
@@ -6,140 +13,283 @@ from pathlib import Path
 
 import polars as pl
 
+from sysdiff.flows.names import COREF_TASKS, SHOWABLE, TOKEN_TASKS, UNL_TASKS  # noqa: F401
 from sysdiff.flows.queries import query
 from sysdiff.flows.render import to_text
 from sysdiff.flows.warehouse import sql_literal
 from sysdiff.schemas.errors import InputError
 
-SHOWABLE = ("scores", "pairs", "changes", "labels", "labeldiff", "oracles", "gains",
-            "difficulty", "conll18", "coref", "arcs", "coref_pairs", "coref_oracles",
-            "agreement", "unl")
+VIEW_ORDER = ("upos", "xpos", "feats", "lemma", "head", "deprel", "las")
+DEP_VIEWS = ("head", "deprel", "las")
+CRITERIA = ("any", "nom")
+SCORE_NAMES = {"upos": "UPOS", "xpos": "XPOS", "feats": "FEATS", "lemma": "LEMMA",
+               "head": "UAS", "deprel": "LS", "las": "LAS"}
+COREF_NAMES = {"muc": "MUC", "bcub": "B3", "ceafm": "CEAF-m", "ceafe": "CEAF-e",
+               "blanc": "BLANC", "lea": "LEA", "conll": "CoNLL"}
+LEGEND = ("Read 'A -> B' (corrections, new errors) as sys1's label -> sys2's label; "
+          "'G -> A -> B' (changed errors: both wrong) as gold -> sys1 -> sys2; "
+          "'(attachment)': the same label, only the head differs.\n")
+
+
+def score_name(view: str, punct: bool) -> str:
+    """What a view's accuracy is called: ``UPOS``, ``LAS (no punct)``, ``UAS (punct)``."""
+    name = SCORE_NAMES.get(view, view.upper())
+    if view in DEP_VIEWS:
+        name += " (punct)" if punct else " (no punct)"
+    return name
+
+
+def corpora(root: Path) -> dict[str, str]:
+    """corpus -> task, for every corpus in the warehouse."""
+    rows = query(root, "select corpus, any_value(task) as task from systems group by corpus "
+                       "order by corpus")
+    return dict(rows.rows())
+
+
+def pick_corpus(root: Path, corpus: str | None, tasks: tuple[str, ...] | None = None,
+                what: str = "") -> str:
+    """The corpus asked for (checked), or else the only one that fits ``tasks``."""
+    known = corpora(root)
+    if corpus:
+        if corpus not in known:
+            raise InputError(f"no corpus '{corpus}' in the warehouse; it has: "
+                             f"{', '.join(known) or 'none'}", root)
+        if tasks and known[corpus] not in tasks:
+            fits = [c for c, t in known.items() if t in tasks]
+            raise InputError(f"corpus '{corpus}' is a {known[corpus]} corpus; {what} needs a "
+                             f"{'/'.join(tasks)} corpus"
+                             + (f" ({', '.join(fits)})" if fits else " (there is none)"), root)
+        return corpus
+    fits = [c for c, t in known.items() if tasks is None or t in tasks]
+    if len(fits) == 1:
+        return fits[0]
+    if not fits:
+        have = ", ".join(f"{c} ({t})" for c, t in known.items()) or "none"
+        raise InputError(f"{what or 'this'} needs a {'/'.join(tasks or ())} corpus; the "
+                         f"warehouse has: {have}", root)
+    raise InputError(f"the warehouse has {len(fits)} corpora that fit ({', '.join(fits)}); "
+                     "choose one with --corpus", root)
 
 
 def only_corpus(root: Path, corpus: str | None) -> str:
     """The corpus asked for, or the only one in the warehouse."""
-    names = query(root, "select distinct corpus from systems order by 1")["corpus"].to_list()
-    if corpus:
-        if corpus not in names:
-            raise InputError(f"no corpus '{corpus}' in the warehouse; it has: "
-                             f"{', '.join(names) or 'none'}", root)
-        return corpus
-    if len(names) != 1:
-        raise InputError(f"the warehouse has {len(names)} corpora ({', '.join(names)}); "
-                         "choose one with --corpus", root)
-    return names[0]
+    return pick_corpus(root, corpus)
 
 
 def corpus_task(root: Path, corpus: str) -> str:
     """The task a corpus was evaluated with."""
-    rows = query(root, f"select task from systems where corpus = {sql_literal(corpus)} limit 1")
-    return rows["task"][0] if rows.height else "dep"
+    return corpora(root).get(corpus, "dep")
+
+
+def corpus_views(root: Path, corpus: str) -> list[str]:
+    """The views scored for a token corpus, in the usual order."""
+    got = set(query(root, f"select distinct view from scores where corpus = "
+                          f"{sql_literal(corpus)}")["view"])
+    return [v for v in VIEW_ORDER if v in got] + sorted(got - set(VIEW_ORDER))
+
+
+def corpus_systems(root: Path, corpus: str) -> list[str]:
+    """The systems (not the key) of a corpus, by name."""
+    return query(root, f"select distinct system from systems where corpus = "
+                       f"{sql_literal(corpus)} and role = 'system' order by 1")["system"].to_list()
+
+
+def check_view(root: Path, corpus: str, task: str, view: str | None) -> str | None:
+    """The view (``--view``) checked against the corpus; its default when not given."""
+    if task in UNL_TASKS:
+        if view is not None:
+            raise InputError(f"corpus '{corpus}' is a {task} corpus: it has no views; "
+                             "--view applies to token corpora and coreference (any, nom)")
+        return None
+    if task in COREF_TASKS:
+        view = view or "nom"
+        if view not in CRITERIA:
+            raise InputError(f"unknown view '{view}' for coreference corpus '{corpus}'; "
+                             f"expected one of {', '.join(CRITERIA)} (the ARCS criterion)")
+        return view
+    views = corpus_views(root, corpus)
+    if view is None:
+        return "las" if "las" in views else (views[0] if views else "upos")
+    if view not in views:
+        raise InputError(f"unknown view '{view}' for corpus '{corpus}'; expected one of "
+                         f"{', '.join(views) or 'none (no scores)'}")
+    return view
+
+
+def check_systems(root: Path, corpus: str, *names: str | None) -> None:
+    """Every system named (``--sys1``, ``--sys2``, ...) exists in the corpus."""
+    known = corpus_systems(root, corpus)
+    for name in names:
+        if name is not None and name not in known:
+            raise InputError(f"no system '{name}' in corpus '{corpus}'; expected one of "
+                             f"{', '.join(known) or 'none'}")
+
+
+def pct(expr: str, digits: int = 2) -> str:
+    """SQL: a fraction as a percent (or a difference of fractions as points)."""
+    return f"round(100 * ({expr}), {digits})"
 
 
 def headline(root: Path, corpus: str) -> pl.DataFrame:
-    """The headline figures of a corpus: accuracies, coreference F1s or UNL P/R/F."""
+    """The headline figures of a corpus, one row per system, every rate in percent: token
+    accuracies (dependency views without punctuation, LAS with it, and CoNLL18 LAS F1),
+    coreference F1s, or UNL precision/recall/F."""
     task = corpus_task(root, corpus)
-    if task == "coref":
-        return query(root, f"""pivot (select system, metric, round(100 * f1, 2) as f1
-                                      from coref_scores where corpus = {sql_literal(corpus)})
-                               on metric using first(f1) order by system""")
-    if task in ("unl", "nl"):
-        return query(root, f"select * exclude (corpus) from unl_scores "
-                           f"where corpus = {sql_literal(corpus)} order by system")
-    return query(root, f"""
-        select system, view, punct, n_correct, n_units, round(100 * accuracy, 2) as acc,
-               round(100 * sent_exact, 2) as sent_exact
-        from scores where corpus = {sql_literal(corpus)}
-          and ((view in ('head', 'deprel', 'las') and not punct)
-               or view not in ('head', 'deprel', 'las'))
-        order by view, system""")
+    c = sql_literal(corpus)
+    if task in COREF_TASKS:
+        long = query(root, f"select system, metric, {pct('f1')} as f1 from coref_scores "
+                           f"where corpus = {c}")
+        order = [m for m in COREF_NAMES if m in set(long["metric"])]
+        wide = long.pivot("metric", index="system", values="f1").sort("system")
+        return wide.select("system", *[pl.col(m).alias(f"{COREF_NAMES[m]} F1 %")
+                                      for m in order])
+    if task in UNL_TASKS:  # the options are in 'show unl'; a figure the task lacks is dropped
+        rows = _unl_rows(root, c).drop("options")
+        return rows.select(col for col in rows.columns if rows[col].null_count() < rows.height)
+    rows = query(root, f"""select system, view, punct, n_units, {pct('accuracy')} as acc
+        from scores where corpus = {c}""")
+    wide = pl.DataFrame({"system": sorted(set(rows["system"]))})
+    views = [v for v in VIEW_ORDER if v in set(rows["view"])]
+    columns = [(v, v not in DEP_VIEWS) for v in views]
+    if "las" in views:
+        columns.append(("las", True))
+    for view, punct in columns:
+        part = rows.filter((pl.col("view") == view) & (pl.col("punct") == punct))
+        wide = wide.join(part.select("system", pl.col("acc").alias(
+            f"{score_name(view, punct)} %")), on="system", how="left")
+    if task == "dep":
+        las = query(root, f"select system, {pct('f1')} as \"CoNLL18 LAS F1 %\" from conll18 "
+                          f"where corpus = {c} and metric = 'LAS'")
+        if las.height:
+            wide = wide.join(las, on="system", how="left")
+    return wide
+
+
+def _unl_rows(root: Path, c: str) -> pl.DataFrame:
+    return query(root, f"""select system, task, n_expected, n_returned, n_correct,
+        {pct('precision')} as "precision %", {pct('recall')} as "recall %",
+        {pct('f1')} as "F %", {pct('rel_f1')} as "relations F %",
+        {pct('uw_f1')} as "UWs F %", {pct('attr_f1')} as "attributes F %",
+        {pct('word_f1')} as "words F %", options
+        from unl_scores where corpus = {c} order by system""")
 
 
 def _where(corpus: str, view: str | None, punct: bool | None) -> str:
     parts = [f"corpus = {sql_literal(corpus)}"]
     if view:
         parts.append(f"view = {sql_literal(view)}")
-        default = view not in ("head", "deprel", "las")
+        default = view not in DEP_VIEWS
         parts.append(f"punct = {str(default if punct is None else punct).lower()}")
     return " and ".join(parts)
 
 
-def show_table(root: Path, table: str, corpus: str | None, view: str, sys1: str | None,
+def show_table(root: Path, table: str, corpus: str | None, view: str | None, sys1: str | None,
                sys2: str | None, punct: bool | None, top: int, fmt: str) -> str:
-    """Render one of SHOWABLE for a corpus and view."""
+    """Render one of SHOWABLE for a corpus and view (every option value checked)."""
     if table not in SHOWABLE:
         raise InputError(f"unknown table '{table}'; expected one of {', '.join(SHOWABLE)}")
-    corpus = only_corpus(root, corpus)
-    where = _where(corpus, view, punct)
-    pair = ""
-    if sys1:
-        pair += f" and sys1 = {sql_literal(sys1)}"
-    if sys2:
-        pair += f" and sys2 = {sql_literal(sys2)}"
-    if table == "changes":
-        return _changes(root, where, pair, sys1, sys2, top, fmt)
-    if table == "labeldiff":
-        return _labeldiff(root, where, sys1, sys2, top, fmt)
-    if table in ("coref", "arcs", "coref_pairs", "coref_oracles", "agreement", "unl"):
+    tasks = SHOWABLE[table][0]
+    corpus = pick_corpus(root, corpus, tasks, f"show {table}")
+    task = corpus_task(root, corpus)
+    view = check_view(root, corpus, task, view)
+    check_systems(root, corpus, sys1, sys2)
+    if sys1 is not None and sys1 == sys2:
+        raise InputError(f"--sys1 and --sys2 are both '{sys1}'; a pair needs two systems")
+    if task not in TOKEN_TASKS:
         return _domain_table(root, table, corpus, view, sys1, sys2, top, fmt)
+    punct = (view not in DEP_VIEWS) if punct is None else punct
+    where = _where(corpus, view, punct)
+    name = score_name(view, punct)
+    pair = "".join(f" and {col} = {sql_literal(s)}" for col, s in (("sys1", sys1),
+                                                                   ("sys2", sys2)) if s)
+    if table == "changes":
+        return _changes(root, corpus, view, name, where, pair, sys1, sys2, top, fmt)
+    if table == "labeldiff":
+        return _labeldiff(root, where, name, sys1, sys2, top, fmt)
+    if table == "labels":
+        return _labels(root, where, corpus, name, fmt)
     sql = {
-        "scores": f"select system, n_correct, n_units, accuracy, n_sents_exact, n_sents, "
-                  f"sent_exact from scores where {where} order by accuracy desc",
-        "pairs": f"select sys1, sys2, n_units, n_diff, diff, corrections, new_errors, "
-                 f"changed_errors, delta_acc, mcnemar_p, ar_p from pairs where {where}{pair} "
-                 f"and sys1 < sys2 order by diff desc",
-        "labels": f"select gold_label, any_value(n) as n, "
-                  f"list(system || '=' || round(100 * accuracy, 2)::varchar order by system) "
-                  f"as accuracy from labels where {where} group by gold_label order by n desc",
-        "oracles": f"select systems, n_systems, n_correct, n_units, accuracy, gain "
+        "scores": f"select system, n_correct, n_units, {pct('accuracy')} as \"{name} %\", "
+                  f"n_sents_exact, n_sents, {pct('sent_exact')} as \"sentence exact %\" "
+                  f"from scores where {where} order by accuracy desc, system",
+        "pairs": f"select sys1, sys2, n_units, n_diff, {pct('diff')} as \"diff %\", "
+                 f"corrections, new_errors, changed_errors, "
+                 f"{pct('delta_acc')} as \"delta {name} (points)\", mcnemar_p, ar_p "
+                 f"from pairs where {where}{pair} "
+                 f"{'' if sys1 or sys2 else 'and sys1 < sys2'} order by diff desc, sys1, sys2",
+        "oracles": f"select systems, n_systems, n_correct, n_units, "
+                   f"{pct('accuracy')} as \"oracle {name} %\", "
+                   f"{pct('gain')} as \"gain (points)\" "
                    f"from oracles where {where} order by n_systems, accuracy desc",
         "gains": f"""with o as (select * from oracles where {where}),
                      full_set as (select * from o where n_systems = (select max(n_systems)
                                                                        from o))
-                 select s.system, f.accuracy as oracle_all, o.accuracy as oracle_without,
-                        f.accuracy - o.accuracy as marginal_gain
+                 select s.system, {pct('f.accuracy')} as "oracle of all %",
+                        {pct('o.accuracy')} as "oracle without it %",
+                        {pct('f.accuracy - o.accuracy')} as "marginal gain (points)"
                  from full_set f, unnest(f.systems) as s(system)
                  join o on o.n_systems = f.n_systems - 1
                        and not list_contains(o.systems, s.system)
-                 order by marginal_gain desc""",
+                 order by f.accuracy - o.accuracy desc, s.system""",
         "difficulty": f"select k_correct, n from difficulty where {where} and gold_label "
                       f"is null order by k_correct",
-        "conll18": f"select system, metric, round(100*precision, 2) as precision, "
-                   f"round(100*recall, 2) as recall, round(100*f1, 2) as f1 from conll18 "
+        "conll18": f"select system, 'CoNLL18 ' || metric as metric, "
+                   f"{pct('precision')} as \"P %\", {pct('recall')} as \"R %\", "
+                   f"{pct('f1')} as \"F1 %\" from conll18 "
                    f"where corpus = {sql_literal(corpus)} order by system",
     }[table]
-    return to_text(query(root, sql), fmt, title=f"{table}: {corpus} {view}")
+    title = f"{table}: {corpus}" + ("" if table == "conll18" else f", {name}")
+    return to_text(query(root, sql), fmt, title=title)
 
 
-def _criterion(view: str) -> str:
-    return view if view in ("any", "nom") else "nom"
+def _labels(root: Path, where: str, corpus: str, name: str, fmt: str) -> str:
+    """Accuracy per gold label: one column per system (long form for CSV and JSON)."""
+    long = query(root, f"""select gold_label, system, n, {pct('accuracy')} as "{name} %"
+        from labels where {where} order by n desc, gold_label, system""")
+    title = f"labels: {corpus}, {name} per gold label"
+    if fmt in ("csv", "json"):
+        return to_text(long, fmt, title=title)
+    order = long.select("gold_label", "n").unique("gold_label", maintain_order=True)
+    wide = long.pivot("system", index="gold_label", values=f"{name} %")
+    systems = sorted(c for c in wide.columns if c != "gold_label")
+    wide = order.join(wide, on="gold_label", how="left", maintain_order="left")
+    return to_text(wide.rename({s: f"{s} %" for s in systems}), fmt, title=title)
 
 
-def _domain_table(root: Path, table: str, corpus: str, view: str, sys1: str | None,
+def _criterion(view: str | None) -> str:
+    return view if view in CRITERIA else "nom"
+
+
+def _domain_table(root: Path, table: str, corpus: str, view: str | None, sys1: str | None,
                   sys2: str | None, top: int, fmt: str) -> str:
     """Coreference and UNL tables; for coreference ``--view`` is the criterion (any|nom)."""
     c, crit = sql_literal(corpus), sql_literal(_criterion(view))
     if table == "coref_pairs" and sys1 and sys2:
         return _coref_pair(root, corpus, _criterion(view), sys1, sys2, top, fmt)
+    if table == "unl":
+        return to_text(_unl_rows(root, c), fmt, title=f"unl: {corpus}")
+    pair = "".join(f" and {col} = {sql_literal(s)}" for col, s in (("sys1", sys1),
+                                                                   ("sys2", sys2)) if s)
     sql = {
-        "coref": f"select system, metric, round(100 * recall, 2) as recall, "
-                 f"round(100 * precision, 2) as precision, round(100 * f1, 2) as f1 "
+        "coref": f"select system, metric, {pct('recall')} as \"recall %\", "
+                 f"{pct('precision')} as \"precision %\", {pct('f1')} as \"F1 %\" "
                  f"from coref_scores where corpus = {c} order by system, metric",
-        "arcs": f"select system, mtype, tp, fp, fn, wl, tn, round(100 * precision, 2) as p, "
-                f"round(100 * recall, 2) as r, round(100 * f1, 2) as f1 from arcs_scores "
+        "arcs": f"select system, mtype, tp, fp, fn, wl, tn, {pct('precision')} as \"P %\", "
+                f"{pct('recall')} as \"R %\", {pct('f1')} as \"F1 %\" from arcs_scores "
                 f"where corpus = {c} and criterion = {crit} order by system, mtype",
-        "coref_pairs": f"select sys1, sys2, n_mentions, n_diff, round(100 * diff, 2) as diff, "
+        "coref_pairs": f"select sys1, sys2, n_mentions, n_diff, {pct('diff')} as \"diff %\", "
                        f"corrections, new_errors, changed_errors from coref_pairs "
-                       f"where corpus = {c} and criterion = {crit} and sys1 < sys2",
-        "coref_oracles": f"select systems, mtype, n, n_tp, round(100.0 * n_tp / n, 2) as "
-                         f"recall from coref_oracles where corpus = {c} and criterion = {crit} "
-                         f"and n > 0 order by len(systems), mtype",
-        "agreement": f"select sys1 as as_key, sys2, metric, round(100 * f1, 2) as f1 from "
+                       f"where corpus = {c} and criterion = {crit}{pair}"
+                       f"{'' if sys1 or sys2 else ' and sys1 < sys2'} order by sys1, sys2",
+        "coref_oracles": f"select systems, mtype, n, n_tp, {pct('n_tp / n')} as "
+                         f"\"ARCS recall %\" from coref_oracles where corpus = {c} and "
+                         f"criterion = {crit} and n > 0 order by len(systems), mtype",
+        "agreement": f"select sys1 as as_key, sys2, {pct('f1')} as \"CoNLL F1 %\" from "
                      f"coref_agreement where corpus = {c} and metric = 'conll' "
                      f"order by sys1, sys2",
-        "unl": f"select * exclude (corpus) from unl_scores where corpus = {c}",
     }[table]
-    return to_text(query(root, sql), fmt, title=f"{table}: {corpus}")
+    suffix = "" if table in ("coref", "agreement") else f", criterion {_criterion(view)}"
+    return to_text(query(root, sql), fmt, title=f"{table}: {corpus}{suffix}")
 
 
 def _coref_pair(root: Path, corpus: str, criterion: str, sys1: str, sys2: str, top: int,
@@ -153,10 +303,12 @@ def _coref_pair(root: Path, corpus: str, criterion: str, sys1: str, sys2: str, t
     r = p.row(0, named=True)
     head = pair_summary(r["n_diff"], r["n_mentions"], r["corrections"], r["new_errors"],
                         r["changed_errors"])
+    head += ("Read 'a->b' as the mention's ARCS class in sys1 -> in sys2 (tp, fp, fn, wl, "
+             "tn; METRICS 2.3).\n")
     rows = query(root, f"""select lower(c1) || '->' || lower(c2) as change, sum(count) as count
         from coref_transitions where {where} and c1 != c2 and mtype = 'ALL'
         and word is null group by all
-        order by count desc limit {int(top)}""")
+        order by count desc, change limit {int(top)}""")
     body = to_text(rows, fmt, title=f"top {top} transitions ({criterion})")
     return (head + body) if fmt in ("table", "markdown") else body
 
@@ -171,34 +323,36 @@ def pair_summary(n_diff: int, n_units: int, corrections: int, new_errors: int,
             f"Changed errors: {100 * changed / d:.2f}% ({changed})\n")
 
 
-def _labeldiff(root: Path, where: str, sys1: str | None, sys2: str | None, top: int,
-               fmt: str) -> str:
+def _labeldiff(root: Path, where: str, name: str, sys1: str | None, sys2: str | None,
+               top: int, fmt: str) -> str:
     """The paper's appendix table: labels with the largest accuracy difference for a pair."""
     if not (sys1 and sys2):
         raise InputError("show labeldiff needs --sys1 and --sys2")
     rows = query(root, f"""
-        select a.gold_label, a.n, round(100 * a.accuracy, 2) as acc1,
-               round(100 * b.accuracy, 2) as acc2,
-               round(100 * (b.accuracy - a.accuracy), 2) as delta
+        select a.gold_label, a.n, {pct('a.accuracy')} as "{sys1} %",
+               {pct('b.accuracy')} as "{sys2} %",
+               {pct('b.accuracy - a.accuracy')} as "delta (points)"
         from labels a join labels b using (corpus, view, punct, gold_label)
         where a.{where.replace(' and ', ' and a.')} and a.system = {sql_literal(sys1)}
           and b.system = {sql_literal(sys2)}
-        order by abs(b.accuracy - a.accuracy) desc, a.n desc limit {int(top)}""")
-    return to_text(rows, fmt, title=f"largest per-label differences: {sys1} -> {sys2}")
+        order by abs(b.accuracy - a.accuracy) desc, a.n desc, a.gold_label
+        limit {int(top)}""")
+    return to_text(rows, fmt, title=f"largest per-label differences of {name}: "
+                                     f"{sys1} -> {sys2}")
 
 
-def _changes(root: Path, where: str, pair: str, sys1: str | None, sys2: str | None, top: int,
-             fmt: str) -> str:
+def _changes(root: Path, corpus: str, view: str, name: str, where: str, pair: str,
+             sys1: str | None, sys2: str | None, top: int, fmt: str) -> str:
     if not (sys1 and sys2):
         raise InputError("show changes needs --sys1 and --sys2")
     p = query(root, f"select * from pairs where {where}{pair}")
     if p.is_empty():
-        raise InputError(f"no pair {sys1} -> {sys2} for this corpus and view")
+        raise InputError(f"no pair {sys1} -> {sys2} for corpus '{corpus}', view '{view}'")
     r = p.row(0, named=True)
     head = (pair_summary(r["n_diff"], r["n_units"], r["corrections"], r["new_errors"],
                          r["changed_errors"]) +
-            f"Delta accuracy: {100 * r['delta_acc']:+.2f}  McNemar p = {r['mcnemar_p']:.3g}  "
-            f"AR p = {r['ar_p']:.3g}\n")
+            f"Delta accuracy: {100 * r['delta_acc']:+.2f} points ({name})  "
+            f"McNemar p = {r['mcnemar_p']:.3g}  AR p = {r['ar_p']:.3g}\n" + LEGEND)
     rows = query(root, f"""
         with c as (select class, case when class = 'changed_error'
                           then gold || ' -> ' || l1 || ' -> ' || l2 else l1 || ' -> ' || l2 end
@@ -206,9 +360,9 @@ def _changes(root: Path, where: str, pair: str, sys1: str | None, sys2: str | No
                           sum(count) as count
                    from changes where {where}{pair} group by all)
         select class, change, count,
-               round(100.0 * count / sum(count) over (partition by class), 2) as share
+               round(100.0 * count / sum(count) over (partition by class), 2) as "share %"
         from c qualify row_number() over (partition by class order by count desc, change)
                        <= {int(top)}
         order by class, count desc, change""")
-    body = to_text(rows, fmt, title=f"top {top} changes per class")
+    body = to_text(rows, fmt, title=f"top {top} changes per class ({name})")
     return (head + body) if fmt in ("table", "markdown") else body

@@ -10,6 +10,16 @@ from pathlib import Path
 from sysdiff.schemas.errors import InputError
 
 TASKS = ("pos", "dep", "coref", "unl", "nl")
+# Input formats of each task (``format`` in a run file, ``--format`` of ``sysdiff run``).
+TASK_FORMATS = {"pos": ("conllu", "conllx", "tsv"), "dep": ("conllu", "conllx", "tsv"),
+                "coref": ("conll2012", "corefud", "jsonlines"), "unl": ("unl",), "nl": ("unl",)}
+# The options a run file (and a watched corpus's corpus.toml) may set, and their types.
+OPTION_TYPES = {"format": "string", "ar_trials": "positive integer", "seed": "integer",
+                "shard_sents": "positive integer", "mappings": "table", "unl": "table",
+                "versions": "table"}
+RUN_FILE_KEYS = ("corpus", "task", "key", "systems", *OPTION_TYPES)
+UNL_KEYS = {"multiset": "boolean", "keep_scope_ids": "boolean", "legacy_2013": "boolean",
+            "optional_attrs": "list of strings"}
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
 KEY_ID = "__key__"
 
@@ -42,6 +52,7 @@ class RunSpec:
     shard_sents: int = 5000
     unl: dict = field(default_factory=dict)
     versions: dict[str, list[str]] = field(default_factory=dict)
+    keep_going: bool = False  # skip a system whose file is bad instead of stopping
 
     @property
     def sources(self) -> list[tuple[Source, str]]:
@@ -75,6 +86,9 @@ def build_spec(corpus: str, task: str, key: str | Path, systems: list[str],
     check_name("corpus", corpus)
     if task not in TASKS:
         raise InputError(f"unknown task '{task}'; expected one of {', '.join(TASKS)}")
+    if fmt is not None and fmt not in TASK_FORMATS[task]:
+        raise InputError(f"unknown input format '{fmt}' for task {task}; expected one of "
+                         f"{', '.join(TASK_FORMATS[task])} (or none: detected from the file)")
     parsed = [parse_system(s, fmt) for s in systems]
     seen: set[str] = set()
     for s in parsed:
@@ -104,21 +118,175 @@ def load_config(path: str | Path) -> RunSpec:
         legacy_2013 = false          # the older overall threshold (< 0.5)
         optional_attrs = ["@pl"]     # ignored besides @def and @indef
 
-    Relative paths are relative to the TOML file.
+    Also ``format``, ``ar_trials``, ``seed`` and ``shard_sents``. Relative paths are relative
+    to the TOML file. Every key and value is checked: a wrong one is one line naming the
+    file, the line and what was expected.
     """
     p = Path(path)
-    try:
-        cfg = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("no such file", p) from None
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"not valid TOML: {e}", p) from None
+    text, cfg = read_toml(p)
+    check_keys(cfg, RUN_FILE_KEYS, p, text)
     for required in ("corpus", "task", "key", "systems"):
         if required not in cfg:
             raise InputError(f"missing '{required}'; expected corpus, task, key and [systems]", p)
+    for name in ("corpus", "task", "key"):
+        expect(cfg, name, "string", p, text)
+    expect(cfg, "systems", "table", p, text)
+    if not cfg["systems"]:
+        raise InputError("[systems] is empty; expected NAME = \"FILE\" lines", p,
+                         key_line(text, "systems"))
+    for name, file in cfg["systems"].items():
+        if not isinstance(file, str):
+            raise InputError(f"system '{name}' must be a file name (a string), not "
+                             f"{describe(file)}", p, key_line(text, name))
+    options = check_options(cfg, p, text)
     base = p.parent
     systems = [f"{n}={base / f}" for n, f in cfg["systems"].items()]
-    options = {k: cfg[k] for k in ("ar_trials", "seed", "shard_sents", "unl", "versions")
-               if k in cfg}
-    return build_spec(cfg["corpus"], cfg["task"], base / cfg["key"], systems,
-                      cfg.get("format"), mappings=cfg.get("mappings", {}), **options)
+    fmt = options.pop("format", None)
+    return build_spec(cfg["corpus"], cfg["task"], base / cfg["key"], systems, fmt, **options)
+
+
+def read_toml(p: Path) -> tuple[str, dict]:
+    """The text and the parsed content of a TOML file; every failure is one InputError."""
+    try:
+        text = p.read_text(encoding="utf-8")
+        return text, tomllib.loads(text)
+    except FileNotFoundError:
+        raise InputError("no such file", p) from None
+    except IsADirectoryError:
+        raise InputError("is a folder; expected a TOML run file", p) from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"not UTF-8 text ({e.reason}); expected a TOML run file", p) from None
+    except OSError as e:
+        raise InputError(f"cannot read the file: {e.strerror}", p) from None
+    except tomllib.TOMLDecodeError as e:
+        found = re.search(r"\(at line (\d+)", str(e))
+        line = getattr(e, "lineno", None) or (int(found[1]) if found else None)
+        msg = str(e).split(" (at line")[0]
+        raise InputError(f"not valid TOML: {msg}", p, line) from None
+
+
+def check_options(cfg: dict, p: Path, text: str) -> dict:
+    """The run options of a run file or corpus.toml, each checked (name, type and value)."""
+    options = {}
+    for name, kind in OPTION_TYPES.items():
+        if name in cfg:
+            options[name] = expect(cfg, name, kind, p, text)
+    for system, rules in options.get("mappings", {}).items():
+        if not isinstance(rules, dict) or not all(isinstance(v, str) for v in rules.values()):
+            raise InputError(f"[mappings.{system}] must hold OLD = \"NEW\" labels (strings)",
+                             p, key_line(text, f"mappings.{system}"))
+    for name, order in options.get("versions", {}).items():
+        if not isinstance(order, list) or not all(isinstance(v, str) for v in order):
+            raise InputError(f"[versions] {name} must be a list of versions (strings), in "
+                             "history order", p, key_line(text, name))
+    if "unl" in options:
+        check_keys(options["unl"], tuple(UNL_KEYS), p, text, "[unl] ")
+        for name, kind in UNL_KEYS.items():
+            if name in options["unl"]:
+                expect(options["unl"], name, kind, p, text)
+    return options
+
+
+def check_keys(cfg: dict, allowed: tuple[str, ...], p: Path, text: str, where: str = "") -> None:
+    """Refuse a key that is not one of ``allowed``."""
+    for name in cfg:
+        if name not in allowed:
+            raise InputError(f"unknown {where}key '{name}'; expected one of "
+                             f"{', '.join(allowed)}", p, key_line(text, name))
+
+
+def expect(cfg: dict, name: str, kind: str, p: Path, text: str) -> object:
+    """``cfg[name]`` if it is of ``kind``, else an InputError naming the line."""
+    value = cfg[name]
+    ok = {
+        "string": isinstance(value, str),
+        "integer": isinstance(value, int) and not isinstance(value, bool),
+        "positive integer": isinstance(value, int) and not isinstance(value, bool)
+        and value > 0,
+        "boolean": isinstance(value, bool),
+        "table": isinstance(value, dict),
+        "list of strings": isinstance(value, list) and all(isinstance(v, str) for v in value),
+    }[kind]
+    if not ok:
+        raise InputError(f"'{name}' must be a {kind}, not {describe(value)}", p,
+                         key_line(text, name))
+    return value
+
+
+def describe(value: object) -> str:
+    """A TOML value as a person would name it: ``the integer 5``, ``the string 'x'``."""
+    kind = {bool: "boolean", int: "integer", float: "number", str: "string", list: "list",
+            dict: "table"}.get(type(value), type(value).__name__)
+    shown = repr(value) if not isinstance(value, dict) else "[...]"
+    return f"the {kind} {shown}" if len(shown) <= 40 else f"a {kind}"
+
+
+def key_line(text: str, name: str) -> int | None:
+    """The line where ``name`` is set or its table starts (for messages), if found."""
+    last = name.split(".")[-1]
+    pattern = re.compile(rf'^\s*(\[\s*{re.escape(name)}\s*\]|"?{re.escape(last)}"?\s*=)',
+                         re.M)
+    m = pattern.search(text)
+    return text.count("\n", 0, m.start()) + 1 if m else None
+
+
+# The watched-folder layout of ``sysdiff serve`` (see flows/watch.py).
+TASK_BY_SUFFIX = {".conllu": "dep", ".conllx": "dep", ".tsv": "pos", ".txt": "pos",
+                  ".jsonlines": "coref", ".jsonl": "coref", ".unl": "unl"}
+CORPUS_FILE_KEYS = ("task", *OPTION_TYPES)
+
+
+def folder_specs(root: Path) -> tuple[list[RunSpec], list[str]]:
+    """One run spec per corpus folder under ``root``, and one line per corpus or system file
+    that cannot be evaluated (a bad name, a bad corpus.toml, ...), which is skipped.
+
+    Layout: ``DIR/<corpus>/key.<ext>``, ``DIR/<corpus>/systems/<name>[@<version>].<ext>``,
+    optionally ``DIR/<corpus>/corpus.toml``."""
+    if not root.is_dir():
+        raise InputError("not a folder; expected DIR/<corpus>/key.* and "
+                         "DIR/<corpus>/systems/<name>.*", root)
+    specs, skipped = [], []
+    for corpus_dir in sorted(p for p in root.iterdir() if p.is_dir()
+                             and not p.name.startswith(".")):
+        try:
+            spec, bad = corpus_spec(corpus_dir)
+        except InputError as e:
+            skipped.append(f"corpus {corpus_dir.name!r} skipped: {e}")
+            continue
+        skipped += bad
+        if spec is not None:
+            specs.append(spec)
+    return specs, skipped
+
+
+def corpus_spec(corpus_dir: Path) -> tuple[RunSpec | None, list[str]]:
+    """The spec of one watched corpus folder (None when it has no key or no system yet), and
+    one line per system file skipped for its name."""
+    keys = sorted(corpus_dir.glob("key.*"))
+    files = sorted(p for p in (corpus_dir / "systems").glob("*") if p.is_file()
+                   and not p.name.startswith("."))
+    if not keys or not files:
+        return None, []
+    check_name("corpus", corpus_dir.name)
+    cfg: dict = {}
+    toml = corpus_dir / "corpus.toml"
+    if toml.exists():
+        text, cfg = read_toml(toml)
+        check_keys(cfg, CORPUS_FILE_KEYS, toml, text)
+        options = check_options(cfg, toml, text)
+        if "task" in cfg:
+            options["task"] = expect(cfg, "task", "string", toml, text)
+        cfg = options
+    task = cfg.pop("task", TASK_BY_SUFFIX.get(keys[0].suffix.lower(), "dep"))
+    fmt = cfg.pop("format", None)
+    systems, skipped = [], []
+    for p in files:
+        try:
+            parse_system(f"{p.stem}={p}")
+            systems.append(f"{p.stem}={p}")
+        except InputError as e:
+            skipped.append(f"{p}: skipped: {e.message}")
+    if not systems:
+        return None, skipped
+    return build_spec(corpus_dir.name, task, keys[0], systems, fmt, keep_going=True,
+                      **cfg), skipped

@@ -25,6 +25,7 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from sysdiff.flows.history import stage_history
+from sysdiff.flows.preflight import check_some_left, skip_system
 from sysdiff.flows.progress import progress
 from sysdiff.flows.shards import map_fold
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
@@ -40,6 +41,7 @@ from sysdiff.flows.warehouse import (
     systems_row,
     with_literals,
 )
+from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.conllu import KIND_WORD, WordCheck, iter_conll
 from sysdiff.transforms import conll18, tokens
 from sysdiff.transforms.plan import Shard, canonical, options_string, plan_shards
@@ -125,13 +127,13 @@ def _live(stage: Staging, spec: RunSpec, sid: str, sha: str, fmt: str) -> Ingest
 
 def _key_sents(key: Ingested) -> pl.DataFrame:
     """The key's sentences as :class:`WordCheck` reads them."""
-    return pl.read_parquet(key.sents, columns=["sent", "sent_id", "n_words", "line"])
+    return pl.read_parquet(key.sents, columns=["sent", "sent_id", "n_words", "line"], glob=False)
 
 
 def _key_words(key: Ingested, sents: pl.DataFrame) -> pl.DataFrame:
     """The key's words of the sentences in ``sents`` (a contiguous range)."""
     lo, hi = int(sents["sent"][0]), int(sents["sent"][-1])
-    return (pl.scan_parquet(key.units)
+    return (pl.scan_parquet(key.units, glob=False)
             .filter((pl.col("kind") == KIND_WORD) & pl.col("sent").is_between(lo, hi))
             .select("sent", "id", "form").collect())
 
@@ -156,15 +158,19 @@ def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
     with progress("ingest", len(sources)) as tick:
         for source, role in sources:
             sid = source.id
-            sha = key_sha if role == "key" else input_sha256(source.path)
-            fmt = known.get(sid, ("", ""))[1]
-            if stage.has("vocab", partition(spec.corpus, sid),
-                          _ingest_signature(sha, fmt, role, key_sha)):
-                out[sid] = _live(stage, spec, sid, sha, fmt)
-            else:
-                key = out[KEY_ID] if role == "system" else None
-                out[sid] = ingest_file(spec, source, role, sha, stage, key, key_sha)
+            try:
+                sha = key_sha if role == "key" else input_sha256(source.path)
+                fmt = known.get(sid, ("", ""))[1]
+                if stage.has("vocab", partition(spec.corpus, sid),
+                             _ingest_signature(sha, fmt, role, key_sha)):
+                    out[sid] = _live(stage, spec, sid, sha, fmt)
+                else:
+                    key = out[KEY_ID] if role == "system" else None
+                    out[sid] = ingest_file(spec, source, role, sha, stage, key, key_sha)
+            except InputError as e:
+                skip_system(spec, stage, source, role, e)
             tick()
+    check_some_left(spec, stage)
     return out
 
 
@@ -173,7 +179,7 @@ def corpus_systems(stage: Staging, corpus: str, ingested: dict[str, Ingested]
     """Every system of a corpus (ingested now, or earlier with the same key), in ingest
     order."""
     live = read_table(stage.root, "systems", stage.manifest, pl.col("corpus") == corpus)
-    now = pl.concat([pl.read_parquet(stage.staged_path("systems", partition(corpus, s)))
+    now = pl.concat([pl.read_parquet(stage.staged_path("systems", partition(corpus, s)), glob=False)
                      for s in ingested if stage.staged_path("systems", partition(corpus, s))]
                     or [live.clear()], how="vertical_relaxed")
     df = pl.concat([live, now], how="vertical_relaxed")
@@ -206,7 +212,7 @@ class CompareJob:
 
 def read_shard_words(path: str, shard: Shard) -> pl.DataFrame:
     """The words of one shard (row groups outside the sentence range are skipped)."""
-    return (pl.scan_parquet(path)
+    return (pl.scan_parquet(path, glob=False)
             .filter((pl.col("kind") == KIND_WORD)
                     & pl.col("sent").is_between(shard.lo, shard.hi - 1))
             .select(WORD_COLUMNS).collect())
@@ -214,7 +220,7 @@ def read_shard_words(path: str, shard: Shard) -> pl.DataFrame:
 
 def shard_lengths(sents_path: str, shard: Shard) -> np.ndarray:
     """Words per sentence of the shard's sentences, in order."""
-    rows = (pl.scan_parquet(sents_path)
+    rows = (pl.scan_parquet(sents_path, glob=False)
             .filter(pl.col("sent").is_between(shard.lo, shard.hi - 1))
             .select("sent", "n_words").collect().sort("sent"))
     return rows["n_words"].to_numpy().astype(np.int64)
@@ -291,7 +297,8 @@ def _absent_columns(vocab_rows: pl.DataFrame) -> dict[str, set[str]]:
 
 
 def _corpus_vocab(stage: Staging, corpus: str, names: list[str]) -> pl.DataFrame:
-    frames = [pl.read_parquet(_path(stage, "vocab", corpus, s)) for s in [KEY_ID, *names]]
+    frames = [pl.read_parquet(_path(stage, "vocab", corpus, s), glob=False)
+              for s in [KEY_ID, *names]]
     return pl.concat(frames)
 
 
@@ -319,7 +326,8 @@ def compare_tokens(spec: RunSpec, stage: Staging, ingested: dict[str, Ingested])
         return
     crash_point("compare")
     sents_path = _path(stage, "sents", corpus, KEY_ID)
-    shards = plan_shards(pl.read_parquet(sents_path, columns=["sent", "doc"]), spec.shard_sents)
+    key_sents = pl.read_parquet(sents_path, columns=["sent", "doc"], glob=False)
+    shards = plan_shards(key_sents, spec.shard_sents)
     index = {s: i for i, s in enumerate(systems)}
     job = CompareJob(
         systems=systems,

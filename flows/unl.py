@@ -18,6 +18,7 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from sysdiff.flows.history import stage_history
+from sysdiff.flows.preflight import check_some_left, skip_system
 from sysdiff.flows.progress import progress
 from sysdiff.flows.shards import Opaque, map_collect
 from sysdiff.flows.spec import RunSpec, Source
@@ -30,6 +31,7 @@ from sysdiff.flows.warehouse import (
     systems_row,
     with_literals,
 )
+from sysdiff.schemas.errors import InputError
 from sysdiff.transforms.plan import plan_ranges
 
 log = logging.getLogger("sysdiff")
@@ -122,7 +124,12 @@ def run_unl(spec: RunSpec, stage: Staging) -> None:
     with progress("score", len(spec.systems) * len(ranges)) as tick:
         for source in spec.systems:
             sha = shas[source.id]
-            actual = read_sentences(source, spec.task)
+            try:
+                actual = read_sentences(source, spec.task)
+            except InputError as e:
+                skip_system(spec, stage, source, "system", e)
+                shas.pop(source.id)
+                continue
             if spec.task == "unl":
                 for w in unl_warnings(expected, actual):
                     log.warning("%s: %s", source.path, w)
@@ -135,6 +142,7 @@ def run_unl(spec: RunSpec, stage: Staging) -> None:
                             with_literals(df, corpus=corpus, system=source.id))
                 stage.write("unl_scores", partition(corpus, source.id), sig,
                             with_literals(unl_scores(df), corpus=corpus, system=source.id))
+    check_some_left(spec, stage)
     all_sig = signature(key_sha, sorted(shas.items()), opt_sig)
     if len(sentences) > 1 and not stage.has("unl_oracle", f"corpus={corpus}", all_sig):
         compared = compare_all(sentences, ranges)

@@ -10,6 +10,10 @@ A run stages its files outside the warehouse, then ``commit`` moves them in, rep
 manifest atomically (temp file + rename), rebuilds the catalog and deletes superseded files.
 A run that fails or is killed before the manifest is replaced leaves the previous results
 readable; one that fails on bad input leaves the warehouse byte-identical.
+
+Paths in the manifest and in the catalog's views are relative to the warehouse folder, so
+the folder can be copied or moved. The manifest records each file's size and SHA-256; a run
+checks its corpus's files against them and recomputes a partition whose file changed.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import datetime as dt
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import shutil
 import signal
@@ -32,15 +37,22 @@ import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
+from sysdiff.flows.names import (  # noqa: F401 (re-exported)
+    DEFAULT_WAREHOUSE,
+    MANIFEST,
+    read_manifest,
+    resolve_warehouse,
+)
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.tables import all_tables, conform, polars_schema
 
 if TYPE_CHECKING:
     from sysdiff.flows.spec import RunSpec, Source
 
-MANIFEST = "manifest.json"
+log = logging.getLogger("sysdiff")
+# Tables written when a file is ingested (the others are computed from them).
+INGEST_TABLES = frozenset({"systems", "units", "sents", "mentions", "coref_tokens"})
 CATALOG = "sysdiff.duckdb"
-DEFAULT_WAREHOUSE = Path("data") / "warehouse"
 ROW_GROUP = 1 << 17  # rows per Parquet row group: shard reads skip the groups they do not need
 
 
@@ -48,11 +60,6 @@ def crash_point(name: str) -> None:
     """Die here with SIGKILL when ``SYSDIFF_CRASH_AT`` names this point (crash-safety tests)."""
     if os.environ.get("SYSDIFF_CRASH_AT") == name:
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-def resolve_warehouse(option: str | None) -> Path:
-    """``--warehouse``, else ``$SYSDIFF_WAREHOUSE``, else ``./data/warehouse``."""
-    return Path(option or os.environ.get("SYSDIFF_WAREHOUSE") or DEFAULT_WAREHOUSE).absolute()
 
 
 #: Bumped when the shape or the meaning of stored partitions changes: a partition written by
@@ -73,8 +80,10 @@ def partition(corpus: str, system: str) -> str:
 
 
 def pair_partition(corpus: str, sys1: str, sys2: str) -> str:
-    """The partition key of one pair's rows (both directions) in a table."""
-    return f"corpus={corpus}/pair={sys1}~{sys2}"
+    """The partition key of one pair's rows (both directions) in a table: the two names in
+    sorted order, so that it does not depend on which system was ingested first."""
+    a, b = sorted((sys1, sys2))
+    return f"corpus={corpus}/pair={a}~{b}"
 
 
 def corpus_partition(corpus: str) -> str:
@@ -119,14 +128,6 @@ def file_sha256(path: str | Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def read_manifest(root: Path) -> dict:
-    """The live partitions: {table: {partition: {"file": rel, "sig": sig}}}."""
-    path = root / MANIFEST
-    if not path.exists():
-        return {"version": 1, "tables": {}}
-    return json.loads(path.read_text())
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -188,6 +189,7 @@ class Staging:
     manifest: dict
     dir: Path
     staged: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)  # bad system files (keep-going)
 
     def has(self, table: str, partition: str, sig: str) -> bool:
         """True when the live (or staged) partition already has this signature."""
@@ -244,7 +246,7 @@ class Staging:
         files = self.current_files(table)
         if not files:
             return pl.DataFrame(schema=polars_schema(table))
-        lf = pl.scan_parquet(files)
+        lf = pl.scan_parquet(files, glob=False)
         return (lf.filter(where) if where is not None else lf).collect()
 
     def staged_path(self, table: str, partition: str) -> Path | None:
@@ -254,14 +256,20 @@ class Staging:
 
 
 @contextlib.contextmanager
-def open_run(root: Path) -> Iterator[Staging]:
-    """Lock the warehouse, stage a run's files and commit them only if the run succeeds."""
+def open_run(root: Path, corpus: str | None = None) -> Iterator[Staging]:
+    """Lock the warehouse, stage a run's files and commit them only if the run succeeds.
+
+    The live files of ``corpus`` are checked against the manifest's hashes first: a damaged
+    partition is dropped from the run's view of the manifest, so the run recomputes it."""
     with warehouse_lock(root):
         recover(root)
         stage_dir = Path(tempfile.mkdtemp(prefix=_staging_prefix(root),
                                           dir=_existing_parent(root.parent)))
         try:
-            staging = Staging(root, read_manifest(root), stage_dir)
+            manifest = read_manifest(root)
+            if corpus is not None:
+                drop_damaged(root, manifest, corpus)
+            staging = Staging(root, manifest, stage_dir)
             yield staging
             if staging.staged:
                 commit(staging)
@@ -275,10 +283,15 @@ def _staging_prefix(root: Path) -> str:
 
 def recover(root: Path) -> None:
     """Finish what a killed run left (called under the lock, so no other run is active):
-    drop its staging folders, rebuild a catalog that lags the manifest, delete orphans."""
+    drop its staging folders and temporary files (catalog, its WAL, manifest), rebuild a
+    catalog that lags the manifest, delete orphans."""
     parent = _existing_parent(root.parent)
-    for stale in parent.glob(_staging_prefix(root) + "*"):
+    for stale in parent.glob(glob_escape(_staging_prefix(root)) + "*"):
         shutil.rmtree(stale, ignore_errors=True)
+    for pattern in (".catalog.*", f".{MANIFEST}.*.tmp"):
+        for stale in root.glob(pattern):
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                stale.unlink()
     if not (root / MANIFEST).exists():
         return
     manifest = read_manifest(root)
@@ -287,20 +300,67 @@ def recover(root: Path) -> None:
     collect_garbage(root, manifest)
 
 
+def glob_escape(text: str) -> str:
+    """``text`` matched literally by :meth:`Path.glob` (``[``, ``*`` and ``?`` escaped)."""
+    return "".join(f"[{c}]" if c in "[*?" else c for c in text)
+
+
+def damaged_files(root: Path, manifest: dict, corpus: str) -> dict[str, str]:
+    """Live files of ``corpus`` that are missing or whose size or SHA-256 differs from what
+    the manifest recorded at commit: {relative path: what is wrong}. Entries written before
+    hashes were recorded are not checked."""
+    prefix = f"corpus={corpus}/"
+    wanted = {e["file"]: e for parts in manifest["tables"].values()
+              for part, e in parts.items() if part.startswith(prefix) and "sha256" in e}
+    bad = {}
+    for rel, entry in sorted(wanted.items()):
+        path = root / rel
+        if not path.is_file():
+            bad[rel] = "the file is missing"
+        elif path.stat().st_size != entry.get("size", path.stat().st_size):
+            bad[rel] = (f"its size is {path.stat().st_size} bytes; the manifest recorded "
+                        f"{entry['size']}")
+        elif file_sha256(path) != entry["sha256"]:
+            bad[rel] = "its content differs from the manifest's SHA-256"
+    return bad
+
+
+def drop_damaged(root: Path, manifest: dict, corpus: str) -> list[str]:
+    """Remove from ``manifest`` (in memory) every partition whose file is damaged, so that
+    the run recomputes it, and warn once per damaged file. The other result tables' entries
+    of the same partition key go too (their rows are computed together); a damaged ingested
+    file (units, sentences, mentions, ...) also drops the ingest of that system, which is
+    then read again. Returns the dropped partition keys."""
+    bad = damaged_files(root, manifest, corpus)
+    dropped = {}
+    for table, parts in manifest["tables"].items():
+        for part, e in parts.items():
+            if e["file"] in bad:
+                dropped[part] = dropped.get(part, False) or table in INGEST_TABLES
+    for rel, why in bad.items():
+        log.warning("%s: %s; its partition is recomputed", root / rel, why)
+    for table, parts in manifest["tables"].items():
+        for part, ingest in dropped.items():
+            if ingest or table not in INGEST_TABLES:
+                parts.pop(part, None)
+    return sorted(dropped)
+
+
 def manifest_digest(manifest: dict) -> str:
     """A digest of the manifest's content, recorded in the catalog it produced."""
     return hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()
 
 
 def catalog_version(root: Path) -> str | None:
-    """The manifest digest the catalog was built from (None if absent or unreadable)."""
+    """The manifest digest the catalog was built from (None if absent, unreadable, or
+    written by an older sysdiff, whose views named absolute paths)."""
     path = root / CATALOG
     if not path.exists():
         return None
     try:
         con = duckdb.connect(str(path), read_only=True)
         try:
-            return con.execute("select manifest from sysdiff_catalog").fetchone()[0]
+            return con.execute("select manifest, files from sysdiff_catalog").fetchone()[0]
         finally:
             con.close()
     except duckdb.Error:
@@ -311,12 +371,16 @@ def commit(staging: Staging) -> None:
     """Move staged files in, replace the manifest, rebuild the catalog, drop stale files."""
     root = staging.root
     manifest = json.loads(json.dumps(staging.manifest))
+    hashes = {rel: (file_sha256(staging.dir / rel), (staging.dir / rel).stat().st_size)
+              for rel, _sig in set(staging.staged.values())}
     for (table, partition), (rel, sig) in staging.staged.items():
-        dest, source = root / rel, staging.dir / rel
-        if source.exists():  # a file shared by several partitions moves once
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(source, dest)
-        manifest["tables"].setdefault(table, {})[partition] = {"file": rel, "sig": sig}
+        dest = root / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if (staging.dir / rel).exists():  # a file shared by several partitions moves once
+            os.replace(staging.dir / rel, dest)
+        sha, size = hashes[rel]
+        manifest["tables"].setdefault(table, {})[partition] = {
+            "file": rel, "sig": sig, "sha256": sha, "size": size}
         crash_point("commit-moving")
     atomic_write_bytes(root / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
     crash_point("commit-manifest")
@@ -346,13 +410,18 @@ def collect_garbage(root: Path, manifest: dict) -> None:
             d.rmdir()
 
 
-def catalog_statements(root: Path, manifest: dict) -> list[tuple[str, object]]:
-    """(SQL, arrow table or None) to build one view (or empty typed table) per table."""
+def catalog_statements(manifest: dict) -> list[tuple[str, object]]:
+    """(SQL, arrow table or None) to build one view (or empty typed table) per table.
+
+    Views name their files relative to the warehouse folder, so the folder can be copied or
+    moved: a reader resolves them through DuckDB's ``file_search_path`` (see :func:`connect`
+    in ``queries.py``), or by running from inside the folder."""
     statements: list[tuple[str, object]] = []
     for table, schema in all_tables().items():
-        files = live_files(root, manifest, table)
+        parts = manifest["tables"].get(table, {})
+        files = [parts[p]["file"] for p in sorted(parts)]
         if files:
-            listing = ", ".join(sql_literal(str(f)) for f in files)
+            listing = ", ".join(sql_literal(f) for f in files)
             statements.append((f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listing}], "
                                "union_by_name = true, hive_partitioning = false)", None))
         else:
@@ -362,29 +431,46 @@ def catalog_statements(root: Path, manifest: dict) -> list[tuple[str, object]]:
 
 
 def refresh_catalog(root: Path, manifest: dict) -> None:
-    """Rebuild ``sysdiff.duckdb`` (through a temporary file and a rename)."""
+    """Rebuild ``sysdiff.duckdb``: built in a private temporary folder (DuckDB cannot write a
+    database whose path holds a '?'), copied in beside it, then renamed over it."""
     root.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=root, prefix=".catalog.", suffix=".duckdb")
-    os.close(fd)
-    os.unlink(tmp)
-    try:
-        con = duckdb.connect(tmp)
+    with tempfile.TemporaryDirectory(prefix="sysdiff-catalog-") as work:
+        built = Path(work) / CATALOG
+        build_catalog(built, root, manifest)
+        fd, tmp = tempfile.mkstemp(dir=root, prefix=".catalog.", suffix=".duckdb")
         try:
-            for sql, empty_arrow in catalog_statements(root, manifest):
-                if empty_arrow is not None:
-                    con.register("empty_arrow", empty_arrow)
-                con.execute(sql)
-                if empty_arrow is not None:
-                    con.unregister("empty_arrow")
-            con.execute("create table sysdiff_catalog as select ? as manifest",
-                        [manifest_digest(manifest)])
-        finally:
-            con.close()
-        os.replace(tmp, root / CATALOG)
-    finally:
-        for leftover in (tmp, tmp + ".wal"):
+            with os.fdopen(fd, "wb") as out, built.open("rb") as src:
+                shutil.copyfileobj(src, out)
+                out.flush()
+                os.fsync(out.fileno())
+            os.chmod(tmp, 0o666 & ~_umask())
+            os.replace(tmp, root / CATALOG)
+        except BaseException:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(leftover)
+                os.unlink(tmp)
+            raise
+
+
+def build_catalog(path: Path, root: Path, manifest: dict) -> None:
+    """Write a catalog database at ``path`` for the warehouse ``root``: one view per table
+    over its live files (relative paths), and ``sysdiff_catalog`` (the manifest's digest and
+    the list of files the views read)."""
+    con = duckdb.connect(str(path), config={"file_search_path": str(root),
+                                            "autoinstall_known_extensions": False,
+                                            "autoload_known_extensions": False})
+    try:
+        for sql, empty_arrow in catalog_statements(manifest):
+            if empty_arrow is not None:
+                con.register("empty_arrow", empty_arrow)
+            con.execute(sql)
+            if empty_arrow is not None:
+                con.unregister("empty_arrow")
+        files = sorted({e["file"] for t in manifest["tables"].values() for e in t.values()})
+        con.execute("create table sysdiff_catalog as select ? as manifest, "
+                    "?::varchar[] as files", [manifest_digest(manifest), files])
+        con.execute("checkpoint")
+    finally:
+        con.close()
 
 
 def read_table(root: Path, table: str, manifest: dict | None = None,
@@ -394,7 +480,7 @@ def read_table(root: Path, table: str, manifest: dict | None = None,
     files = live_files(root, manifest, table)
     if not files:
         return pl.DataFrame(schema=pl.Schema(all_tables()[table]))
-    lf = pl.scan_parquet(files)
+    lf = pl.scan_parquet(files, glob=False)
     if where is not None:
         lf = lf.filter(where)
     return lf.collect()

@@ -8,50 +8,69 @@ results free, so a pass picks up exactly the new or changed system files.
 
 from __future__ import annotations
 
+import logging
 import os
-import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from prefect import flow
 
+from sysdiff.flows.preflight import preflight
 from sysdiff.flows.run import evaluate
-from sysdiff.flows.spec import RunSpec, build_spec
+from sysdiff.flows.spec import TASK_BY_SUFFIX, folder_specs  # noqa: F401 (re-exported)
 from sysdiff.schemas.errors import InputError
 
-TASK_BY_SUFFIX = {".conllu": "dep", ".conllx": "dep", ".tsv": "pos", ".txt": "pos",
-                  ".jsonlines": "coref", ".jsonl": "coref", ".unl": "unl"}
+log = logging.getLogger("sysdiff")
 
 
-def folder_specs(root: Path) -> list[RunSpec]:
-    """One run spec per corpus folder under ``root``."""
-    if not root.is_dir():
-        raise InputError("not a folder; expected DIR/<corpus>/key.* and "
-                         "DIR/<corpus>/systems/<name>.*", root)
-    specs = []
-    for corpus_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        keys = sorted(corpus_dir.glob("key.*"))
-        systems = sorted(p for p in (corpus_dir / "systems").glob("*") if p.is_file()
-                         and not p.name.startswith("."))
-        if not keys or not systems:
-            continue
-        cfg = {}
-        if (corpus_dir / "corpus.toml").exists():
-            cfg = tomllib.loads((corpus_dir / "corpus.toml").read_text(encoding="utf-8"))
-        task = cfg.pop("task", TASK_BY_SUFFIX.get(keys[0].suffix.lower(), "dep"))
-        fmt = cfg.pop("format", None)
-        specs.append(build_spec(corpus_dir.name, task, keys[0],
-                                [f"{p.stem}={p}" for p in systems], fmt, **cfg))
-    return specs
+@dataclass
+class Pass:
+    """What one pass over a watched folder did."""
+
+    evaluated: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # one line per corpus or system
+
+    def summary(self) -> str:
+        """One line: the corpora evaluated, and how many corpora and systems were skipped."""
+        done = f"evaluated {len(self.evaluated)} corpora: {', '.join(self.evaluated) or 'none'}"
+        if not self.skipped:
+            return done
+        corpora = sum(line.startswith("corpus ") for line in self.skipped)
+        return (f"{done}; skipped {corpora} corpora and {len(self.skipped) - corpora} system "
+                "files (see the lines above)")
 
 
 @flow(name="sysdiff-watch", validate_parameters=False)
-def evaluate_folder(folder: str, warehouse: str) -> list[str]:
-    """Evaluate every corpus of a watched folder into the warehouse."""
-    done = []
-    for spec in folder_specs(Path(folder)):
-        evaluate.with_options(flow_run_name=f"{spec.corpus}")(spec, Path(warehouse))
-        done.append(spec.corpus)
-    return done
+def evaluate_folder(folder: str, warehouse: str) -> Pass:
+    """Evaluate every corpus of a watched folder into the warehouse. A bad corpus or system
+    file is skipped with one line (a warning in the flow's log) and the rest is evaluated."""
+    from prefect import get_run_logger
+
+    run_log = get_run_logger()  # the flow run's log (the Prefect UI)
+
+    def skip(lines: list[str], printed: bool = False) -> None:
+        for line in lines:
+            if not printed:
+                log.warning("%s", line)  # stderr
+            run_log.warning("%s", line)
+        result.skipped += lines
+
+    result = Pass()
+    specs, bad = folder_specs(Path(folder))
+    skip(bad)
+    for spec in specs:
+        try:
+            spec, bad = preflight(spec, Path(warehouse))
+            skip(bad)
+            # systems skipped while reading were printed by the run (skip_system)
+            skip(evaluate.with_options(flow_run_name=f"{spec.corpus}")(spec, Path(warehouse)),
+                 printed=True)
+        except InputError as e:
+            skip([f"corpus {spec.corpus!r} skipped: {e}"])
+            continue
+        result.evaluated.append(spec.corpus)
+    run_log.info("%s", result.summary())
+    return result
 
 
 def deployment(folder: Path, warehouse: Path, cron: str):

@@ -41,7 +41,9 @@ def _canonical(df: pl.DataFrame) -> pl.DataFrame:
 
 def table_dumps(root: Path) -> dict[str, str]:
     """table -> canonical CSV text, for every non-empty table of the warehouse catalog."""
-    con = duckdb.connect(str(root / "sysdiff.duckdb"), read_only=True)
+    # as any DuckDB client opens the catalog: its views name files relative to the warehouse
+    con = duckdb.connect(str(root / "sysdiff.duckdb"), read_only=True,
+                         config={"file_search_path": str(root)})
     try:
         names = sorted(r[0] for r in con.execute(
             "select table_name from information_schema.tables "

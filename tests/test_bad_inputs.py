@@ -103,7 +103,20 @@ MISMATCHES = {
     "form_differs": (edit(GOOD, "2\tchat\tchat", "2\tchien\tchat"),
                      "sentence s1, word 2: form 'chien' differs from the key's 'chat'", 4),
     "word_missing": (edit(GOOD, "4\t.\t.\tPUNCT\t_\t_\t3\tpunct\t_\t_\n", ""),
-                     "sentence s1 has 3 words but the key has 4: a word is missing", 1),
+                     "sentence s1, word 4: the key's '.' is missing after the last word: a "
+                     "word is missing (3 words, the key has 4)", 5),
+    # a merged word: the system's one form against the key's two, at the word's own line
+    "word_merged": (GOOD.split("# sent_id = s2")[0] + "# sent_id = s2\n"
+                    "1\tdu\tde\tADP\t_\t_\t0\troot\t_\t_\n\n",
+                    "sentence s2, word 1: form 'du' where the key has 'de' 'le': a word is "
+                    "missing (a merged word?) (1 words, the key has 2)", 9),
+    "word_split": (edit(GOOD, "2\tchat\tchat\tNOUN\t_\t_\t3\tnsubj\t_\t_\n",
+                        "2\tch\tchat\tNOUN\t_\t_\t4\tnsubj\t_\t_\n"
+                        "3\tat\tchat\tNOUN\t_\t_\t4\tnsubj\t_\t_\n").replace(
+                            "3\tdort", "4\tdort").replace("4\t.\t.\tPUNCT\t_\t_\t3",
+                                                         "5\t.\t.\tPUNCT\t_\t_\t4"),
+                   "sentence s1, word 2: forms 'ch' 'at' where the key has 'chat': it has an "
+                   "extra word (a split word?) (5 words, the key has 4)", 4),
 }
 
 

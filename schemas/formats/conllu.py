@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import mmap
 import re
+import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -579,6 +580,7 @@ class WordCheck:
         self.n_words: list[np.ndarray] = []
         self.lines: list[np.ndarray] = []
         self.form_error: InputError | None = None
+        self.count_error: InputError | None = None
 
     def add(self, chunk: ConllDoc, key_words: pl.DataFrame) -> None:
         """One chunk of the system; ``key_words`` are the key's words (``sent``, ``id``,
@@ -592,6 +594,46 @@ class WordCheck:
         if self.form_error is None and same_shape:
             in_chunk = pl.col("sent").is_between(lo, lo + n.size - 1)
             self.form_error = self._form_error(key_words.filter(in_chunk), chunk.words)
+        elif self.count_error is None and not same_shape:
+            m = min(n.size, max(self.key_n.size - lo, 0))
+            bad = np.flatnonzero(self.key_n[lo:lo + m] != n[:m])
+            if bad.size:
+                i = lo + int(bad[0])
+                self.count_error = self._count_error(
+                    i, key_words.filter(pl.col("sent") == i),
+                    chunk.words.filter(pl.col("sent") == i))
+
+    def _count_error(self, i: int, key_words: pl.DataFrame, words: pl.DataFrame
+                     ) -> InputError:
+        """Sentence ``i`` has more or fewer words than the key's: name the first word that
+        differs, its line in the system file, and the forms on both sides (a merged word:
+        the system's one form against the key's two)."""
+        kf = [unicodedata.normalize("NFC", f) for f in key_words["form"].to_list()]
+        sf = [unicodedata.normalize("NFC", f) for f in words["form"].to_list()]
+        lines = words["line"].to_list()
+        j = next((k for k, (a, b) in enumerate(zip(sf, kf, strict=False)) if a != b),
+                 min(len(sf), len(kf)))
+        sent_id = self.key_sents["sent_id"][i]
+        counts = f"{len(sf)} words, the key has {len(kf)}"
+
+        def forms(items: list[str], start: int, n: int) -> str:
+            return " ".join(f"'{f}'" for f in items[start:start + n])
+
+        if len(sf) < len(kf):
+            what = "a word is missing"
+            if j < len(sf):
+                text = (f"form {forms(sf, j, 1)} where the key has {forms(kf, j, 2)}: {what} "
+                        f"(a merged word?)")
+            else:
+                text = f"the key's {forms(kf, j, 1)} is missing after the last word: {what}"
+        else:
+            what = "it has an extra word"
+            text = (f"forms {forms(sf, j, 2)} where the key has {forms(kf, j, 1)}: {what} "
+                    f"(a split word?)" if j < len(kf) else
+                    f"extra word {forms(sf, j, 1)} after the key's last word: {what}")
+        line = lines[min(j, len(lines) - 1)] if lines else None
+        return InputError(f"sentence {sent_id}, word {j + 1}: {text} ({counts}); expected the "
+                          "key's words", self.system_path, line)
 
     def _form_error(self, key_words: pl.DataFrame, words: pl.DataFrame) -> InputError | None:
         kw = key_words.select("sent", "id", pl.col("form").alias("kf"))
@@ -620,6 +662,8 @@ class WordCheck:
                 int(lines[k]) if n.size > k else None,
             )
         bad = np.flatnonzero(n != self.key_n)
+        if bad.size and self.count_error is not None:
+            raise self.count_error
         if bad.size:
             i = int(bad[0])
             what = "a word is missing" if n[i] < self.key_n[i] else "it has an extra word"

@@ -1,0 +1,68 @@
+"""The choices of the command line (tables, views, output formats) and where the warehouse
+is: light enough to import before anything else, so ``--help`` lists every choice and a bad
+name or path is reported at once."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from sysdiff.schemas.errors import InputError
+
+FORMATS = ("table", "csv", "json", "markdown", "latex")  # output formats
+DEFAULT_WAREHOUSE = Path("data") / "warehouse"
+MANIFEST = "manifest.json"
+TOKEN_TASKS, COREF_TASKS, UNL_TASKS = ("pos", "dep"), ("coref",), ("unl", "nl")
+# table -> (tasks whose corpora have it, what it shows): ``sysdiff show --help`` lists these.
+SHOWABLE: dict[str, tuple[tuple[str, ...], str]] = {
+    "scores": (TOKEN_TASKS, "accuracy and sentence exact match of each system"),
+    "pairs": (TOKEN_TASKS, "every pair: difference, change classes, delta, p-values"),
+    "changes": (TOKEN_TASKS, "one pair (--sys1, --sys2): summary, top changes per class"),
+    "labels": (TOKEN_TASKS, "accuracy per gold label, one column per system"),
+    "labeldiff": (TOKEN_TASKS, "one pair: the labels whose accuracy differs most"),
+    "oracles": (TOKEN_TASKS, "oracle accuracy of every system combination"),
+    "gains": (TOKEN_TASKS, "what each system adds to the oracle of all"),
+    "difficulty": (TOKEN_TASKS, "words by the number of systems that get them right"),
+    "conll18": (("dep",), "CoNLL 2018 shared-task metrics (precision, recall, F1)"),
+    "coref": (COREF_TASKS, "MUC, B3, CEAF, BLANC, LEA and CoNLL scores"),
+    "arcs": (COREF_TASKS, "ARCS mention classes and P/R/F1 per mention type"),
+    "coref_pairs": (COREF_TASKS, "every pair of responses (one pair: with transitions)"),
+    "coref_oracles": (COREF_TASKS, "ARCS recall oracle of every response combination"),
+    "agreement": (COREF_TASKS, "CoNLL F1 of each response scored against another"),
+    "unl": (UNL_TASKS, "UNL precision, recall and F-measure of each version"),
+}
+VIEWS_HELP = ("View: upos, xpos, feats, lemma (pos and dep corpora), head, deprel, las (dep); "
+              "any, nom (coreference: the ARCS criterion). Default: las, upos or nom.")
+
+
+def resolve_warehouse(option: str | None) -> Path:
+    """``--warehouse``, else ``$SYSDIFF_WAREHOUSE``, else ``./data/warehouse``.
+
+    Any character works in the path but a comma: DuckDB finds the catalog's relative paths
+    through ``file_search_path``, a comma-separated list of folders.
+    """
+    root = Path(option or os.environ.get("SYSDIFF_WAREHOUSE") or DEFAULT_WAREHOUSE).absolute()
+    if "," in str(root):
+        raise InputError("a warehouse path cannot contain ','; DuckDB finds the warehouse's "
+                         "files through file_search_path, a comma-separated list", root)
+    return root
+
+
+def read_manifest(root: Path) -> dict:
+    """The warehouse's live partitions: {"tables": {table: {partition: {"file": rel,
+    "sig": sig, "sha256": hex, "size": bytes}}}} (``sha256`` and ``size`` of the file as
+    committed); a damaged manifest is an InputError."""
+    path = root / MANIFEST
+    if not path.exists():
+        return {"version": 1, "tables": {}}
+    try:
+        manifest = json.loads(path.read_bytes())
+        if not isinstance(manifest.get("tables"), dict):
+            raise ValueError("no 'tables' object")
+    except (ValueError, UnicodeDecodeError, AttributeError) as e:
+        raise InputError(f"the warehouse's manifest is damaged ({type(e).__name__}: "
+                         f"{str(e).splitlines()[0] if str(e) else e}); it lists the live "
+                         "results: restore it from a backup, or start a new warehouse",
+                         path) from None
+    return manifest

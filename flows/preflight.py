@@ -1,0 +1,134 @@
+"""Checks that need no Prefect, run before it starts (a bad path or name fails in well under a
+second): every input file exists, is a readable regular file with text in it, its format can
+be told from its head, and the warehouse is not locked by another run.
+
+With ``keep_going`` a bad system file is skipped (one line each); a bad key never is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import logging
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sysdiff.flows.names import read_manifest
+from sysdiff.flows.spec import RunSpec, Source
+from sysdiff.schemas.errors import InputError
+
+if TYPE_CHECKING:
+    from sysdiff.flows.warehouse import Staging
+
+log = logging.getLogger("sysdiff")
+HEAD_BYTES = 1 << 20  # the head of a file that format detection reads
+EXPECTED = {"pos": "tab-separated token lines (CoNLL-U, CoNLL-X or word<TAB>tag)",
+            "dep": "tab-separated token lines (CoNLL-U or CoNLL-X)",
+            "coref": "CoNLL-2012, CorefUD or JSON lines", "unl": "a UNL document",
+            "nl": "a UNL document with target-language sentences"}
+
+
+def check_file(source: Source, task: str) -> str | None:
+    """Check one input file from its head; return the detected format (None for UNL)."""
+    path = Path(source.path)
+    if not path.exists():
+        raise InputError("no such file", path)
+    if not path.is_file():
+        raise InputError("not a regular file" + ("; expected a file, got a folder"
+                                                 if path.is_dir() else ""), path)
+    try:
+        with path.open("rb") as f:
+            head = f.read(HEAD_BYTES)
+            whole = len(head) < HEAD_BYTES or not f.read(1)
+    except OSError as e:
+        raise InputError(f"cannot read the file: {e.strerror}", path) from None
+    if re.search(rb"\S", head) is None and whole:
+        raise InputError(f"file is empty; expected {EXPECTED[task]}", path)
+    nul = head.find(b"\x00")
+    if nul >= 0:
+        raise InputError("binary data (NUL byte); expected a UTF-8 text file", path,
+                         head[:nul].count(b"\n") + 1)
+    return detect(path, head, source.fmt, task, whole)
+
+
+def detect(path: Path, head: bytes, fmt: str | None, task: str, whole: bool) -> str | None:
+    """The format of a file from its head (``fmt`` when given)."""
+    if fmt or task in ("unl", "nl"):
+        return fmt
+    if task == "coref":
+        from sysdiff.schemas.formats.coref import detect_format
+
+        return detect_format(head.decode("utf-8", errors="replace"), path)
+    from sysdiff.schemas.formats.conllu import detect_format
+
+    try:
+        return detect_format(path, head)
+    except InputError as e:
+        if whole or "only comments" not in e.message:
+            raise
+        return None  # a head of comments only: the reader decides
+
+
+def check_lock(root: Path) -> None:
+    """Refuse now (before Prefect starts) when another run holds the warehouse; the run takes
+    the lock for real later (:func:`warehouse_lock`)."""
+    lock = root.parent / f".{root.name}.lock"
+    if not lock.exists():
+        return
+    fd = os.open(lock, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    except BlockingIOError:
+        raise InputError("another sysdiff run is writing to this warehouse; wait for it to "
+                         "finish (runs on one warehouse are serialised)", root) from None
+    finally:
+        os.close(fd)
+
+
+def preflight(spec: RunSpec, root: Path) -> tuple[RunSpec, list[str]]:
+    """Check the warehouse and every input file of ``spec``. Returns the spec without the
+    systems skipped (``spec.keep_going``) and one line per skipped system; anything else
+    wrong raises an InputError."""
+    check_file(spec.key, spec.task)
+    keep, skipped = [], []
+    for source in spec.systems:
+        try:
+            check_file(source, spec.task)
+            keep.append(source)
+        except InputError as e:
+            if not spec.keep_going:
+                raise
+            skipped.append(skip_line(source, e))
+    if not keep:
+        raise InputError(f"no system left to evaluate: every system file of corpus "
+                         f"'{spec.corpus}' is bad ({len(skipped)} skipped)")
+    check_lock(root)
+    read_manifest(root)  # a damaged manifest is reported now
+    return dataclasses.replace(spec, systems=keep), skipped
+
+
+def skip_line(source: Source, error: InputError) -> str:
+    """One line for a skipped system: ``system 'NAME' skipped: FILE:LINE: reason``."""
+    where = str(error) if error.path is not None else f"{source.path}: {error}"
+    return f"system '{source.id}' skipped: {where}"
+
+
+def skip_system(spec: RunSpec, stage: Staging, source: Source, role: str,
+                error: InputError) -> None:
+    """In an ingest loop: with ``spec.keep_going``, record and report a bad system file (one
+    line) and let the run go on without it; otherwise (or for the key) raise ``error``."""
+    if role == "key" or not spec.keep_going:
+        raise error
+    line = skip_line(source, error)
+    stage.skipped.append(line)
+    log.warning("%s", line)
+
+
+def check_some_left(spec: RunSpec, stage: Staging) -> None:
+    """After an ingest loop: refuse to go on when every system was skipped."""
+    if spec.systems and len(stage.skipped) >= len(spec.systems):
+        raise InputError(f"no system left to evaluate: every system file of corpus "
+                         f"'{spec.corpus}' is bad ({len(stage.skipped)} skipped)")
