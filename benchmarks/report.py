@@ -248,19 +248,17 @@ def synthetic_tables(n: int, seed: int = 0, units: int = 10_000,
 
 
 def synthetic_warehouse(folder: Path, n: int, seed: int = 0) -> Path:
-    """A catalog (``sysdiff.duckdb``) holding ``synthetic_tables`` for the report to read."""
-    import duckdb
+    """A warehouse holding ``synthetic_tables`` (committed as a run would, so that the
+    sandboxed catalog reads it)."""
+    from sysdiff.flows.warehouse import corpus_partition, open_run
+    from sysdiff.schemas.tables import TABLES
 
     root = folder / "wh"
-    root.mkdir(parents=True, exist_ok=True)
-    path = root / "sysdiff.duckdb"
-    path.unlink(missing_ok=True)
-    con = duckdb.connect(str(path))
-    for name, df in synthetic_tables(n, seed).items():
-        con.register("frame", df.to_arrow())
-        con.execute(f"create table {name} as select * from frame")
-        con.unregister("frame")
-    con.close()
+    with open_run(root) as stage:
+        for name, df in synthetic_tables(n, seed).items():
+            full = df.with_columns(pl.lit(None).alias(c) for c in TABLES[name].names
+                                   if c not in df.columns)
+            stage.write(name, corpus_partition("syn"), "synthetic", full)
     return root
 
 

@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from sysdiff.flows.names import FORMATS, SHOWABLE, VIEWS_HELP, resolve_warehouse
+from sysdiff.flows.names import FORMATS, NOTICE, SHOWABLE, VIEWS_HELP, resolve_warehouse
 from sysdiff.schemas.errors import InputError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -41,7 +41,7 @@ def show_warnings(verbose: bool = False) -> None:
         handler.setFormatter(_LineFormatter())
         log.addHandler(handler)
         log.propagate = False
-    log.setLevel(logging.INFO if verbose else logging.WARNING)
+    log.setLevel(logging.INFO if verbose else NOTICE)
 
 
 class _StderrHandler(logging.StreamHandler):
@@ -61,10 +61,12 @@ class _StderrHandler(logging.StreamHandler):
 
 
 class _LineFormatter(logging.Formatter):
-    """``sysdiff: warning: ...`` for warnings, ``sysdiff: ...`` for step times."""
+    """``sysdiff: warning: ...`` for warnings, ``sysdiff: note: ...`` for notices,
+    ``sysdiff: ...`` for step times."""
 
     def format(self, record: logging.LogRecord) -> str:
-        kind = "warning: " if record.levelno >= logging.WARNING else ""
+        kind = ("warning: " if record.levelno >= logging.WARNING else
+                "note: " if record.levelno >= NOTICE else "")
         return f"sysdiff: {kind}{record.getMessage()}"
 
 

@@ -66,3 +66,8 @@ def read_manifest(root: Path) -> dict:
                          "results: restore it from a backup, or start a new warehouse",
                          path) from None
     return manifest
+
+
+#: Log level between INFO and WARNING: facts a user should know once (``sysdiff: note:``),
+#: e.g. a view that is not evaluated.
+NOTICE = 25

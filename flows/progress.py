@@ -10,6 +10,13 @@ from collections.abc import Callable, Iterator
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from sysdiff.flows.names import NOTICE
+
+
+def notice(message: str) -> None:
+    """Say once what sysdiff did not do and why (``sysdiff: note: ...``)."""
+    logging.getLogger("sysdiff").log(NOTICE, "%s", message)
+
 
 @contextlib.contextmanager
 def progress(label: str, total: int) -> Iterator[Callable[[], None]]:

@@ -26,7 +26,7 @@ from prefect.cache_policies import NONE
 
 from sysdiff.flows.history import stage_history
 from sysdiff.flows.preflight import check_some_left, skip_system
-from sysdiff.flows.progress import progress
+from sysdiff.flows.progress import notice, progress
 from sysdiff.flows.shards import map_fold
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
 from sysdiff.flows.warehouse import (
@@ -267,24 +267,26 @@ def reduce_sum(frames: list[pl.DataFrame], keys: list[str]) -> pl.DataFrame:
     return df.group_by(keys, maintain_order=True).agg(pl.exclude(keys).sum())
 
 
-def evaluated_views(task: str, vocab_rows: pl.DataFrame) -> tuple[list[str], dict]:
-    """The views the key can score (its columns are not all ``_``), and for each view the
-    systems whose column is all ``_`` (scored, all wrong, flagged ``missing``)."""
+def evaluated_views(task: str, vocab_rows: pl.DataFrame) -> tuple[list[str], dict, list[str]]:
+    """The views the key can score (its columns are not all ``_``); for each view the
+    systems whose column is all ``_`` (scored, all wrong, flagged ``missing``); and the
+    notices that say so, one line per view."""
     absent = _absent_columns(vocab_rows)
-    views, missing = [], {}
+    views, missing, notes = [], {}, []
     for view in TASK_VIEWS[task]:
-        gone = [c for c in VIEW_COLUMNS[view] if c in absent.get(KEY_ID, set())]
-        if gone:
-            log.warning("%s: the key has no %s column (all '_'); not evaluated", view,
-                        "/".join(c.upper() for c in gone))
+        columns = "/".join(c.upper() for c in VIEW_COLUMNS[view])
+        if set(VIEW_COLUMNS[view]) & absent.get(KEY_ID, set()):
+            notes.append(f"{view}: the key has no {columns} column (all '_'); not evaluated")
             continue
         views.append(view)
         missing[view] = {s for s, cols in absent.items()
                          if s != KEY_ID and set(VIEW_COLUMNS[view]) & cols}
-        for s in sorted(missing[view]):
-            log.warning("%s: %s has no %s column (all '_'); scored as all wrong", view, s,
-                        "/".join(c.upper() for c in VIEW_COLUMNS[view]))
-    return views, missing
+        if missing[view]:
+            names = sorted(missing[view])
+            notes.append(f"{view}: {len(names)} system(s) have no {columns} column (all '_'): "
+                         f"{', '.join(names[:5])}{' ...' if len(names) > 5 else ''}; scored "
+                         "as all wrong, flagged 'missing' in scores")
+    return views, missing, notes
 
 
 def _absent_columns(vocab_rows: pl.DataFrame) -> dict[str, set[str]]:
@@ -320,10 +322,12 @@ def compare_tokens(spec: RunSpec, stage: Staging, ingested: dict[str, Ingested])
                   if not stage.has("pairs", pair_partition(corpus, *p), sig)]
     todo_all = not stage.has("oracles", corpus_partition(corpus), all_sig)
     vocab_rows = _corpus_vocab(stage, corpus, systems)
-    views, missing = evaluated_views(spec.task, vocab_rows)
+    views, missing, notes = evaluated_views(spec.task, vocab_rows)
     if not (todo_sys or todo_pairs or todo_all) or not views:
         stage_history(spec, stage, "tokens", all_sig)
         return
+    for note in notes:  # said when the tables are computed, not on every rerun
+        notice(note)
     crash_point("compare")
     sents_path = _path(stage, "sents", corpus, KEY_ID)
     key_sents = pl.read_parquet(sents_path, columns=["sent", "doc"], glob=False)

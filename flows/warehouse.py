@@ -390,10 +390,15 @@ def commit(staging: Staging) -> None:
     staging.manifest = manifest
 
 
+def table_files(manifest: dict, table: str) -> list[str]:
+    """The committed Parquet files of a table, relative to the warehouse (a file shared by
+    several partitions once)."""
+    return sorted({e["file"] for e in manifest["tables"].get(table, {}).values()})
+
+
 def live_files(root: Path, manifest: dict, table: str) -> list[Path]:
-    """The committed Parquet files of a table (a file shared by partitions once)."""
-    parts = manifest["tables"].get(table, {})
-    return [root / f for f in sorted({p["file"] for p in parts.values()})]
+    """The committed Parquet files of a table."""
+    return [root / f for f in table_files(manifest, table)]
 
 
 def collect_garbage(root: Path, manifest: dict) -> None:
@@ -418,8 +423,7 @@ def catalog_statements(manifest: dict) -> list[tuple[str, object]]:
     in ``queries.py``), or by running from inside the folder."""
     statements: list[tuple[str, object]] = []
     for table, schema in all_tables().items():
-        parts = manifest["tables"].get(table, {})
-        files = [parts[p]["file"] for p in sorted(parts)]
+        files = table_files(manifest, table)
         if files:
             listing = ", ".join(sql_literal(f) for f in files)
             statements.append((f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listing}], "

@@ -57,7 +57,8 @@ def test_usage_errors_print_the_usage_and_exit_2(argv, phrase):
 
 @pytest.mark.parametrize("argv, phrases", [
     (["show", "scores", "--view", "UAS"],
-     ["unknown view 'UAS' for corpus 'sequoia'", "upos, xpos, feats, lemma, head, deprel, las"]),
+     ["unknown view 'UAS' for corpus 'sequoia'",  # the key has no XPOS
+      "upos, feats, lemma, head, deprel, las"]),
     (["show", "coref", "--corpus", "sequoia"],
      ["corpus 'sequoia' is a dep corpus; show coref needs a coref corpus (litbank)"]),
     (["show", "scores", "--corpus", "nope"], ["no corpus 'nope'", "litbank, sequoia, unl-cases"]),

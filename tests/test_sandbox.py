@@ -206,7 +206,7 @@ def test_damaged_results_file_is_recomputed(tmp_path, cli):
         == {1.0}
     code, _, err = cli(*argv)
     assert code == 0, err
-    warnings = [line for line in err.splitlines() if "warning" in line]
+    warnings = [line for line in err.splitlines() if "warning" in line and ".parquet" in line]
     assert len(warnings) == 1 and str(target) in warnings[0], err
     assert "recomputed" in warnings[0]
     got = query(root, "select system, view, punct, accuracy from scores order by all")
