@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,8 @@ VIEW_COLUMNS = {"upos": ("upos",), "xpos": ("xpos",), "feats": ("feats",),
                 "las": ("head", "deprel")}
 VOCAB_COLUMNS = ("upos", "xpos", "feats", "lemma", "head", "deprel")
 PAIR_TABLES = ("pairs", "changes", "bucket_pairs")
+#: Pairs counted in one pass over the shards: bounds the change cells held in memory.
+PAIRS_PER_BLOCK = 256
 CORPUS_TABLES = ("oracles", "oracle_labels", "difficulty", "majority")
 
 
@@ -341,17 +343,29 @@ def compare_tokens(spec: RunSpec, stage: Staging, ingested: dict[str, Ingested])
         mappings={k: dict(v) for k, v in spec.mappings.items()},
         pairs=[(index[a], index[b]) for a, b in todo_pairs], with_corpus=todo_all,
         conll18=todo_sys if spec.task == "dep" else [])
-    folder = Folder(_merge)
-    with progress("compare", len(shards)) as tick:
-        map_fold(lambda sh: shard_compare.submit(job, sh), shards, folder, tick)
-    out = Outputs(spec, stage, job, folder.acc, missing)
-    out.per_system(todo_sys, sys_sig)
-    out.per_pair(todo_pairs, pair_sig)
-    if todo_all:
-        out.corpus_wide(all_sig)
-    if job.conll18:
-        out.conll18(sys_sig)
+    blocks = pair_blocks(job.pairs, PAIRS_PER_BLOCK)
+    with PairWriter(stage, corpus, todo_pairs, pair_sig) as pair_out, \
+            progress("compare", len(shards) * len(blocks)) as tick:
+        for k, block in enumerate(blocks):
+            part = replace(job, pairs=block, with_corpus=job.with_corpus and k == 0,
+                           conll18=job.conll18 if k == 0 else [])
+            folder = Folder(_merge)
+            map_fold(lambda sh, part=part: shard_compare.submit(part, sh), shards, folder, tick)
+            out = Outputs(spec, stage, part, folder.acc, missing)
+            if k == 0:
+                out.per_system(todo_sys, sys_sig)
+                if todo_all:
+                    out.corpus_wide(all_sig)
+                if part.conll18:
+                    out.conll18(sys_sig)
+            pair_out.write(out)
     stage_history(spec, stage, "tokens", all_sig)
+
+
+def pair_blocks(pairs: list[tuple[int, int]], size: int) -> list[list[tuple[int, int]]]:
+    """The pairs in blocks of ``size``, counted one block per pass over the shards (at least
+    one block, so that a run with no pair to count still counts everything else)."""
+    return [pairs[k:k + size] for k in range(0, len(pairs), size)] or [[]]
 
 
 class Outputs:
@@ -401,23 +415,8 @@ class Outputs:
                 pl.lit(self.corpus).alias("corpus"), pl.lit(s).alias("system"))
             self.stage.write("conll18", partition(self.corpus, s), sigs[s], df)
 
-    def per_pair(self, todo: list[tuple[str, str]], sigs: dict) -> None:
-        """Every computed pair's rows in one block file per table (a partition per pair).
-        Pairs that share an old block with a recomputed pair are copied into the new block,
-        so no file ever holds a superseded row."""
-        if not todo:
-            return
-        parts = {pair_partition(self.corpus, a, b): sigs[(a, b)] for a, b in todo}
-        block = f"{corpus_partition(self.corpus)}/block-{signature(sorted(parts.items()))}"
-        for name in PAIR_TABLES:
-            carried = self._carried(name, set(parts))
-            with self.stage.block_writer(name, block, {**parts, **carried}) as append:
-                for df in self._pair_rows(name):
-                    append(df)
-                for batch in self._old_rows(name, carried):
-                    append(batch)
-
-    def _pair_rows(self, name: str) -> Iterator[pl.DataFrame]:
+    def pair_rows(self, name: str) -> Iterator[pl.DataFrame]:
+        """The rows of one pair table (pairs, changes, bucket_pairs) of this block's pairs."""
         if name != "changes":
             if self.table(name).height:
                 yield self.table(name)
@@ -427,6 +426,41 @@ class Outputs:
                 for df in tokens.change_blocks(self.acc[(view, punct)], view, self.job.systems,
                                                self.job.vocab):
                     yield self._tag(df, view, punct)
+
+
+class PairWriter:
+    """Writes the pairs of a run in one block file per pair table (a partition per pair),
+    block of pairs after block of pairs. Pairs that share an old file with a recomputed pair
+    are copied into the new file, so no file ever holds a superseded row."""
+
+    def __init__(self, stage: Staging, corpus: str, todo: list[tuple[str, str]],
+                 sigs: dict) -> None:
+        self.stage, self.corpus = stage, corpus
+        self.parts = {pair_partition(corpus, a, b): sigs[(a, b)] for a, b in todo}
+        self.files = contextlib.ExitStack()
+        self.appends: dict[str, Callable[[pl.DataFrame], None]] = {}
+        self.carried: dict[str, dict[str, str]] = {}
+
+    def __enter__(self) -> PairWriter:
+        if self.parts:
+            name = f"{corpus_partition(self.corpus)}/block-{signature(sorted(self.parts.items()))}"
+            for table in PAIR_TABLES:
+                self.carried[table] = self._carried(table, set(self.parts))
+                self.appends[table] = self.files.enter_context(self.stage.block_writer(
+                    table, name, {**self.parts, **self.carried[table]}))
+        return self
+
+    def write(self, out: Outputs) -> None:
+        for table, append in self.appends.items():
+            for df in out.pair_rows(table):
+                append(df)
+
+    def __exit__(self, *exc: object) -> bool | None:
+        if exc[0] is None:
+            for table, append in self.appends.items():
+                for batch in self._old_rows(table, self.carried[table]):
+                    append(batch)
+        return self.files.__exit__(*exc)
 
     def _carried(self, table: str, recomputed: set[str]) -> dict[str, str]:
         """Live pair partitions (-> signature) that share a file with a recomputed one."""

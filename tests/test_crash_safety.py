@@ -14,7 +14,7 @@ import pytest
 
 from sysdiff.flows.queries import query
 from tests.conftest import REPO, snapshot
-from tests.test_scale import all_tables, sample
+from tests.test_scale import all_tables, sample, sort_rows
 
 POINTS = ["compare", "commit-moving", "commit-manifest", "commit-catalog"]
 
@@ -44,9 +44,7 @@ def catalog_tables(root: Path) -> dict[str, pl.DataFrame]:
     """What a reader of sysdiff.duckdb sees, in the same shape as ``all_tables``."""
     out = {}
     for name, df in all_tables(root).items():
-        seen = query(root, f"select * from {name}").select(df.columns)
-        keys = [c for c, t in seen.schema.items() if not isinstance(t, pl.List)]
-        out[name] = seen.sort(keys, nulls_last=True)
+        out[name] = sort_rows(query(root, f"select * from {name}").select(df.columns))
     return out
 
 

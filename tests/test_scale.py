@@ -43,14 +43,17 @@ def run(cli, small: dict[str, Path], root: Path, *extra: str) -> None:
     assert code == 0, err
 
 
+def sort_rows(df: pl.DataFrame) -> pl.DataFrame:
+    """Rows in one order whatever order they were written in (lists compared as text)."""
+    keys = [pl.col(c).list.join(",") if isinstance(t, pl.List) else pl.col(c)
+            for c, t in df.schema.items()]
+    return df.sort(keys, nulls_last=True)
+
+
 def all_tables(root: Path) -> dict[str, pl.DataFrame]:
     manifest = read_manifest(root)
-    out = {}
-    for name in TOKEN_TABLES:
-        df = read_table(root, name, manifest).drop(VOLATILE, strict=False)
-        keys = [c for c, t in df.schema.items() if not isinstance(t, pl.List)]
-        out[name] = df.sort(keys, nulls_last=True)
-    return out
+    return {name: sort_rows(read_table(root, name, manifest).drop(VOLATILE, strict=False))
+            for name in TOKEN_TABLES}
 
 
 def assert_same_tables(a: Path, b: Path) -> None:
@@ -82,3 +85,31 @@ def test_dask_cluster_gives_identical_tables(small, unsharded, tmp_path, cli):
         run(cli, small, tmp_path / "wh", "--shard-sents", "10", "--dask-address",
             cluster.scheduler_address)
     assert_same_tables(unsharded, tmp_path / "wh")
+
+
+def test_pairs_counted_one_block_at_a_time_give_the_same_tables(small, unsharded, tmp_path,
+                                                                 cli, monkeypatch):
+    """Many systems: pairs are counted a block at a time (one pass over the shards per
+    block); one pair per block gives every table of one block for all pairs."""
+    import sysdiff.flows.tokens as flow
+
+    monkeypatch.setattr(flow, "PAIRS_PER_BLOCK", 1)
+    run(cli, small, tmp_path / "wh", "--shard-sents", "7")
+    assert_same_tables(unsharded, tmp_path / "wh")
+
+
+def test_a_changed_system_file_gives_the_tables_of_a_fresh_run(small, tmp_path, cli):
+    """System b's file changes between two runs: its pairs are recomputed, the pairs that
+    shared their block file are carried over, and no pair is stored twice."""
+    first = tmp_path / "wh"
+    run(cli, small, first)
+    changed = dict(small)
+    text = small["b"].read_text(encoding="utf-8").replace("\tNOUN\t", "\tPROPN\t", 40)
+    changed["b"] = tmp_path / "b-changed.conllu"
+    changed["b"].write_text(text, encoding="utf-8")
+    run(cli, changed, first)
+    fresh = tmp_path / "fresh"
+    run(cli, changed, fresh)
+    assert_same_tables(fresh, first)
+    pairs = read_table(first, "pairs")
+    assert pairs.height == pairs.unique(["view", "punct", "sys1", "sys2"]).height
