@@ -241,6 +241,9 @@ def show(
         "--punct/--no-punct", help="Punctuation included (default: the view's default).")]
     = None,
     top: Annotated[int, typer.Option(min=1, help="Rows per class in change tables.")] = 5,
+    name: Annotated[str | None, typer.Option(
+        help="history: the NAME of the NAME@VERSION systems (default: the only one).")]
+    = None,
     warehouse: Warehouse = None,
     fmt: Fmt = "table",
 ) -> None:
@@ -249,7 +252,7 @@ def show(
 
     _check_format(fmt)
     typer.echo(show_table(resolve_warehouse(warehouse), table, corpus, view, sys1, sys2, punct,
-                          top, fmt), nl=False)
+                          top, fmt, name), nl=False)
 
 
 @app.command()
@@ -331,8 +334,10 @@ def examples(
 
 @app.command()
 def check(
-    baseline: Annotated[str, typer.Option(help="The reference system.")],
     candidate: Annotated[str, typer.Option(help="The system under test.")],
+    baseline: Annotated[str | None, typer.Option(
+        help="The reference system (default: the version before the candidate's, for a "
+        "candidate named NAME@VERSION).")] = None,
     corpus: Annotated[str | None, typer.Option(
         help="Corpus (default: the only one holding both systems).")] = None,
     view: Annotated[str | None, typer.Option(help="Gate on this " + VIEWS_HELP[0].lower()

@@ -91,12 +91,37 @@ def _score(root: Path, sql: str, system: str) -> float:
     return float(rows[0, 0])
 
 
-def check(root: Path, corpus: str | None, baseline: str, candidate: str, view: str | None,
-          punct: bool | None, max_new_errors: int | None, min_delta: float | None,
-          label: str | None) -> list[Gate]:
-    """Evaluate the gates asked for; ``min_delta`` is in points (percent)."""
+def previous_version(root: Path, corpus: str | None, candidate: str) -> tuple[str, str]:
+    """(corpus, the version before ``candidate`` = NAME@VERSION in its history)."""
+    name, sep, version = candidate.partition("@")
+    if not (sep and version):
+        raise InputError(f"no --baseline given and '{candidate}' is not named NAME@VERSION; "
+                         "give --baseline, or a versioned candidate to gate against its "
+                         "previous version")
+    corpus = pick_pair_corpus(root, corpus, candidate, candidate)
+    rows = query(root, f"select distinct previous from history where corpus = "
+                       f"{sql_literal(corpus)} and name = {sql_literal(name)} and version = "
+                       f"{sql_literal(version)}")
+    if rows.is_empty():
+        check_systems(root, corpus, candidate)
+        raise InputError(f"no history of '{name}' in corpus '{corpus}' holds version "
+                         f"'{version}'", root)
+    previous = rows["previous"][0]
+    if previous is None:
+        raise InputError(f"'{candidate}' is the first version of '{name}' in corpus "
+                         f"'{corpus}'; there is no previous version to gate against", root)
+    return corpus, f"{name}@{previous}"
+
+
+def check(root: Path, corpus: str | None, baseline: str | None, candidate: str,
+          view: str | None, punct: bool | None, max_new_errors: int | None,
+          min_delta: float | None, label: str | None) -> list[Gate]:
+    """Evaluate the gates asked for; ``min_delta`` is in points (percent). Without a
+    baseline, a NAME@VERSION candidate is gated against its previous version."""
     if max_new_errors is None and min_delta is None:
         raise InputError("no gate given; use --max-new-errors and/or --min-delta")
+    if baseline is None:
+        corpus, baseline = previous_version(root, corpus, candidate)
     corpus = pick_pair_corpus(root, corpus, baseline, candidate)
     task = corpora(root)[corpus]
     check_systems(root, corpus, baseline, candidate)
@@ -145,6 +170,30 @@ def check(root: Path, corpus: str | None, baseline: str, candidate: str, view: s
                           f"{what} of {candidate} vs {baseline}: {100 * delta:+.2f} points; "
                           f"at least {min_delta:+.2f} required"))
     return gates
+
+
+def latest_steps(root: Path, corpus: str, alpha: float = 0.05) -> list[str]:
+    """The newest version of every history of a corpus against its previous version, at the
+    corpus' default view: one line each, starting with ``REGRESSION`` when the score fell
+    significantly (McNemar p < ``alpha``). What ``sysdiff serve`` reports after a pass."""
+    task = corpora(root)[corpus]
+    view = check_view(root, corpus, task, None)
+    which = "true" if task in UNL_TASKS else f"view = {sql_literal(view)}"
+    if task not in UNL_TASKS + COREF_TASKS:
+        which += f" and punct = {str(view not in DEP_VIEWS).lower()}"
+    rows = query(root, f"""select * from history where corpus = {sql_literal(corpus)} and
+        {which} and previous is not null
+        qualify position = max(position) over (partition by name) order by name""")
+    lines = []
+    for r in rows.to_dicts():
+        significant = r["mcnemar_p"] is not None and r["mcnemar_p"] < alpha
+        kind = ("REGRESSION" if significant and r["delta"] < 0 else
+                "improvement" if significant and r["delta"] > 0 else "no significant change")
+        lines.append(f"{kind}: {r['name']}@{r['version']} vs @{r['previous']} in {corpus} "
+                     f"({r['view']}): {100 * r['delta']:+.2f} points, {r['corrections']} "
+                     f"corrections, {r['new_errors']} new errors, McNemar p = "
+                     f"{r['mcnemar_p']:.3g}")
+    return lines
 
 
 def as_json(gates: list[Gate]) -> dict:

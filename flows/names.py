@@ -31,6 +31,9 @@ SHOWABLE: dict[str, tuple[tuple[str, ...], str]] = {
     "coref_oracles": (COREF_TASKS, "ARCS recall oracle of every response combination"),
     "agreement": (COREF_TASKS, "CoNLL F1 of each response scored against another"),
     "unl": (UNL_TASKS, "UNL precision, recall and F-measure of each version"),
+    "history": (TOKEN_TASKS + COREF_TASKS + UNL_TASKS,
+                "the versions of one NAME@VERSION (--name): each against the previous one "
+                "and the best before it, with McNemar's p"),
 }
 VIEWS_HELP = ("View: upos, xpos, feats, lemma (pos and dep corpora), head, deprel, las (dep); "
               "any, nom (coreference: the ARCS criterion). Default: las, upos or nom.")

@@ -184,7 +184,8 @@ def _where(corpus: str, view: str | None, punct: bool | None) -> str:
 
 
 def show_table(root: Path, table: str, corpus: str | None, view: str | None, sys1: str | None,
-               sys2: str | None, punct: bool | None, top: int, fmt: str) -> str:
+               sys2: str | None, punct: bool | None, top: int, fmt: str,
+               name: str | None = None) -> str:
     """Render one of SHOWABLE for a corpus and view (every option value checked)."""
     if table not in SHOWABLE:
         raise InputError(f"unknown table '{table}'; expected one of {', '.join(SHOWABLE)}")
@@ -192,6 +193,10 @@ def show_table(root: Path, table: str, corpus: str | None, view: str | None, sys
     corpus = pick_corpus(root, corpus, tasks, f"show {table}")
     task = corpus_task(root, corpus)
     view = check_view(root, corpus, task, view)
+    if table == "history":
+        return show_history(root, corpus, task, view, punct, name, fmt)
+    if name is not None:
+        raise InputError("--name applies to 'show history' (the NAME of NAME@VERSION systems)")
     check_systems(root, corpus, sys1, sys2)
     if sys1 is not None and sys1 == sys2:
         raise InputError(f"--sys1 and --sys2 are both '{sys1}'; a pair needs two systems")
@@ -258,6 +263,52 @@ def _labels(root: Path, where: str, corpus: str, name: str, fmt: str) -> str:
 
 def _criterion(view: str | None) -> str:
     return view if view in CRITERIA else "nom"
+
+
+def history_names(root: Path, corpus: str) -> list[str]:
+    """The NAMEs of the corpus' NAME@VERSION histories."""
+    return query(root, f"select distinct name from history where corpus = {sql_literal(corpus)} "
+                       "order by name")["name"].to_list()
+
+
+def pick_history(root: Path, corpus: str, name: str | None) -> str:
+    """``--name`` checked against the corpus' histories, or the only one."""
+    names = history_names(root, corpus)
+    if not names:
+        raise InputError(f"corpus '{corpus}' has no version history: no system is named "
+                         "NAME@VERSION")
+    if name is None and len(names) == 1:
+        return names[0]
+    if name not in names:
+        given = "no --name given" if name is None else f"no history '{name}'"
+        raise InputError(f"{given} in corpus '{corpus}'; expected one of {', '.join(names)}")
+    return name
+
+
+def show_history(root: Path, corpus: str, task: str, view: str | None, punct: bool | None,
+                 name: str | None, fmt: str) -> str:
+    """The versions of one NAME in order: score, the step from the previous version and
+    from the best before it, McNemar's p; a significant step (p < 0.05) is marked."""
+    name = pick_history(root, corpus, name)
+    if task in TOKEN_TASKS:
+        punct = (view not in DEP_VIEWS) if punct is None else punct
+        score, which = score_name(view, punct), f"view = {sql_literal(view)} and punct = {punct}"
+    elif task in COREF_TASKS:
+        score, which = f"ARCS F1 ({view})", f"view = {sql_literal(view)}"
+    else:
+        score, which = "F1", "true"
+    rows = query(root, f"""
+        select version, previous, {pct('score')} as "{score} %",
+               {pct('delta')} as "delta (points)", corrections, new_errors, changed_errors,
+               mcnemar_p,
+               case when mcnemar_p < 0.05 and delta > 0 then 'gain'
+                    when mcnemar_p < 0.05 and delta < 0 then 'loss' else '' end
+                 as "significant (p < 0.05)",
+               best_version as "best before", {pct('delta_best')} as "vs best (points)",
+               mcnemar_p_best as "p vs best"
+        from history where corpus = {sql_literal(corpus)} and name = {sql_literal(name)}
+          and {which} order by position""")
+    return to_text(rows, fmt, title=f"{corpus}: history of {name} ({score})")
 
 
 def _domain_table(root: Path, table: str, corpus: str, view: str | None, sys1: str | None,

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from prefect import flow
 
+from sysdiff.flows.gates import latest_steps
 from sysdiff.flows.preflight import preflight
 from sysdiff.flows.run import evaluate
 from sysdiff.flows.spec import TASK_BY_SUFFIX, folder_specs  # noqa: F401 (re-exported)
@@ -29,10 +30,18 @@ class Pass:
 
     evaluated: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # one line per corpus or system
+    steps: list[str] = field(default_factory=list)  # newest versions vs their previous
+
+    @property
+    def regressions(self) -> list[str]:
+        return [line for line in self.steps if line.startswith("REGRESSION")]
 
     def summary(self) -> str:
-        """One line: the corpora evaluated, and how many corpora and systems were skipped."""
+        """One line: the corpora evaluated, significant regressions of the newest versions,
+        and how many corpora and systems were skipped."""
         done = f"evaluated {len(self.evaluated)} corpora: {', '.join(self.evaluated) or 'none'}"
+        if self.regressions:
+            done += f"; {len(self.regressions)} significant regression(s) (see above)"
         if not self.skipped:
             return done
         corpora = sum(line.startswith("corpus ") for line in self.skipped)
@@ -69,6 +78,10 @@ def evaluate_folder(folder: str, warehouse: str) -> Pass:
             skip([f"corpus {spec.corpus!r} skipped: {e}"])
             continue
         result.evaluated.append(spec.corpus)
+        for line in latest_steps(Path(warehouse), spec.corpus):
+            (log.warning if line.startswith("REGRESSION") else log.info)("%s", line)
+            run_log.info("%s", line)
+            result.steps.append(line)
     run_log.info("%s", result.summary())
     return result
 

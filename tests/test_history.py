@@ -70,3 +70,31 @@ def test_history_of_the_unl_sample(bundled):
         ("1", None, None), ("2", 2, 1), ("3", 1, 0)]
     assert all(r["view"] == "unlization" and r["punct"] is None for r in hist)
     assert hist[2]["best_version"] == "2" and hist[2]["mcnemar_p"] == 1.0
+
+
+def test_show_history_and_check_against_the_previous_version(bundled, cli):
+    wh = str(bundled("history"))
+    code, out, err = cli("show", "history", "-w", wh, "--format", "csv")
+    assert code == 0, err
+    rows = out.strip().splitlines()
+    assert len(rows) == 6 and rows[0].startswith("version,previous,LAS (no punct) %")
+    hist = {r["version"]: r for r in query(bundled("history"), "select * from history where "
+                                           "view = 'las' and not punct").to_dicts()}
+    assert rows[5].split(",")[:2] == ["5", "4"] and ",loss," in rows[5]
+    # version 5 makes more new errors against version 4 than the gate allows
+    n = hist["5"]["new_errors"]
+    assert cli("check", "-w", wh, "--candidate", "parser@5", "--max-new-errors", str(n))[0] == 0
+    code, _, err = cli("check", "-w", wh, "--candidate", "parser@5", "--max-new-errors",
+                       str(n - 1))
+    assert code == 1 and "against parser@4" in err
+    code, _, err = cli("check", "-w", wh, "--candidate", "parser@1", "--max-new-errors", "0")
+    assert code == 2 and "first version" in err and err.count("\n") == 1
+    code, _, err = cli("show", "history", "-w", wh, "--name", "nope")
+    assert code == 2 and "expected one of parser" in err
+
+
+def test_serve_reports_the_newest_versions(bundled):
+    from sysdiff.flows.gates import latest_steps
+
+    (line,) = latest_steps(bundled("history"), "sequoia-history")
+    assert line.startswith("REGRESSION: parser@5 vs @4") and "435 new errors" in line
