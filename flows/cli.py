@@ -81,6 +81,28 @@ def quiet_prefect(verbose: bool) -> None:
         os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
 
 
+def use_prefect_api(forward: bool = False) -> None:
+    """Choose the Prefect API before Prefect is imported (:func:`server.api_for_run`): the
+    one the user configured, else the background server (started now if needed), else a
+    temporary one. With ``forward``, a command that the warm runner can take (``run``,
+    ``demo``) is handed to it now that the server lives (``typer.Exit`` with its status).
+    Embedded (Prefect already imported, e.g. under ``prefect_test_harness``): unchanged."""
+    if "prefect" in sys.modules:
+        return
+    from sysdiff.flows import server
+
+    url, how = server.api_for_run()
+    if how != "background":
+        return
+    os.environ["PREFECT_API_URL"] = url
+    if forward:
+        from sysdiff.flows import runner
+
+        status = runner.try_forward(sys.argv[1:], url)
+        if status is not None:
+            raise typer.Exit(status)
+
+
 def parse_mappings(items: list[str]) -> dict[str, dict[str, str]]:
     """``--map SYSTEM:OLD=NEW`` (SYSTEM may be @key) into {system: {old: new}}."""
     out: dict[str, dict[str, str]] = {}
@@ -107,6 +129,7 @@ def prepare(spec, warehouse: str | None):
 def run_spec(spec, root: Path, verbose: bool, dask_address: str | None = None,
              dask_local: int = 0) -> list[str]:
     """Run the evaluation flow for ``spec``; the lines of systems skipped on the way."""
+    use_prefect_api(forward=True)
     quiet_prefect(verbose)
     show_warnings(verbose)
     from sysdiff.flows.run import run_evaluation
@@ -395,10 +418,9 @@ def serve(
     folder_specs(folder)  # the folder itself must exist (its contents are checked each pass)
     if once:
         check_lock(root)
-    elif not os.environ.get("PREFECT_API_URL"):
-        raise InputError("a schedule needs a Prefect server: start one with 'prefect server "
-                         "start' and set PREFECT_API_URL=http://127.0.0.1:4200/api (or use "
-                         "--once from cron)")
+    else:
+        _server_for_schedule()
+    use_prefect_api()
     quiet_prefect(verbose)
     show_warnings(verbose)
     from sysdiff.flows import watch as watch_mod
@@ -413,9 +435,127 @@ def serve(
     watch_mod.serve_folder(folder, root, cron)
 
 
+def _server_for_schedule() -> None:
+    """A schedule needs a Prefect server that outlives this command: the configured one,
+    else the background server; never a temporary one."""
+    from sysdiff.flows import server
+
+    if "prefect" in sys.modules or server.explicit_api_url():
+        return
+    if server.mode() == "off":
+        raise InputError("a schedule needs a Prefect server, and SYSDIFF_SERVER=off turns the "
+                         "background one off: set PREFECT_API_URL to a server (or use --once "
+                         "from cron)")
+    try:
+        server.ensure()
+    except server.ServerError as e:
+        raise InputError(f"a schedule needs a Prefect server: {e}") from None
+
+
+server_app = typer.Typer(no_args_is_help=True, help=(
+    "The background Prefect server that records every run (started by the first 'sysdiff "
+    "run'; SYSDIFF_SERVER=off runs each command with a temporary server instead)."))
+app.add_typer(server_app, name="server")
+
+
+@server_app.command("start")
+def server_start() -> None:
+    """Start the background Prefect server and the warm runner (nothing when they run)."""
+    from sysdiff.flows import runner, server
+
+    try:
+        found = server.ensure(announce=False)
+    except server.ServerError as e:
+        typer.echo(f"sysdiff: error: the background Prefect server did not start: {e}",
+                   err=True)
+        raise typer.Exit(1) from None
+    if runner.wait_ready(found.api_url) is None:
+        typer.echo(f"sysdiff: warning: the warm runner did not start (see "
+                   f"{runner.files()['log']}); runs take their own process", err=True)
+    typer.echo(server_status_text())
+
+
+@server_app.command("stop")
+def server_stop() -> None:
+    """Stop the warm runner and the background Prefect server (runs then start it again,
+    unless SYSDIFF_SERVER=off)."""
+    from sysdiff.flows import server
+
+    lines = server.stop()
+    typer.echo("\n".join(lines) if lines else "no background server was running")
+
+
+@server_app.command("status")
+def server_status() -> None:
+    """Where runs are recorded: the server's UI and API, its process, the warm runner.
+    Exit status 1 when the server is not running."""
+    from sysdiff.flows import server
+
+    typer.echo(server_status_text())
+    if server.live_server() is None:
+        raise typer.Exit(1)
+
+
+def server_status_text() -> str:
+    """The lines of ``sysdiff server status``."""
+    from sysdiff.flows import runner, server
+
+    found = server.live_server()
+    lines = []
+    if found is None:
+        lines.append("Prefect server: not running (the next 'sysdiff run' starts it)")
+    else:
+        rss = server.rss_mib(found.pid)
+        lines += [
+            f"Prefect server: running (pid {found.pid}, up {server.uptime(found)}"
+            + (f", {rss:.0f} MiB" if rss else "") + f", Prefect {found.prefect})",
+            f"  UI:        {found.ui_url}  (flow runs: {found.ui_url}/runs)",
+            f"  API:       {found.api_url}",
+            f"  CLI:       PREFECT_API_URL={found.api_url} prefect flow-run ls",
+            f"  database:  {Path(found.home) / 'prefect.db'}",
+            f"  log:       {found.log}"]
+    record = runner.alive()
+    if isinstance(record, dict):
+        rss = server.rss_mib(record["pid"])
+        lines.append(f"warm runner: running (pid {record['pid']}"
+                     + (f", {rss:.0f} MiB" if rss else "") + ")")
+    elif record == "starting":
+        lines.append("warm runner: starting")
+    else:
+        lines.append("warm runner: not running (the next run starts it)")
+    lines.append("runs report to: " + runs_report_to())
+    lines.append(f"state folder: {server.state_dir()}")
+    return "\n".join(lines)
+
+
+def runs_report_to() -> str:
+    """Which Prefect API a run started now would use, in words."""
+    from sysdiff.flows import server
+
+    explicit = server.explicit_api_url()
+    if explicit:
+        return f"{explicit} (PREFECT_API_URL, configured)"
+    if server.mode() == "off":
+        return "a temporary server in each process (SYSDIFF_SERVER=off)"
+    return "the background server"
+
+
 def _check_format(fmt: str) -> None:
     if fmt not in FORMATS:
         raise InputError(f"unknown output format '{fmt}'; expected one of {', '.join(FORMATS)}")
+
+
+def _forward_to_runner() -> None:
+    """``run`` and ``demo`` go to the warm runner when one lives (before anything else is
+    imported: the runner parses, checks and runs the same command line)."""
+    argv = sys.argv[1:]
+    if not argv or argv[0] not in ("run", "demo") or "prefect" in sys.modules:
+        return
+    from sysdiff.flows import runner
+
+    status = runner.try_forward(argv)
+    if status is not None:
+        sys.exit(status)
 
 
 def main() -> None:
@@ -423,6 +563,7 @@ def main() -> None:
     (unknown command or option, missing argument, a value of the wrong type): click's usage
     message, exit 2."""
     try:
+        _forward_to_runner()
         status = app(standalone_mode=False)
         if isinstance(status, int) and status:
             sys.exit(status)
