@@ -28,6 +28,7 @@ Warehouse = Annotated[str | None, typer.Option(
     "./data/warehouse).")]
 Fmt = Annotated[str, typer.Option("--format", "-f", help="Output: " + ", ".join(FORMATS) + ".")]
 SKIPPED = 3  # exit status when systems were skipped
+INTERRUPTED = 130  # exit status after Ctrl-C (128 + SIGINT)
 
 
 def show_warnings(verbose: bool = False) -> None:
@@ -224,9 +225,12 @@ def to_text(df, fmt: str, title: str | None = None) -> str:
 
 def summary(root: Path, corpus: str) -> None:
     """Print the headline scores of a corpus (rates in percent)."""
+    from sysdiff.flows.queries import one_connection
     from sysdiff.flows.show import headline
 
-    typer.echo(to_text(headline(root, corpus), "table", title=f"sysdiff: {corpus}"))
+    with one_connection():
+        table = headline(root, corpus)
+    typer.echo(to_text(table, "table", title=f"sysdiff: {corpus}"))
     typer.echo(f"warehouse: {root}  (list the tables: sysdiff sql \"show tables\")")
 
 
@@ -271,11 +275,14 @@ def show(
     fmt: Fmt = "table",
 ) -> None:
     """Paper-style tables from the warehouse (rates in percent, differences in points)."""
+    from sysdiff.flows.queries import one_connection
     from sysdiff.flows.show import show_table
 
     _check_format(fmt)
-    typer.echo(show_table(resolve_warehouse(warehouse), table, corpus, view, sys1, sys2, punct,
-                          top, fmt, name), nl=False)
+    with one_connection():
+        text = show_table(resolve_warehouse(warehouse), table, corpus, view, sys1, sys2, punct,
+                          top, fmt, name)
+    typer.echo(text, nl=False)
 
 
 @app.command()
@@ -338,6 +345,7 @@ def examples(
 ) -> None:
     """The words behind a change-table cell, with gold, sys1 and sys2 labels."""
     from sysdiff.flows.examples import examples as find
+    from sysdiff.flows.queries import one_connection
     from sysdiff.flows.show import (
         TOKEN_TASKS,
         check_systems,
@@ -348,10 +356,11 @@ def examples(
 
     _check_format(fmt)
     root = resolve_warehouse(warehouse)
-    corpus = pick_corpus(root, corpus, TOKEN_TASKS, "examples")
-    view = check_view(root, corpus, corpus_task(root, corpus), view)
-    check_systems(root, corpus, sys1, sys2)
-    found = find(root, corpus, view, sys1, sys2, cls, l1, l2, limit, punct, gold)
+    with one_connection():
+        corpus = pick_corpus(root, corpus, TOKEN_TASKS, "examples")
+        view = check_view(root, corpus, corpus_task(root, corpus), view)
+        check_systems(root, corpus, sys1, sys2)
+        found = find(root, corpus, view, sys1, sys2, cls, l1, l2, limit, punct, gold)
     typer.echo(to_text(found, fmt), nl=False)
 
 
@@ -381,9 +390,11 @@ def check(
     import json
 
     from sysdiff.flows import gates
+    from sysdiff.flows.queries import one_connection
 
-    result = gates.check(resolve_warehouse(warehouse), corpus, baseline, candidate, view,
-                         punct, max_new_errors, min_delta, label)
+    with one_connection():
+        result = gates.check(resolve_warehouse(warehouse), corpus, baseline, candidate, view,
+                             punct, max_new_errors, min_delta, label)
     failed = [g for g in result if not g.passed]
     if as_json:
         typer.echo(json.dumps(gates.as_json(result), indent=1))
@@ -565,6 +576,8 @@ def main() -> None:
     try:
         _forward_to_runner()
         status = app(standalone_mode=False)
+        if status == INTERRUPTED:  # typer turns Ctrl-C during a command into exit 130
+            raise KeyboardInterrupt
         if isinstance(status, int) and status:
             sys.exit(status)
     except InputError as e:
@@ -572,7 +585,7 @@ def main() -> None:
         sys.exit(2)
     except KeyboardInterrupt:
         typer.echo("sysdiff: interrupted; the warehouse keeps its previous results", err=True)
-        sys.exit(130)
+        sys.exit(INTERRUPTED)
     except (typer.Abort, typer.Exit) as e:
         sys.exit(getattr(e, "exit_code", 1))
     except typer.TyperException as e:  # click's usage errors (typer bundles its own click)

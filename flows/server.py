@@ -316,6 +316,9 @@ def _start() -> Server:
             break
         stop_process()
         if attempt == 2 or "address already in use" not in error.lower():
+            from sysdiff.flows import runner
+
+            runner.stop_all(only=runner.install_key())  # it would report to no server
             raise ServerError(f"{error} (log: {log})")
         port = free_port(0)  # another process took the port between the check and the bind
     server = Server(pid=proc.pid, port=port, started=time.time(), home=str(home),

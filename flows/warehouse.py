@@ -38,10 +38,12 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from sysdiff.flows.names import (  # noqa: F401 (re-exported)
+    CATALOG,
     DEFAULT_WAREHOUSE,
     MANIFEST,
     read_manifest,
     resolve_warehouse,
+    sql_literal,
 )
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.tables import all_tables, conform, polars_schema
@@ -52,7 +54,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("sysdiff")
 # Tables written when a file is ingested (the others are computed from them).
 INGEST_TABLES = frozenset({"systems", "units", "sents", "mentions", "coref_tokens"})
-CATALOG = "sysdiff.duckdb"
 ROW_GROUP = 1 << 17  # rows per Parquet row group: shard reads skip the groups they do not need
 
 
@@ -114,11 +115,6 @@ def systems_row(spec: RunSpec, source: Source, role: str, sha: str, fmt: str, n_
 def with_literals(df: pl.DataFrame, **values: object) -> pl.DataFrame:
     """``df`` with constant string columns (corpus, system, ...)."""
     return df.with_columns(pl.lit(v, pl.String).alias(k) for k, v in values.items())
-
-
-def sql_literal(text: str) -> str:
-    """A SQL string literal."""
-    return "'" + text.replace("'", "''") + "'"
 
 
 def file_sha256(path: str | Path) -> str:

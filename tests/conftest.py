@@ -13,6 +13,9 @@ import pytest
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
+# Tests never start or use the background Prefect server of the machine's user (the server
+# tests give theirs a private state folder); in-process runs use the session harness.
+os.environ.setdefault("SYSDIFF_SERVER", "off")
 
 REPO = Path(__file__).resolve().parent.parent
 SEQUOIA = REPO / "data" / "sequoia"

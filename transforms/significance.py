@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import bdtr
 
 AR_TRIALS = 10_000
 #: Largest lattice of the swapped sum whose exact distribution is computed (else sampled;
@@ -17,6 +16,8 @@ def mcnemar_exact(b: int, c: int) -> float:
     n = b + c
     if n == 0:
         return 1.0
+    from scipy.special import bdtr  # imported when needed: scipy takes 0.2-0.4 s to import
+
     return float(min(1.0, 2.0 * bdtr(min(b, c), n, 0.5)))
 
 
