@@ -480,7 +480,7 @@ def server_start() -> None:
         typer.echo(f"sysdiff: error: the background Prefect server did not start: {e}",
                    err=True)
         raise typer.Exit(1) from None
-    if runner.wait_ready(found.api_url) is None:
+    if runner.enabled() and runner.wait_ready(found.api_url) is None:
         typer.echo(f"sysdiff: warning: the warm runner did not start (see "
                    f"{runner.files()['log']}); runs take their own process", err=True)
     typer.echo(server_status_text())

@@ -22,6 +22,8 @@ the state folder of :mod:`sysdiff.flows.server`: ``runner-KEY.sock``, ``runner-K
 
 ``sysdiff server start`` starts it with the Prefect server, the first run that finds the
 server without a runner starts it for the next run, and ``sysdiff server stop`` stops it.
+``SYSDIFF_RUNNER=off`` runs every command in its own process (still reporting to the
+background server).
 """
 
 from __future__ import annotations
@@ -62,11 +64,18 @@ WARM = ("sysdiff.flows.cli", "sysdiff.flows.run", "sysdiff.flows.tokens",
 #: the runner's runs the command itself.
 IMPORT_ENV_PREFIXES = ("PYTHON", "LC_", "OMP_", "OPENBLAS_", "MKL_")
 IMPORT_ENV = ("LANG",)
+RUNNER_ENV = "SYSDIFF_RUNNER"  # off: every command runs in its own process
+OFF = ("off", "0", "false", "no")
 CONNECT_TIMEOUT = 5.0
 MAX_REQUEST = 1 << 22
 
 
 # ------------------------------------------------------------------------------ identity
+
+
+def enabled() -> bool:
+    """False with ``SYSDIFF_RUNNER=off``."""
+    return os.environ.get(RUNNER_ENV, "").strip().lower() not in OFF
 
 
 def install_key() -> str:
@@ -146,7 +155,10 @@ def alive(key: str | None = None) -> dict | str | None:
 
 
 def wait_ready(api_url: str | None, timeout: float = 120.0) -> dict | None:
-    """Start a runner when none lives and wait until it listens; its record, or None."""
+    """Start a runner when none lives and wait until it listens; its record, or None (also
+    with ``SYSDIFF_RUNNER=off``)."""
+    if not enabled():
+        return None
     deadline = time.monotonic() + timeout
     if alive() is None:
         spawn(api_url)
@@ -164,7 +176,7 @@ def try_forward(argv: list[str], api_url: str | None = None) -> int | None:
     the background server lives and no runner does."""
     if not argv or argv[0] not in FORWARDED or "--help" in argv:
         return None
-    if server.mode() == "off":
+    if server.mode() == "off" or not enabled():
         return None
     if api_url is None:
         if server.explicit_api_url():
@@ -287,7 +299,10 @@ class _Lines:
 
 
 def spawn(api_url: str | None) -> None:
-    """Start a runner in the background (it exits at once when one already lives)."""
+    """Start a runner in the background (it exits at once when one already lives); not
+    with ``SYSDIFF_RUNNER=off``."""
+    if not enabled():
+        return
     paths = files()
     paths["log"].parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     with open(paths["log"], "ab") as log:

@@ -6,6 +6,7 @@ read-only commands and early failures never start Prefect."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -258,15 +259,28 @@ def test_check_gates_a_unl_corpus(mixed):
 
 # ------------------------------------------------------------------------- fast feedback
 
+#: Modules a read-only command has no use for (the warehouse module, Arrow and numpy take
+#: 0.1-0.3 s to import; Prefect 1.3 s; scipy 0.3 s).
+HEAVY = ("prefect", "scipy", "pyarrow", "numpy", "sysdiff.flows.warehouse")
+
+
 def cli_in_subprocess(*argv: str, cwd: Path = REPO) -> tuple[int, str, bool]:
     """Run the CLI in a fresh interpreter; (exit status, stderr, was Prefect imported)."""
+    status, err, heavy = cli_modules_in_subprocess(*argv, cwd=cwd)
+    return status, err, "prefect" in heavy
+
+
+def cli_modules_in_subprocess(*argv: str, cwd: Path = REPO) -> tuple[int, str, set[str]]:
+    """Run the CLI in a fresh interpreter; (exit status, stderr, which of :data:`HEAVY` it
+    imported)."""
     code = ("import sys\nfrom sysdiff.flows.cli import main\nsys.argv = ['sysdiff', *sys.argv[1:]]"
             "\ntry:\n    main()\nexcept SystemExit as e:\n    status = e.code\nelse:\n"
-            "    status = 0\nprint(status, 'prefect' in sys.modules)\n")
+            f"    status = 0\nprint(status, ','.join(m for m in {HEAVY!r} if m in sys.modules)"
+            " or '-')\n")
     proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
-                          cwd=cwd, timeout=120)
-    status, imported = proc.stdout.split()[-2:]
-    return int(status), proc.stderr, imported == "True"
+                          cwd=cwd, timeout=120, env={**os.environ, "SYSDIFF_SERVER": "off"})
+    status, heavy = proc.stdout.split()[-2:]
+    return int(status), proc.stderr, set(heavy.split(",")) - {"-"}
 
 
 @pytest.mark.parametrize("argv, phrase", [
@@ -303,14 +317,41 @@ def test_a_held_lock_is_reported_before_prefect(tmp_path):
     assert not imported
 
 
-@pytest.mark.parametrize("argv", [
-    ["sql", "select count(*) from scores"],
-    ["show", "pairs", "--view", "upos"],
-    ["examples", "--sys1", "seqsm@ud2.8", "--sys2", "seqsm@ud2.16", "--class", "new_error"],
-    ["check", "--baseline", "seqsm@ud2.8", "--candidate", "seqsm@ud2.16",
-     "--max-new-errors", "100000"],
+@pytest.mark.parametrize("argv, allowed", [
+    (["sql", "select count(*) from scores"], set()),
+    (["show", "pairs", "--view", "upos"], set()),
+    (["examples", "--sys1", "seqsm@ud2.8", "--sys2", "seqsm@ud2.16", "--class", "new_error"],
+     {"numpy"}),
+    (["check", "--baseline", "seqsm@ud2.8", "--candidate", "seqsm@ud2.16",
+      "--max-new-errors", "100000"], set()),
 ])
-def test_read_only_commands_never_import_prefect(argv, bundled):
-    status, err, imported = cli_in_subprocess(*argv, "-w", str(bundled("sequoia")))
+def test_read_only_commands_never_import_prefect(argv, allowed, bundled):
+    """Nor anything else they have no use for (they answer in about 0.5 s)."""
+    status, err, heavy = cli_modules_in_subprocess(*argv, "-w", str(bundled("sequoia")))
     assert status == 0, err
-    assert not imported
+    assert heavy <= allowed
+
+
+def test_a_big_query_result_reads_the_same(bundled):
+    """Past SMALL_RESULT rows the result is read as Arrow: the same rows, the same types."""
+    import duckdb
+    import polars as pl
+
+    from sysdiff.flows.queries import SMALL_RESULT, fetch
+
+    sql = ("select range as i, range::varchar as s, [range, null] as l, range % 3 = 0 as b, "
+           "(range / 7)::decimal(12, 3) as d, {'x': range} as st from range(N)")
+    con = duckdb.connect()
+    for n in (0, 3, SMALL_RESULT, SMALL_RESULT + 1, 3 * SMALL_RESULT):
+        got = fetch(con.execute(sql.replace("N", str(n))))
+        expected = pl.from_arrow(con.sql(sql.replace("N", str(n))).to_arrow_table())
+        assert got.schema == expected.schema and got.equals(expected)
+        assert got.height == n
+
+
+def test_server_commands_never_import_prefect(tmp_path, monkeypatch):
+    monkeypatch.setenv("SYSDIFF_STATE_DIR", str(tmp_path / "state"))
+    status, err, heavy = cli_modules_in_subprocess("server", "status")
+    assert status == 1 and not heavy, err
+    status, err, heavy = cli_modules_in_subprocess("server", "stop")
+    assert status == 0 and not heavy, err
