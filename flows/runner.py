@@ -178,27 +178,28 @@ def try_forward(argv: list[str], api_url: str | None = None) -> int | None:
         return None
     if server.mode() == "off" or not enabled():
         return None
+    background = api_url is not None
     if api_url is None:
         if server.explicit_api_url():
-            api_url = ""
+            api_url = ""  # a runner may serve it, when its settings are the same
         else:
             live = server.live_server()
             if live is None:
                 return None  # the caller starts the server (and a runner with it)
-            api_url = live.api_url
+            api_url, background = live.api_url, True
     if _declined:
         return None
     record = alive()
     if not isinstance(record, dict):
-        if record is None:
-            spawn(api_url)
+        if record is None and background:
+            spawn(api_url)  # the runner comes with the background server
         return None
     verbose = "-v" in argv or "--verbose" in argv
     status = _forward(record, argv, run_env(api_url), verbose)
     if isinstance(status, int):
         return status
     _declined.append(status or "declined")
-    if status == "stale":
+    if status == "stale" and background:
         spawn(api_url)
     return None
 
@@ -305,6 +306,7 @@ def spawn(api_url: str | None) -> None:
         return
     paths = files()
     paths["log"].parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    server.rotate(paths["log"])
     with open(paths["log"], "ab") as log:
         subprocess.Popen([sys.executable, "-m", "sysdiff.flows.runner"],
                          env=run_env(api_url), cwd=paths["log"].parent,
@@ -316,14 +318,13 @@ def stop_all(timeout: float = 15.0, only: str | None = None) -> list[str]:
     """Stop every runner of the state folder (or the one of installation ``only``);
     SIGTERM: each interrupts its running commands. One line per runner stopped."""
     lines = []
-    for record_path in sorted(server.state_dir().glob("runner-*.json")):
-        key = record_path.stem.removeprefix("runner-")
+    for lock in sorted(server.state_dir().glob("runner-*.lock")):
+        key = lock.stem.removeprefix("runner-")
         if only is not None and key != only:
             continue
-        lock = files(key)["lock"]
         try:
-            pid = int(json.loads(record_path.read_text())["pid"])
-        except (OSError, ValueError, KeyError, TypeError):
+            pid = int(lock.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
             pid = None
         if pid and server.held(lock):
             with contextlib.suppress(ProcessLookupError):
@@ -370,6 +371,8 @@ class Runner:
             fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return 0  # another runner of this installation lives
+        os.ftruncate(self.lock_fd, 0)
+        os.pwrite(self.lock_fd, f"{os.getpid()}\n".encode(), 0)  # stop_all finds it early
         self.fingerprint = code_fingerprint()
         started = time.perf_counter()
         from sysdiff.flows.cli import quiet_prefect
@@ -379,6 +382,9 @@ class Runner:
         warm_up()
         self.log(f"imports done in {time.perf_counter() - started:.1f} s "
                  f"(API {os.environ.get('PREFECT_API_URL') or 'as configured'})")
+        if not self._server_up():
+            self.log("its background server is gone; exiting")
+            return 0
         import gc
 
         gc.collect()
@@ -391,6 +397,21 @@ class Runner:
         finally:
             self._close_listener()
         return 0
+
+    def _server_up(self) -> bool:
+        """Wait while the background server this runner reports to starts; False when it
+        is gone (its start failed: nothing to serve)."""
+        from urllib.parse import urlsplit
+
+        port = urlsplit(os.environ.get("PREFECT_API_URL", "")).port
+        deadline = time.monotonic() + server.START_TIMEOUT
+        while port and time.monotonic() < deadline:
+            if server.healthy(port, timeout=1.0):
+                return True
+            if not server.held(server.state_dir() / "server.pid"):
+                return False
+            time.sleep(0.5)
+        return True
 
     def _on_term(self, _sig: int, _frame: object) -> None:
         self.stopping = True
@@ -579,12 +600,15 @@ def child(conn: socket.socket, request: dict, fds: list[int], inherited: list[in
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        _take_over(request, fds)
         argv = request["argv"]
-        from sysdiff.flows.cli import quiet_prefect
+        try:
+            _take_over(request, fds)
+            from sysdiff.flows.cli import quiet_prefect
 
-        quiet_prefect("-v" in argv or "--verbose" in argv)
-        reason = settings_differ()
+            quiet_prefect("-v" in argv or "--verbose" in argv)
+            reason = settings_differ()
+        except Exception as e:  # e.g. the client's folder is gone: it reports that itself
+            reason = f"{type(e).__name__}: {e}"
         if reason:
             _send(conn, {"declined": reason})
             os._exit(DECLINED)

@@ -204,7 +204,7 @@ def control_lock(timeout: float = START_TIMEOUT + 60) -> Iterator[None]:
     """Serialise starting and stopping between sysdiff processes (one starts the server, the
     others wait for it and then reuse it)."""
     state = state_dir()
-    state.mkdir(parents=True, exist_ok=True)
+    state.mkdir(parents=True, exist_ok=True, mode=0o700)  # private: the runner's socket
     fd = os.open(state / "control.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         deadline = time.monotonic() + timeout
@@ -307,6 +307,7 @@ def _start() -> Server:
     state, home = state_dir(), _path("prefect")
     home.mkdir(parents=True, exist_ok=True)
     log = _path("server.log")
+    rotate(log)
     port = free_port(preferred_port())
     for attempt in (1, 2):
         proc = _spawn(home, port, log)
@@ -381,6 +382,13 @@ def _tail(log: Path) -> str:
     except OSError:
         return "(no log)"
     return lines[-1].strip() if lines else "(empty log)"
+
+
+def rotate(log: Path, limit: int = 1 << 20) -> None:
+    """Keep one older log (``NAME.1``) when ``log`` has grown past ``limit`` bytes."""
+    with contextlib.suppress(OSError):
+        if log.stat().st_size > limit:
+            os.replace(log, log.with_name(log.name + ".1"))
 
 
 def _write_atomic(path: Path, text: str) -> None:
