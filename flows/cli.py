@@ -17,6 +17,7 @@ from typing import Annotated
 
 import typer
 
+from sysdiff.flows import server
 from sysdiff.flows.names import FORMATS, NOTICE, SHOWABLE, VIEWS_HELP, resolve_warehouse
 from sysdiff.schemas.errors import InputError
 
@@ -71,17 +72,6 @@ class _LineFormatter(logging.Formatter):
         return f"sysdiff: {kind}{record.getMessage()}"
 
 
-def quiet_prefect(verbose: bool) -> None:
-    """Prefect settings for a CLI run: embedded ephemeral server, no telemetry, quiet logs."""
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("PREFECT_UI_ENABLED", "false")
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
-    if not verbose:
-        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
-        os.environ.setdefault("PREFECT_LOGGING_LOG_PRINTS", "false")
-        os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
-
-
 def use_prefect_api(forward: bool = False) -> None:
     """Choose the Prefect API before Prefect is imported (:func:`server.api_for_run`): the
     one the user configured, else the background server (started now if needed), else a
@@ -90,15 +80,13 @@ def use_prefect_api(forward: bool = False) -> None:
     Embedded (Prefect already imported, e.g. under ``prefect_test_harness``): unchanged."""
     if "prefect" in sys.modules:
         return
-    from sysdiff.flows import server
+    from sysdiff.flows import runner
 
-    url, how = server.api_for_run()
+    url, how = server.api_for_run(started=runner.spawn_for)
     if how != "background":
         return
     os.environ["PREFECT_API_URL"] = url
     if forward:
-        from sysdiff.flows import runner
-
         status = runner.try_forward(sys.argv[1:], url)
         if status is not None:
             raise typer.Exit(status)
@@ -131,7 +119,7 @@ def run_spec(spec, root: Path, verbose: bool, dask_address: str | None = None,
              dask_local: int = 0) -> list[str]:
     """Run the evaluation flow for ``spec``; the lines of systems skipped on the way."""
     use_prefect_api(forward=True)
-    quiet_prefect(verbose)
+    server.quiet_prefect(verbose)
     show_warnings(verbose)
     from sysdiff.flows.run import run_evaluation
 
@@ -432,7 +420,7 @@ def serve(
     else:
         _server_for_schedule()
     use_prefect_api()
-    quiet_prefect(verbose)
+    server.quiet_prefect(verbose)
     show_warnings(verbose)
     from sysdiff.flows import watch as watch_mod
 
@@ -449,7 +437,7 @@ def serve(
 def _server_for_schedule() -> None:
     """A schedule needs a Prefect server that outlives this command: the configured one,
     else the background server; never a temporary one."""
-    from sysdiff.flows import server
+    from sysdiff.flows import runner
 
     if "prefect" in sys.modules or server.explicit_api_url():
         return
@@ -458,7 +446,7 @@ def _server_for_schedule() -> None:
                          "background one off: set PREFECT_API_URL to a server (or use --once "
                          "from cron)")
     try:
-        server.ensure()
+        server.ensure(started=runner.spawn_for)
     except server.ServerError as e:
         raise InputError(f"a schedule needs a Prefect server: {e}") from None
 
@@ -472,10 +460,10 @@ app.add_typer(server_app, name="server")
 @server_app.command("start")
 def server_start() -> None:
     """Start the background Prefect server and the warm runner (nothing when they run)."""
-    from sysdiff.flows import runner, server
+    from sysdiff.flows import runner
 
     try:
-        found = server.ensure(announce=False)
+        found = server.ensure(announce=False, started=runner.spawn_for)
     except server.ServerError as e:
         typer.echo(f"sysdiff: error: the background Prefect server did not start: {e}",
                    err=True)
@@ -490,9 +478,10 @@ def server_start() -> None:
 def server_stop() -> None:
     """Stop the warm runner and the background Prefect server (runs then start it again,
     unless SYSDIFF_SERVER=off)."""
-    from sysdiff.flows import server
+    from sysdiff.flows import runner
 
-    lines = server.stop()
+    with server.control_lock():
+        lines = [*runner.stop_all(), *server.stop()]
     typer.echo("\n".join(lines) if lines else "no background server was running")
 
 
@@ -500,8 +489,6 @@ def server_stop() -> None:
 def server_status() -> None:
     """Where runs are recorded: the server's UI and API, its process, the warm runner.
     Exit status 1 when the server is not running."""
-    from sysdiff.flows import server
-
     typer.echo(server_status_text())
     if server.live_server() is None:
         raise typer.Exit(1)
@@ -509,7 +496,7 @@ def server_status() -> None:
 
 def server_status_text() -> str:
     """The lines of ``sysdiff server status``."""
-    from sysdiff.flows import runner, server
+    from sysdiff.flows import runner
 
     found = server.live_server()
     lines = []
@@ -541,8 +528,6 @@ def server_status_text() -> str:
 
 def runs_report_to() -> str:
     """Which Prefect API a run started now would use, in words."""
-    from sysdiff.flows import server
-
     explicit = server.explicit_api_url()
     if explicit:
         return f"{explicit} (PREFECT_API_URL, configured)"

@@ -39,6 +39,7 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from sysdiff.flows import server
@@ -308,10 +309,21 @@ def spawn(api_url: str | None) -> None:
     paths["log"].parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     server.rotate(paths["log"])
     with open(paths["log"], "ab") as log:
-        subprocess.Popen([sys.executable, "-m", "sysdiff.flows.runner"],
+        subprocess.Popen([sys.executable, "-m", "sysdiff.flows.runner_main"],
                          env=run_env(api_url), cwd=paths["log"].parent,
                          stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                          start_new_session=True)
+
+
+def spawn_for(api_url: str) -> None:
+    """Start this installation's runner for the background server at ``api_url`` (called
+    as the server's process is launched), replacing one that reports to another address."""
+    record = alive()
+    if isinstance(record, dict) and record.get("api_url") != api_url:
+        stop_all(only=install_key())
+        record = None
+    if record is None:
+        spawn(api_url)
 
 
 def stop_all(timeout: float = 15.0, only: str | None = None) -> list[str]:
@@ -345,11 +357,13 @@ def stop_all(timeout: float = 15.0, only: str | None = None) -> list[str]:
 
 
 class Runner:
-    """The runner process: accept commands, fork a child for each, report exit statuses."""
+    """The runner process: accept commands, fork a child for each (which runs ``command``,
+    the CLI's ``main``), report exit statuses."""
 
-    def __init__(self) -> None:
+    def __init__(self, command: Callable[[], None]) -> None:
         import selectors
 
+        self.command = command
         self.paths = files()
         self.selector = selectors.DefaultSelector()
         self.children: dict[int, tuple[socket.socket, int | None]] = {}
@@ -375,9 +389,7 @@ class Runner:
         os.pwrite(self.lock_fd, f"{os.getpid()}\n".encode(), 0)  # stop_all finds it early
         self.fingerprint = code_fingerprint()
         started = time.perf_counter()
-        from sysdiff.flows.cli import quiet_prefect
-
-        quiet_prefect(False)  # the settings a run without -v imports Prefect with
+        server.quiet_prefect(False)  # the settings a run without -v imports Prefect with
         self.env = import_env(os.environ)
         warm_up()
         self.log(f"imports done in {time.perf_counter() - started:.1f} s "
@@ -517,7 +529,7 @@ class Runner:
             inherited.append(self.lock_fd)
         pid = os.fork()
         if pid == 0:
-            child(conn, request, fds, inherited)  # never returns
+            child(self.command, conn, request, fds, inherited)  # never returns
         for fd in fds:
             os.close(fd)
         pidfd = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
@@ -590,7 +602,8 @@ def warm_up() -> None:
 # ------------------------------------------------------------------------------ child
 
 
-def child(conn: socket.socket, request: dict, fds: list[int], inherited: list[int]) -> None:
+def child(main: Callable[[], None], conn: socket.socket, request: dict, fds: list[int],
+          inherited: list[int]) -> None:
     """In the forked child: become the client's command and exit with its status."""
     code = 1
     try:
@@ -603,9 +616,7 @@ def child(conn: socket.socket, request: dict, fds: list[int], inherited: list[in
         argv = request["argv"]
         try:
             _take_over(request, fds)
-            from sysdiff.flows.cli import quiet_prefect
-
-            quiet_prefect("-v" in argv or "--verbose" in argv)
+            server.quiet_prefect("-v" in argv or "--verbose" in argv)
             reason = settings_differ()
         except Exception as e:  # e.g. the client's folder is gone: it reports that itself
             reason = f"{type(e).__name__}: {e}"
@@ -613,7 +624,7 @@ def child(conn: socket.socket, request: dict, fds: list[int], inherited: list[in
             _send(conn, {"declined": reason})
             os._exit(DECLINED)
         _send(conn, {"pid": os.getpid()})
-        code = run_command(request.get("prog") or "sysdiff", argv)
+        code = run_command(main, request.get("prog") or "sysdiff", argv)
     except BaseException as e:  # noqa: BLE001 (the child must always exit here)
         with contextlib.suppress(Exception):
             print(f"sysdiff: internal error in the warm runner: {type(e).__name__}: {e}",
@@ -668,11 +679,9 @@ def _diff_keys(a: dict, b: dict, prefix: str = "") -> list[str]:
     return out
 
 
-def run_command(prog: str, argv: list[str]) -> int:
-    """``sysdiff ARGV`` as :func:`sysdiff.flows.cli.main` runs it; its exit status. Usage
-    messages name the program as the client was started (``prog``)."""
-    from sysdiff.flows.cli import main
-
+def run_command(main: Callable[[], None], prog: str, argv: list[str]) -> int:
+    """``sysdiff ARGV`` as ``main`` (:func:`sysdiff.flows.cli.main`) runs it; its exit
+    status. Usage messages name the program as the client was started (``prog``)."""
     sys.argv = [prog, *argv]
     sys.modules["__main__"].__package__ = None  # click names the program from argv[0]
     try:
@@ -695,6 +704,3 @@ def finish(code: int) -> None:
             step()
     os._exit(code)
 
-
-if __name__ == "__main__":
-    sys.exit(Runner().main())

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -145,6 +145,19 @@ def _profile_url() -> str | None:
     return profile.get("PREFECT_API_URL") if isinstance(profile, dict) else None
 
 
+def quiet_prefect(verbose: bool) -> None:
+    """Prefect settings for a command line run (before Prefect is imported): no telemetry,
+    quiet logs (unless ``verbose``), no UI and a long start timeout for a temporary
+    server."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_UI_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+    if not verbose:
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
+        os.environ.setdefault("PREFECT_LOGGING_LOG_PRINTS", "false")
+        os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
+
+
 # ------------------------------------------------------------------------------ state
 
 
@@ -225,9 +238,11 @@ def control_lock(timeout: float = START_TIMEOUT + 60) -> Iterator[None]:
 # ------------------------------------------------------------------------------ start / stop
 
 
-def ensure(announce: bool = True) -> Server:
+def ensure(announce: bool = True, started: Callable[[str], None] | None = None) -> Server:
     """The live background server, started now when there is none (another sysdiff process
-    starting one at the same time is waited for, then reused). Raises :class:`ServerError`."""
+    starting one at the same time is waited for, then reused); ``started(api_url)`` is
+    called as soon as a new server's process is launched (the warm runner imports while
+    the server starts). Raises :class:`ServerError`."""
     server = live_server()
     if server is not None:
         return server
@@ -237,7 +252,7 @@ def ensure(announce: bool = True) -> Server:
             return server
         stop_process()  # a server that lives but does not answer, or a stale pid file
         try:
-            server = _start()
+            server = _start(started)
         except ServerError as e:
             _path("failed.json").write_text(json.dumps({"at": time.time(), "error": str(e)}))
             raise
@@ -299,7 +314,7 @@ def server_env(home: Path, port: int) -> dict[str, str]:
     return env
 
 
-def _start() -> Server:
+def _start(started: Callable[[str], None] | None = None) -> Server:
     """Start ``prefect server start`` detached (its own session, stdin closed, output to
     ``server.log``) and wait until it answers; called under the control lock."""
     import importlib.metadata
@@ -311,15 +326,13 @@ def _start() -> Server:
     port = free_port(preferred_port())
     for attempt in (1, 2):
         proc = _spawn(home, port, log)
-        _warm_runner(f"http://{HOST}:{port}/api")  # imports while the server starts
+        if started is not None:
+            started(f"http://{HOST}:{port}/api")
         error = _wait_healthy(proc, port, log)
         if error is None:
             break
         stop_process()
         if attempt == 2 or "address already in use" not in error.lower():
-            from sysdiff.flows import runner
-
-            runner.stop_all(only=runner.install_key())  # it would report to no server
             raise ServerError(f"{error} (log: {log})")
         port = free_port(0)  # another process took the port between the check and the bind
     server = Server(pid=proc.pid, port=port, started=time.time(), home=str(home),
@@ -327,19 +340,6 @@ def _start() -> Server:
     _write_atomic(state / "server.json", json.dumps(asdict(server), indent=1))
     (home / "server.pid").write_text(str(proc.pid))  # so `prefect server stop` works too
     return server
-
-
-def _warm_runner(api_url: str) -> None:
-    """Start this installation's warm runner for the server at ``api_url`` (replacing one
-    that reports to another address)."""
-    from sysdiff.flows import runner
-
-    record = runner.alive()
-    if isinstance(record, dict) and record.get("api_url") != api_url:
-        runner.stop_all(only=runner.install_key())
-        record = None
-    if record is None:
-        runner.spawn(api_url)
 
 
 def _spawn(home: Path, port: int, log: Path) -> subprocess.Popen:
@@ -456,25 +456,21 @@ def _reap(pid: int) -> None:
 
 
 def stop() -> list[str]:
-    """``sysdiff server stop``: the warm runners, then the server. One line per process
-    stopped."""
-    from sysdiff.flows import runner
-
-    lines = []
-    with control_lock():
-        lines += runner.stop_all()
-        server = running()
-        pid = stop_process()
-        if pid is not None:
-            where = f" at {server.ui_url}" if server else ""
-            lines.append(f"stopped the Prefect server{where} (pid {pid})")
-    return lines
+    """Stop the server (``sysdiff server stop`` stops the warm runners first); one line
+    when one was stopped. Call under :func:`control_lock`."""
+    server = running()
+    pid = stop_process()
+    if pid is None:
+        return []
+    where = f" at {server.ui_url}" if server else ""
+    return [f"stopped the Prefect server{where} (pid {pid})"]
 
 
 # ------------------------------------------------------------------------------ for a run
 
 
-def api_for_run(start: bool = True) -> tuple[str | None, str]:
+def api_for_run(start: bool = True, started: Callable[[str], None] | None = None
+                ) -> tuple[str | None, str]:
     """(API URL to set, how) for a flow run in this process, decided before Prefect is
     imported: ``("", "explicit")`` when the user configured one (left as it is);
     ``(url, "background")`` for the background server (started when ``start``);
@@ -493,7 +489,7 @@ def api_for_run(start: bool = True) -> tuple[str | None, str]:
     if failed:
         return None, "ephemeral"
     try:
-        return ensure().api_url, "background"
+        return ensure(started=started).api_url, "background"
     except ServerError as e:
         print(f"sysdiff: warning: the background Prefect server could not be started ({e}); "
               "this run uses a temporary server ('sysdiff server start' retries)",

@@ -59,7 +59,9 @@ def state(tmp_path, monkeypatch):
     for k, v in values.items():
         monkeypatch.setenv(k, v)
     yield home
-    server.stop()
+    with server.control_lock():
+        runner.stop_all()
+        server.stop()
 
 
 def cli(*argv: str, env: dict | None = None, cwd: Path = REPO) -> tuple[int, str, str, bool]:
@@ -200,7 +202,7 @@ def test_server_lifecycle(state, tmp_path):
 def test_interrupts_reach_the_runner_child(state, tmp_path):
     """Ctrl-C on the client interrupts its run in the runner (exit 130, nothing committed);
     a client killed outright interrupts it too."""
-    api = server.ensure(announce=False).api_url
+    api = server.ensure(announce=False, started=runner.spawn_for).api_url
     assert isinstance(runner.wait_ready(api), dict)
     slow = ["run", str(SEQUOIA / "sequoia.toml"), "--shard-sents", "1"]  # 456 compare tasks
     for sig, expected in ((signal.SIGINT, 130), (signal.SIGKILL, -9)):
@@ -224,7 +226,7 @@ def test_interrupts_reach_the_runner_child(state, tmp_path):
 def test_a_killed_server_is_replaced_and_stop_ends_everything(state, tmp_path):
     key, system = one_sentence(tmp_path / "corpus")
     run = ["run", "--key", str(key), "--system", f"a={system}", "--corpus", "one"]
-    first = server.ensure(announce=False)
+    first = server.ensure(announce=False, started=runner.spawn_for)
     record = runner.wait_ready(first.api_url)
     os.kill(first.pid, signal.SIGKILL)
     wait_for(lambda: server.running() is None, "the server's lock to be released")
@@ -285,7 +287,7 @@ def test_a_server_that_cannot_start_falls_back_to_a_temporary_one(state, tmp_pat
     assert "warning: the background Prefect server could not be started" in err
     assert "this run uses a temporary server" in err and "sysdiff: one" in out
     assert server.running() is None and (state / "failed.json").exists()
-    assert runner.alive() is None  # the runner started with it was stopped too
+    wait_for(lambda: runner.alive() is None, "the runner started with it to exit")
     assert server.api_for_run() == (None, "ephemeral")  # not retried automatically
 
 
