@@ -439,16 +439,21 @@ def _server_for_schedule() -> None:
     else the background server; never a temporary one."""
     from sysdiff.flows import runner
 
-    if "prefect" in sys.modules or server.explicit_api_url():
+    if server.explicit_api_url():
         return
     if server.mode() == "off":
-        raise InputError("a schedule needs a Prefect server, and SYSDIFF_SERVER=off turns the "
-                         "background one off: set PREFECT_API_URL to a server (or use --once "
-                         "from cron)")
+        raise InputError("a schedule needs a Prefect server that outlives this command, and "
+                         "SYSDIFF_SERVER=off turns sysdiff's background server off: start one "
+                         "with 'prefect server start' and set PREFECT_API_URL=http://127.0.0.1:"
+                         "4200/api, or unset SYSDIFF_SERVER (or use --once from cron)")
     try:
         server.ensure(started=runner.spawn_for)
     except server.ServerError as e:
         raise InputError(f"a schedule needs a Prefect server: {e}") from None
+    except OSError as e:
+        raise InputError(f"a schedule needs a Prefect server, and the background one cannot "
+                         f"keep its state ({server.describe(e)}): set {server.STATE_ENV} to a "
+                         "writable folder, or PREFECT_API_URL to a server") from None
 
 
 server_app = typer.Typer(no_args_is_help=True, help=(
@@ -468,6 +473,11 @@ def server_start() -> None:
         typer.echo(f"sysdiff: error: the background Prefect server did not start: {e}",
                    err=True)
         raise typer.Exit(1) from None
+    except OSError as e:
+        typer.echo(f"sysdiff: error: the background Prefect server cannot keep its state "
+                   f"({server.describe(e)}); set {server.STATE_ENV} to a writable folder",
+                   err=True)
+        raise typer.Exit(1) from None
     if runner.enabled() and runner.wait_ready(found.api_url) is None:
         typer.echo(f"sysdiff: warning: the warm runner did not start (see "
                    f"{runner.files()['log']}); runs take their own process", err=True)
@@ -480,8 +490,16 @@ def server_stop() -> None:
     unless SYSDIFF_SERVER=off)."""
     from sysdiff.flows import runner
 
-    with server.control_lock():
-        lines = [*runner.stop_all(), *server.stop()]
+    try:
+        if not server.state_dir().is_dir():
+            typer.echo("no background server was running")
+            return
+        with server.control_lock():
+            lines = [*runner.stop_all(), *server.stop()]
+    except OSError as e:
+        typer.echo(f"sysdiff: error: cannot stop the background server: {server.describe(e)}",
+                   err=True)
+        raise typer.Exit(1) from None
     typer.echo("\n".join(lines) if lines else "no background server was running")
 
 
@@ -501,7 +519,9 @@ def server_status_text() -> str:
     found = server.live_server()
     lines = []
     if found is None:
-        lines.append("Prefect server: not running (the next 'sysdiff run' starts it)")
+        lines.append("Prefect server: not running (" + (
+            "the next 'sysdiff run' starts it" if server.state_writable()
+            else "its state folder cannot be written") + ")")
     else:
         rss = server.rss_mib(found.pid)
         lines += [
@@ -522,7 +542,10 @@ def server_status_text() -> str:
     else:
         lines.append("warm runner: not running (the next run starts it)")
     lines.append("runs report to: " + runs_report_to())
-    lines.append(f"state folder: {server.state_dir()}")
+    try:
+        lines.append(f"state folder: {server.state_dir()}")
+    except OSError as e:
+        lines.append(f"state folder: none ({e})")
     return "\n".join(lines)
 
 
@@ -533,6 +556,9 @@ def runs_report_to() -> str:
         return f"{explicit} (PREFECT_API_URL, configured)"
     if server.mode() == "off":
         return "a temporary server in each process (SYSDIFF_SERVER=off)"
+    if server.live_server() is None and not server.state_writable():
+        return (f"a temporary server in each process (the state folder cannot be written: set "
+                f"{server.STATE_ENV})")
     return "the background server"
 
 

@@ -177,6 +177,13 @@ def try_forward(argv: list[str], api_url: str | None = None) -> int | None:
     the background server lives and no runner does."""
     if not argv or argv[0] not in FORWARDED or "--help" in argv:
         return None
+    try:
+        return _try_forward(argv, api_url)
+    except OSError:  # the state folder cannot be read or written: run here
+        return None
+
+
+def _try_forward(argv: list[str], api_url: str | None) -> int | None:
     if server.mode() == "off" or not enabled():
         return None
     background = api_url is not None
@@ -302,17 +309,21 @@ class _Lines:
 
 def spawn(api_url: str | None) -> None:
     """Start a runner in the background (it exits at once when one already lives); not
-    with ``SYSDIFF_RUNNER=off``."""
+    with ``SYSDIFF_RUNNER=off``, nor when the state folder cannot be written (runs then
+    take their own process)."""
     if not enabled():
         return
     paths = files()
-    paths["log"].parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    server.rotate(paths["log"])
-    with open(paths["log"], "ab") as log:
-        subprocess.Popen([sys.executable, "-m", "sysdiff.flows.runner_main"],
-                         env=run_env(api_url), cwd=paths["log"].parent,
-                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                         start_new_session=True)
+    try:
+        paths["log"].parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        server.rotate(paths["log"])
+        with open(paths["log"], "ab") as log:
+            subprocess.Popen([sys.executable, "-m", "sysdiff.flows.runner_main"],
+                             env=run_env(api_url), cwd=paths["log"].parent,
+                             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+    except OSError:
+        return
 
 
 def spawn_for(api_url: str) -> None:

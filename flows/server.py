@@ -94,8 +94,33 @@ def state_dir() -> Path:
     given = os.environ.get(STATE_ENV)
     if given:
         return Path(given).expanduser().absolute()
-    base = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
+    base = os.environ.get("XDG_STATE_HOME")
+    if not base:
+        try:
+            base = Path.home() / ".local" / "state"
+        except RuntimeError:  # no HOME and no password entry
+            raise OSError(f"no home folder to keep state in (set {STATE_ENV})") from None
     return Path(base).expanduser().absolute() / "sysdiff"
+
+
+def state_writable() -> bool:
+    """True when the state folder is, or can be made, a writable folder (nothing is
+    created: for ``sysdiff server status``)."""
+    try:
+        path = state_dir()
+    except OSError:
+        return False
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path.is_dir() and os.access(path, os.W_OK | os.X_OK)
+
+
+def describe(error: OSError) -> str:
+    """An OS error in a few words, with the path it concerns (``PATH: Permission
+    denied``)."""
+    where = error.filename if error.filename is not None else None
+    what = error.strerror or str(error)
+    return f"{where}: {what}" if where else what
 
 
 def explicit_api_url(cwd: Path | None = None) -> str | None:
@@ -137,9 +162,11 @@ def _dotenv_url(path: Path) -> str | None:
 
 
 def _profile_url() -> str | None:
-    home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
-    data = _read_toml(Path(os.environ.get("PREFECT_PROFILES_PATH")
-                           or home / "profiles.toml").expanduser())
+    try:
+        path = os.environ.get("PREFECT_PROFILES_PATH") or prefect_home() / "profiles.toml"
+    except RuntimeError:  # no home folder
+        return None
+    data = _read_toml(Path(path).expanduser())
     active = os.environ.get("PREFECT_PROFILE") or data.get("active") or "ephemeral"
     profile = data.get("profiles", {}).get(active, {})
     return profile.get("PREFECT_API_URL") if isinstance(profile, dict) else None
@@ -169,7 +196,7 @@ def held(lock: Path) -> bool:
     """True when some process holds an advisory lock on ``lock`` (it lives)."""
     try:
         fd = os.open(lock, os.O_RDONLY)
-    except FileNotFoundError:
+    except OSError:  # missing or unreadable: nothing holds it for us
         return False
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -324,21 +351,26 @@ def _start(started: Callable[[str], None] | None = None) -> Server:
     log = _path("server.log")
     rotate(log)
     port = free_port(preferred_port())
-    for attempt in (1, 2):
-        proc = _spawn(home, port, log)
-        if started is not None:
-            started(f"http://{HOST}:{port}/api")
-        error = _wait_healthy(proc, port, log)
-        if error is None:
-            break
-        stop_process()
-        if attempt == 2 or "address already in use" not in error.lower():
-            raise ServerError(f"{error} (log: {log})")
-        port = free_port(0)  # another process took the port between the check and the bind
-    server = Server(pid=proc.pid, port=port, started=time.time(), home=str(home),
-                    log=str(log), prefect=importlib.metadata.version("prefect"))
-    _write_atomic(state / "server.json", json.dumps(asdict(server), indent=1))
-    (home / "server.pid").write_text(str(proc.pid))  # so `prefect server stop` works too
+    try:
+        for attempt in (1, 2):
+            proc = _spawn(home, port, log)
+            if started is not None:
+                started(f"http://{HOST}:{port}/api")
+            error = _wait_healthy(proc, port, log)
+            if error is None:
+                break
+            stop_process()
+            if attempt == 2 or "address already in use" not in error.lower():
+                raise ServerError(f"{error} (log: {log})")
+            port = free_port(0)  # another process took the port between check and bind
+        server = Server(pid=proc.pid, port=port, started=time.time(), home=str(home),
+                        log=str(log), prefect=importlib.metadata.version("prefect"))
+        _write_atomic(state / "server.json", json.dumps(asdict(server), indent=1))
+        (home / "server.pid").write_text(str(proc.pid))  # so `prefect server stop` works too
+    except BaseException:  # e.g. server.json cannot be written, Ctrl-C: no server left behind
+        with contextlib.suppress(OSError):
+            stop_process()
+        raise
     return server
 
 
@@ -475,26 +507,88 @@ def api_for_run(start: bool = True, started: Callable[[str], None] | None = None
     imported: ``("", "explicit")`` when the user configured one (left as it is);
     ``(url, "background")`` for the background server (started when ``start``);
     ``(None, "ephemeral")`` for Prefect's temporary server (``SYSDIFF_SERVER=off``, or the
-    background server could not be started: one warning line)."""
+    background server could not be started, or its state folder cannot be written: one
+    warning line)."""
     if explicit_api_url():
         return "", "explicit"
     if mode() == "off":
-        return None, "ephemeral"
-    server = live_server()
-    if server is not None:
-        return server.api_url, "background"
-    if not start:
-        return None, "ephemeral"
-    failed = recently_failed()
-    if failed:
-        return None, "ephemeral"
+        return ephemeral()
     try:
+        server = live_server()
+        if server is not None:
+            return server.api_url, "background"
+        if not start or recently_failed():  # a failed start was said once, when it failed
+            return ephemeral()
         return ensure(started=started).api_url, "background"
+    except OSError as e:  # e.g. the state folder cannot be written (HOME read-only)
+        return ephemeral(f"the background Prefect server cannot keep its state ({describe(e)})",
+                         f"set {STATE_ENV} to a writable folder, or {MODE_ENV}=off",
+                         f"set {STATE_ENV} and PREFECT_HOME to writable folders")
     except ServerError as e:
-        print(f"sysdiff: warning: the background Prefect server could not be started ({e}); "
-              "this run uses a temporary server ('sysdiff server start' retries)",
-              file=sys.stderr)
-        return None, "ephemeral"
+        return ephemeral(f"the background Prefect server could not be started ({e})",
+                         "'sysdiff server start' retries")
+
+
+def ephemeral(why: str | None = None, hint: str = "", hint_home: str | None = None
+              ) -> tuple[None, str]:
+    """Prefect's temporary server for this run: ``(None, "ephemeral")``. One warning line
+    (``why``, then ``hint``) when the background server is not used, or when Prefect's home
+    cannot be written: the temporary server's database then goes to a folder removed at
+    exit (``hint_home`` replaces the hint)."""
+    moved = throwaway_prefect_home()
+    said = [f"{why}; this run uses a temporary server"] if why else []
+    if moved is not None:
+        said.append(f"Prefect's home {moved} cannot be written{' either' if why else ''}, so "
+                    f"{'it' if why else 'the temporary server of this run'} keeps the run's "
+                    "records in a folder removed at exit")
+        hint = hint_home or (f"{hint}; set PREFECT_HOME to a writable folder" if hint
+                             else "set PREFECT_HOME to a writable folder")
+    if said:
+        print(f"sysdiff: warning: {'; '.join(said)} ({hint})", file=sys.stderr)
+    return None, "ephemeral"
+
+
+def prefect_home() -> Path:
+    """The folder Prefect keeps its database and profiles in (``$PREFECT_HOME``, else
+    ``~/.prefect``)."""
+    given = os.environ.get("PREFECT_HOME")
+    return Path(given).expanduser() if given else Path.home() / ".prefect"
+
+
+def writable(folder: Path) -> bool:
+    """True when ``folder`` exists (or can be made) and a file can be created in it."""
+    import tempfile
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
+
+
+def throwaway_prefect_home() -> str | None:
+    """When Prefect's home cannot be written (Prefect's temporary server would fail to start
+    and retry without end), point ``PREFECT_HOME`` at a private folder removed at exit (the
+    user's profiles are still read); the unusable home, else None."""
+    import atexit
+    import shutil
+    import tempfile
+
+    try:
+        home = prefect_home()
+    except RuntimeError:  # no home folder at all
+        home = None
+    if home is not None and writable(home):
+        return None
+    profiles = os.environ.get("PREFECT_PROFILES_PATH") or (
+        str(home / "profiles.toml") if home is not None else None)
+    folder = tempfile.mkdtemp(prefix="sysdiff-prefect-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # after Prefect's own exits
+    os.environ["PREFECT_HOME"] = folder
+    if profiles and Path(profiles).is_file():
+        os.environ["PREFECT_PROFILES_PATH"] = profiles
+    return str(home or "~/.prefect")
 
 
 def uptime(server: Server) -> str:

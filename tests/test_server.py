@@ -127,6 +127,19 @@ def runner_children(state: Path) -> list[int]:
             if " child " in line]
 
 
+def head_row(key: Path, system: Path, name: str = "a") -> str:
+    """The ``scores`` row (csv) of the head view without punctuation, counted here from
+    the two files: words whose head the system gets right, words whose gold UPOS is not
+    PUNCT."""
+    def words(path: Path) -> list[list[str]]:
+        return [x.split("\t") for x in path.read_text().splitlines()
+                if x and not x.startswith("#") and x.split("\t")[0].isdigit()]
+
+    pairs = [(g, s) for g, s in zip(words(key), words(system), strict=True) if g[3] != "PUNCT"]
+    right = sum(g[6] == s[6] for g, s in pairs)
+    return f"{name},head,false,{right},{len(pairs)}"
+
+
 def scores(root: Path) -> str:
     status, out, err, _ = cli("sql", "-w", str(root), "-f", "csv",
                               "select system, view, punct, n_correct, n_units from scores "
@@ -320,3 +333,94 @@ def test_where_runs_go(state, tmp_path, monkeypatch):
     monkeypatch.setenv("SYSDIFF_SERVER", "sometimes")
     with pytest.raises(InputError, match="expected 'auto'"):
         server.mode()
+
+
+def test_serve_starts_the_background_server_and_its_deployment_runs(state, tmp_path):
+    """``sysdiff serve`` with no server running and none configured: it starts the background
+    server, serves its deployment there, and a run of the deployment writes the
+    warehouse."""
+    key, system = one_sentence(tmp_path / "watch" / "one")
+    (key.parent / "systems").mkdir()
+    system.rename(key.parent / "systems" / "a.conllu")
+    root = tmp_path / "wh"
+    proc = start_client("serve", "--watch", str(tmp_path / "watch"), "-w", str(root))
+    try:
+        live = wait_for(server.live_server, "the background server", timeout=300)
+        api = live.api_url
+        deployments = wait_for(lambda: api_post(api, "/deployments/filter", {}),
+                               "the deployment", timeout=300)
+        assert [d["name"] for d in deployments] == ["sysdiff-nightly"]
+        assert deployments[0]["schedules"][0]["schedule"]["cron"] == "0 2 * * *"
+        run = api_post(api, f"/deployments/{deployments[0]['id']}/create_flow_run", {})
+        done = wait_for(lambda: [r for r in api_post(api, "/flow_runs/filter", {})
+                                 if r["id"] == run["id"] and r["state_type"] in
+                                 ("COMPLETED", "FAILED", "CRASHED")], "the run", timeout=300)
+        assert done[0]["state_type"] == "COMPLETED"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+    assert f"started a background Prefect server at {live.ui_url}" in err
+    assert head_row(key.parent / "key.conllu", key.parent / "systems" / "a.conllu") in \
+        scores(root).splitlines()
+
+
+def unwritable_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The environment of a user whose home and state folders cannot be written (their
+    paths go through a regular file: even root cannot create them)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_HOME", "XDG_STATE_HOME")}
+    env.update(HOME=str(blocker / "home"), SYSDIFF_STATE_DIR=str(blocker / "state"), **extra)
+    return env
+
+
+def test_an_unwritable_home_runs_with_a_temporary_server_and_one_line(state, tmp_path):
+    """HOME and the state folder cannot be written: the run completes with Prefect's
+    temporary server in a throwaway home (removed at exit), with one warning line and no
+    traceback."""
+    key, system = one_sentence(tmp_path / "corpus")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = unwritable_env(tmp_path, TMPDIR=str(tmp))
+    status, out, err, imported = cli("run", "--key", str(key), "--system", f"a={system}",
+                                     "--corpus", "one", "-w", str(tmp_path / "wh"), env=env)
+    assert status == 0 and imported, err
+    warnings = [x for x in err.splitlines() if "warning" in x.lower()]
+    assert len(warnings) == 1, err
+    assert warnings[0].startswith("sysdiff: warning: the background Prefect server cannot keep "
+                                  f"its state ({tmp_path / 'a-file'}")
+    assert "this run uses a temporary server" in warnings[0]
+    assert f"Prefect's home {tmp_path / 'a-file' / 'home' / '.prefect'} cannot" in warnings[0]
+    assert "Traceback" not in err and "sysdiff: one" in out
+    assert not list(tmp.iterdir())  # the throwaway Prefect home is gone
+    assert head_row(key, system) in scores(tmp_path / "wh").splitlines()
+
+
+def test_server_commands_with_an_unwritable_state_folder(state, tmp_path):
+    """One line each, never a traceback, and nothing that would take a run down."""
+    env = unwritable_env(tmp_path)
+    status, _, err, imported = cli("server", "start", env=env)
+    assert (status, imported) == (1, False)
+    assert err.strip().splitlines() == [
+        "sysdiff: error: the background Prefect server cannot keep its state "
+        f"({tmp_path / 'a-file' / 'state'}: Not a directory); set SYSDIFF_STATE_DIR to a "
+        "writable folder"]
+    status, out, err, _ = cli("server", "status", env=env)
+    assert status == 1 and not err
+    assert "Prefect server: not running (its state folder cannot be written)" in out
+    assert "runs report to: a temporary server in each process (the state folder" in out
+    status, out, err, _ = cli("server", "stop", env=env)
+    assert status == 0 and out.startswith("no background server was running") and not err
+    (tmp_path / "watch").mkdir()
+    status, _, err, imported = cli("serve", "--watch", str(tmp_path / "watch"), "-w",
+                                   str(tmp_path / "wh"), env=env)
+    assert (status, imported) == (2, False)
+    assert err.strip().splitlines() == [
+        "sysdiff: error: a schedule needs a Prefect server, and the background one cannot "
+        f"keep its state ({tmp_path / 'a-file' / 'state'}: Not a directory): set "
+        "SYSDIFF_STATE_DIR to a writable folder, or PREFECT_API_URL to a server"]
+    assert not (tmp_path / "wh").exists()
