@@ -172,6 +172,7 @@ def main() -> None:
         eph_rerun = [bench.time([*one, "-w", eph_root], SYSDIFF_SERVER="off")
                      for _ in range(args.baseline_repeat)]
         shutil.rmtree(tmp / "state", ignore_errors=True)
+    sql_times = read_times['sql "select 1"']
     lines += [
         f"sysdiff startup: {os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}, "
         f"load average {os.getloadavg()[0]:.2f} at the end; wall time of whole commands, "
@@ -190,8 +191,20 @@ def main() -> None:
         row("baseline: the same, unchanged rerun", own_rerun),
         row("baseline: 1-sentence run, temporary server (SYSDIFF_SERVER=off)", ephemeral),
         row("baseline: the same, unchanged rerun", eph_rerun),
+        "",
+        "Ratios of medians (1-sentence run, new warehouse): "
+        f"temporary server / warm = {ratio(ephemeral, fresh)}; "
+        f"own process with the server / warm = {ratio(own, fresh)}; "
+        f"cold / warm = {ratio(cold, fresh)}. Unchanged reruns: temporary server / warm = "
+        f"{ratio(eph_rerun, rerun)}. sql \"select 1\" / target = "
+        f"{median(sql_times) / READ_TARGET:.2f}.",
     ]
     print("\n".join(lines))
+
+
+def ratio(slow: list[float], fast: list[float]) -> str:
+    """``slow`` / ``fast`` medians, as ``12.3x``."""
+    return f"{median(slow) / median(fast):.1f}x"
 
 
 if __name__ == "__main__":
