@@ -34,10 +34,10 @@ from sysdiff.flows.warehouse import (
     with_literals,
 )
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.vocabulary import CRITERIA
 from sysdiff.transforms.plan import plan_ranges
 
 log = logging.getLogger("sysdiff")
-CRITERIA = ("any", "nom")
 
 
 @task(name="ingest", task_run_name="ingest {source.id}", cache_policy=NONE)

@@ -18,25 +18,14 @@ from sysdiff.flows.queries import query
 from sysdiff.flows.render import to_text
 from sysdiff.flows.warehouse import sql_literal
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.vocabulary import CRITERIA, DEP_VIEWS, VIEWS, score_name  # noqa: F401
 
-VIEW_ORDER = ("upos", "xpos", "feats", "lemma", "head", "deprel", "las")
-DEP_VIEWS = ("head", "deprel", "las")
-CRITERIA = ("any", "nom")
-SCORE_NAMES = {"upos": "UPOS", "xpos": "XPOS", "feats": "FEATS", "lemma": "LEMMA",
-               "head": "UAS", "deprel": "LS", "las": "LAS"}
+VIEW_ORDER = tuple(VIEWS)
 COREF_NAMES = {"muc": "MUC", "bcub": "B3", "ceafm": "CEAF-m", "ceafe": "CEAF-e",
                "blanc": "BLANC", "lea": "LEA", "conll": "CoNLL"}
 LEGEND = ("Read 'A -> B' (corrections, new errors) as sys1's label -> sys2's label; "
           "'G -> A -> B' (changed errors: both wrong) as gold -> sys1 -> sys2; "
           "'(attachment)': the same label, only the head differs.\n")
-
-
-def score_name(view: str, punct: bool) -> str:
-    """What a view's accuracy is called: ``UPOS``, ``LAS (no punct)``, ``UAS (punct)``."""
-    name = SCORE_NAMES.get(view, view.upper())
-    if view in DEP_VIEWS:
-        name += " (punct)" if punct else " (no punct)"
-    return name
 
 
 def corpora(root: Path) -> dict[str, str]:

@@ -43,27 +43,20 @@ from sysdiff.flows.warehouse import (
 )
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.conllu import KIND_WORD, WordCheck, iter_conll
+from sysdiff.schemas.vocabulary import TASK_VIEWS, VIEWS
 from sysdiff.transforms import conll18, tokens
 from sysdiff.transforms.plan import Shard, canonical, options_string, plan_shards
 from sysdiff.transforms.views import (
     BLANK,
-    DEP_VIEWS,
-    TOKEN_VIEWS,
     WORD_COLUMNS,
     ShardWords,
     Vocab,
     apply_mapping,
     label_counts,
-    punct_settings,
     vocab_from_counts,
 )
 
 log = logging.getLogger("sysdiff")
-TASK_VIEWS = {"pos": TOKEN_VIEWS, "dep": TOKEN_VIEWS + DEP_VIEWS}
-#: The columns a view reads: it is evaluated only when the key has them.
-VIEW_COLUMNS = {"upos": ("upos",), "xpos": ("xpos",), "feats": ("feats",),
-                "lemma": ("lemma",), "head": ("head",), "deprel": ("deprel",),
-                "las": ("head", "deprel")}
 VOCAB_COLUMNS = ("upos", "xpos", "feats", "lemma", "head", "deprel")
 PAIR_TABLES = ("pairs", "changes", "bucket_pairs")
 #: Pairs counted in one pass over the shards: bounds the change cells held in memory.
@@ -276,13 +269,13 @@ def evaluated_views(task: str, vocab_rows: pl.DataFrame) -> tuple[list[str], dic
     absent = _absent_columns(vocab_rows)
     views, missing, notes = [], {}, []
     for view in TASK_VIEWS[task]:
-        columns = "/".join(c.upper() for c in VIEW_COLUMNS[view])
-        if set(VIEW_COLUMNS[view]) & absent.get(KEY_ID, set()):
+        columns = "/".join(c.upper() for c in VIEWS[view].columns)
+        if set(VIEWS[view].columns) & absent.get(KEY_ID, set()):
             notes.append(f"{view}: the key has no {columns} column (all '_'); not evaluated")
             continue
         views.append(view)
         missing[view] = {s for s, cols in absent.items()
-                         if s != KEY_ID and set(VIEW_COLUMNS[view]) & cols}
+                         if s != KEY_ID and set(VIEWS[view].columns) & cols}
         if missing[view]:
             names = sorted(missing[view])
             notes.append(f"{view}: {len(names)} system(s) have no {columns} column (all '_'): "
@@ -377,7 +370,7 @@ class Outputs:
         self.corpus = spec.corpus
         self.tables: dict[str, list[pl.DataFrame]] = {}
         for view in job.views:
-            for punct in punct_settings(view):
+            for punct in VIEWS[view].punct_settings:
                 tables = tokens.view_tables(acc[(view, punct)], view, job.systems, job.vocab,
                                             spec.ar_trials, spec.seed)
                 tables["scores"] = tables["scores"].with_columns(
@@ -422,7 +415,7 @@ class Outputs:
                 yield self.table(name)
             return
         for view in self.job.views:
-            for punct in punct_settings(view):
+            for punct in VIEWS[view].punct_settings:
                 for df in tokens.change_blocks(self.acc[(view, punct)], view, self.job.systems,
                                                self.job.vocab):
                     yield self._tag(df, view, punct)

@@ -20,10 +20,6 @@ from itertools import combinations
 
 import numpy as np
 
-#: Change classes, by code (METRICS 1.4). Code 3 marks units where the two systems agree
-#: (kept only by :func:`transition_counts`).
-CLASSES = ("correction", "new_error", "changed_error")
-SAME = 3
 #: Up to this many systems, the oracle of every subset is kept (2^N - 1 subsets).
 MAX_ALL_SUBSETS = 10
 

@@ -13,8 +13,8 @@ from itertools import combinations
 import numpy as np
 import polars as pl
 
+from sysdiff.schemas.vocabulary import CLASSES
 from sysdiff.transforms.engine import (
-    CLASSES,
     MAX_ALL_SUBSETS,
     Counts,
     OracleCounts,

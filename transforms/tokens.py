@@ -12,18 +12,17 @@ from collections.abc import Iterator, Mapping, Sequence
 import numpy as np
 import polars as pl
 
+from sysdiff.schemas.vocabulary import KEY_ID, VIEWS
 from sysdiff.transforms import engine, reduce
 from sysdiff.transforms.significance import AR_TRIALS
 from sysdiff.transforms.views import (
     BUCKET_NAMES,
     FREQ_EDGES,
-    LABEL_COLUMN,
     ShardWords,
     Vocab,
     apply_mapping,
     label_counts,
     punct_mask,
-    punct_settings,
     view_matrix,
     vocab_from_counts,
 )
@@ -41,7 +40,7 @@ def shard_counts(words: ShardWords, views: Sequence[str], vocab: Vocab,
     out = {}
     for view in views:
         m = view_matrix(view, words, vocab)
-        for with_punct in punct_settings(view):
+        for with_punct in VIEWS[view].punct_settings:
             sub = m if with_punct else m.select(~punct)
             out[(view, with_punct)] = engine.shard_counts(sub, pairs, with_corpus, with_corpus)
     return out
@@ -52,7 +51,7 @@ def view_tables(c: engine.Counts, view: str, names: Sequence[str], vocab: Vocab,
     """The tables of one view setting from the counts of the whole corpus (without their
     corpus/view/punct/options columns); pair tables only for the pairs counted, corpus
     tables (oracles, difficulty, majority) only when they were counted."""
-    labels = vocab.labels[LABEL_COLUMN[view]]
+    labels = vocab.labels[VIEWS[view].label]
     names = list(names)
     out = {"scores": reduce.scores_frame(c, names),
            "labels": reduce.labels_frame(c, names, labels)}
@@ -74,7 +73,7 @@ def view_tables(c: engine.Counts, view: str, names: Sequence[str], vocab: Vocab,
 def change_blocks(c: engine.Counts, view: str, names: Sequence[str], vocab: Vocab
                   ) -> Iterator[pl.DataFrame]:
     """The ``changes`` rows of one view setting, a block of pairs at a time."""
-    labels = vocab.labels[LABEL_COLUMN[view]]
+    labels = vocab.labels[VIEWS[view].label]
     if c.pairs is not None:
         yield from reduce.change_blocks(c.pairs, list(names), labels, len(labels))
 
@@ -103,7 +102,7 @@ def evaluate_words(key: pl.DataFrame, systems: Mapping[str, pl.DataFrame],
     rank = key["sent"].rank("dense").cast(pl.Int32) - 1
     frames = [f.with_columns(sent=rank) for f in [key, *systems.values()]]
     counts = pl.concat([label_counts(f).with_columns(system=pl.lit(s))
-                        for s, f in zip(["__key__", *names], frames, strict=True)])
+                        for s, f in zip([KEY_ID, *names], frames, strict=True)])
     vocab = vocab_from_counts(counts, mappings)
     words = ShardWords(
         key=apply_mapping(frames[0], mappings.get("@key", {})),

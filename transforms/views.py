@@ -19,38 +19,15 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.conllu import PTB_PUNCT
+from sysdiff.schemas.vocabulary import KEY_ID, LABEL_FIELDS, view
 from sysdiff.transforms.engine import Bucketing, LabelMatrix, smallest_uint
 
-VIEWS = ("upos", "xpos", "feats", "lemma", "head", "deprel", "las")
-TOKEN_VIEWS = ("upos", "xpos", "feats", "lemma")
-DEP_VIEWS = ("head", "deprel", "las")
 WORD_COLUMNS = ["sent", "id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel"]
-#: The label column each view reads (and groups by).
-LABEL_COLUMN = {"upos": "upos", "xpos": "xpos", "feats": "feats", "lemma": "lemma",
-                "head": "deprel", "deprel": "deprel", "las": "deprel"}
-LABEL_COLUMNS = ("upos", "xpos", "feats", "lemma", "deprel")
 LENGTH_EDGES = np.array([10, 20, 30, 40, 50])
 DISTANCE_EDGES = np.array([1, 2, 3, 4, 7, 11])
 FREQ_EDGES = np.array([10, 100, 1000, 10000])
 BLANK = "_"
-
-
-def check_view(view: str) -> None:
-    """Refuse an unknown view with the list of known ones."""
-    if view not in VIEWS:
-        raise InputError(f"unknown view '{view}'; expected one of {', '.join(VIEWS)}")
-
-
-def default_punct(view: str) -> bool:
-    """METRICS 1.1: token views count punctuation, dependency views exclude it."""
-    return view not in DEP_VIEWS
-
-
-def punct_settings(view: str) -> list[bool]:
-    """Punctuation settings stored for a view: both for dependency views, else the default."""
-    return [False, True] if view in DEP_VIEWS else [default_punct(view)]
 
 
 def punct_mask(key_words: pl.DataFrame, fmt: str) -> np.ndarray:
@@ -91,11 +68,11 @@ def vocab_from_counts(counts: pl.DataFrame, mappings: Mapping[str, Mapping[str, 
     """The :class:`Vocab` of a corpus from its ``vocab`` rows (system, field, label, n)
     of the key and every system, each source's labels mapped by its mapping (the key's is
     ``@key``)."""
-    out: dict[str, set[str]] = {c: {BLANK} for c in LABEL_COLUMNS}
+    out: dict[str, set[str]] = {c: {BLANK} for c in LABEL_FIELDS}
     for (system, column), rows in counts.group_by("system", "field"):
         if column not in out:
             continue
-        mapping = mappings.get("@key" if system == "__key__" else system, {})
+        mapping = mappings.get("@key" if system == KEY_ID else system, {})
         out[column].update(mapping.get(x, x) for x in rows["label"])
     return Vocab({c: sorted(v) for c, v in out.items()})
 
@@ -107,7 +84,7 @@ def label_counts(words: pl.DataFrame) -> pl.DataFrame:
         words.select(pl.lit(c).alias("field"),
                      pl.col(c).cast(pl.String).fill_null(BLANK).alias("label"))
         .group_by("field", "label").agg(pl.len().cast(pl.Int64).alias("n"))
-        for c in (*LABEL_COLUMNS, "head")])
+        for c in (*LABEL_FIELDS, "head")])
 
 
 def apply_mapping(words: pl.DataFrame, mapping: Mapping[str, str]) -> pl.DataFrame:
@@ -115,7 +92,7 @@ def apply_mapping(words: pl.DataFrame, mapping: Mapping[str, str]) -> pl.DataFra
     number and is never mapped."""
     if not mapping:
         return words
-    return words.with_columns(pl.col(c).replace(dict(mapping)) for c in LABEL_COLUMNS)
+    return words.with_columns(pl.col(c).replace(dict(mapping)) for c in LABEL_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -134,18 +111,17 @@ class ShardWords:
         return (self.key["sent"].to_numpy() - self.first_sent).astype(np.int32)
 
 
-def view_matrix(view: str, words: ShardWords, vocab: Vocab) -> LabelMatrix:
-    """The label matrix of ``view`` over every word of the shard (punctuation included;
+def view_matrix(name: str, words: ShardWords, vocab: Vocab) -> LabelMatrix:
+    """The label matrix of a view over every word of the shard (punctuation included;
     :meth:`LabelMatrix.select` with ``~punct_mask`` excludes it)."""
-    check_view(view)
-    column = LABEL_COLUMN[view]
+    v = view(name)
     sources = [words.key, *words.systems]
-    display = [vocab.codes(column, f[column]) for f in sources]
-    n_labels = len(vocab.labels[column])
-    heads = [f["head"].fill_null(-1).to_numpy() for f in sources] if view in DEP_VIEWS else []
-    if view == "head":
+    display = [vocab.codes(v.label, f[v.label]) for f in sources]
+    n_labels = len(vocab.labels[v.label])
+    heads = [f["head"].fill_null(-1).to_numpy() for f in sources] if v.dependency else []
+    if v.columns == ("head",):
         values = heads
-    elif view == "las":
+    elif "head" in v.columns:
         values = _pair_codes(heads, display, n_labels)
     else:
         values = display
@@ -156,13 +132,13 @@ def view_matrix(view: str, words: ShardWords, vocab: Vocab) -> LabelMatrix:
     sent = words.sent
     buckets = [Bucketing("sent_length", np.searchsorted(
         LENGTH_EDGES, words.sent_lengths, side="left"), len(LENGTH_EDGES) + 1, True)]
-    if view in DEP_VIEWS:
+    if v.dependency:
         buckets.append(Bucketing("distance", np.searchsorted(
             DISTANCE_EDGES, _distance(words.key), side="left"), len(DISTANCE_EDGES) + 1))
     return LabelMatrix(
         values=sys_values, correct=sys_values == values[0][None, :], display=stack(display),
         gold=display[0], n_labels=n_labels, n_groups=n_labels, sent=sent,
-        n_sents=words.n_sents, head=stack(heads) if view == "las" else None,
+        n_sents=words.n_sents, head=stack(heads) if v.columns == ("head", v.label) else None,
         buckets=tuple(buckets))
 
 
