@@ -46,7 +46,7 @@ from sysdiff.schemas.formats.conllu import KIND_WORD, WordCheck, iter_conll
 from sysdiff.schemas.vocabulary import TASK_VIEWS, VIEWS
 from sysdiff.transforms import conll18, tokens
 from sysdiff.transforms.plan import Shard, canonical, options_string, plan_shards
-from sysdiff.transforms.views import (
+from sysdiff.transforms.tokens import (
     BLANK,
     WORD_COLUMNS,
     ShardWords,

@@ -194,7 +194,8 @@ class OracleCounts:
     Up to :data:`MAX_ALL_SUBSETS` systems: ``masks[g, m]`` = units of group g whose set of
     correct systems is the bitmask m. Above: ``k_hist[g, k]`` = units of group g that k
     systems get right, ``unique[i, g]`` = units of group g that only system i gets right,
-    and ``union[p, g]`` = units that either system of pair p gets right.
+    and ``union[p, g]`` = units that either system of pair ``union_pairs[p]`` gets right
+    (the pairs whose change cells are not counted with these counts).
     """
 
     n_systems: int
@@ -203,6 +204,7 @@ class OracleCounts:
     k_hist: np.ndarray
     unique: np.ndarray | None
     union: np.ndarray | None
+    union_pairs: list[tuple[int, int]] = field(default_factory=list)
 
     def merge(self, other: OracleCounts) -> OracleCounts:
         for name in ("masks", "k_hist", "unique", "union"):
@@ -378,7 +380,7 @@ def oracle_counts(correct: np.ndarray, gold: np.ndarray, n_groups: int,
     """Oracle counts of a boolean (systems x units) correctness matrix grouped by ``gold``.
 
     Above :data:`MAX_ALL_SUBSETS` systems, the union counts of ``pairs`` are computed here
-    unless the caller derives them from its change tables (``pairs=None``)."""
+    (the caller derives the others from its change cells)."""
     n = correct.shape[0]
     k = correct.sum(axis=0, dtype=np.int64)
     g = gold.astype(np.int64)
@@ -391,11 +393,10 @@ def oracle_counts(correct: np.ndarray, gold: np.ndarray, n_groups: int,
     only = np.flatnonzero(k == 1)
     who = correct[:, only].argmax(axis=0)
     unique = np.bincount(who * n_groups + g[only], minlength=n * n_groups).reshape(n, n_groups)
-    union = None
-    if pairs is not None:
-        union = np.stack([np.bincount(g[correct[i] | correct[j]], minlength=n_groups)
-                          for i, j in pairs]) if pairs else np.zeros((0, n_groups), np.int64)
-    return OracleCounts(n, n_groups, None, k_hist, unique, union)
+    pairs = list(pairs or [])
+    union = np.stack([np.bincount(g[correct[i] | correct[j]], minlength=n_groups)
+                      for i, j in pairs]) if pairs else np.zeros((0, n_groups), np.int64)
+    return OracleCounts(n, n_groups, None, k_hist, unique, union, pairs)
 
 
 def majority_counts(m: LabelMatrix, votes: np.ndarray) -> MajorityCounts:
@@ -473,8 +474,18 @@ def shard_counts(m: LabelMatrix, pairs: Sequence[tuple[int, int]] | None,
         n_units=m.n_units, n_sents=m.n_sents, correct=correct, exact=exact,
         gold_n=np.bincount(m.gold, minlength=m.n_groups).astype(np.int64), labels=labels,
         bucket_units=bucket_units, bucket_correct=bucket_correct, pairs=pair_part,
-        oracle=oracle_counts(m.correct, m.gold, m.n_groups) if with_oracle else None,
+        oracle=_oracle(m, wanted) if with_oracle else None,
         majority=majority_counts(m, votes) if votes is not None else None)
+
+
+def _oracle(m: LabelMatrix, counted: list[tuple[int, int]]) -> OracleCounts:
+    """Oracle counts; above MAX_ALL_SUBSETS systems, with the unions of the pairs whose
+    change cells are not counted here (incremental runs, later blocks of pairs)."""
+    missing = None
+    if m.n_systems > MAX_ALL_SUBSETS:
+        done = set(counted)
+        missing = [p for p in all_pairs(m.n_systems) if p not in done]
+    return oracle_counts(m.correct, m.gold, m.n_groups, missing)
 
 
 def _count_other_disagreements(m: LabelMatrix, done: set[tuple[int, int]],
