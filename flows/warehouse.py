@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sysdiff")
 # Tables written when a file is ingested (the others are computed from them).
-INGEST_TABLES = frozenset({"systems", "units", "sents", "mentions", "coref_tokens"})
+INGEST_TABLES = frozenset({"systems", "units", "sents", "vocab", "mentions", "coref_tokens"})
 CATALOG = "sysdiff.duckdb"
 ROW_GROUP = 1 << 17  # rows per Parquet row group: shard reads skip the groups they do not need
 
@@ -102,13 +102,32 @@ def input_sha256(path: str | Path) -> str:
 
 def systems_row(spec: RunSpec, source: Source, role: str, sha: str, fmt: str, n_docs: int,
                 n_sents: int, n_units: int) -> pl.DataFrame:
-    """The ``systems`` table's row of one ingested file (the key's id is ``__key__``)."""
+    """The ``systems`` table's row of one ingested file (the key's id is ``__key__``), with
+    the file's size and modification time."""
+    stat = Path(source.path).stat()
     return pl.DataFrame([{
         "corpus": spec.corpus, "system": source.id, "version": source.version,
         "task": spec.task, "role": role, "format": fmt,
         "path": str(Path(source.path).absolute()), "sha256": sha, "n_docs": n_docs,
         "n_sents": n_sents, "n_units": n_units, "ingested_at": dt.datetime.now(dt.UTC),
+        "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
     }])
+
+
+def known_inputs(stage: Staging, corpus: str) -> dict[str, dict]:
+    """system -> its ``systems`` row, for what the warehouse already holds of a corpus."""
+    rows = read_table(stage.root, "systems", stage.manifest, pl.col("corpus") == corpus)
+    return {r["system"]: r for r in rows.to_dicts()}
+
+
+def unchanged(row: dict | None, path: str | Path) -> bool:
+    """The file is the one read before: same path, size and modification time (as ``make``
+    and ``rsync`` judge; its recorded SHA-256 then stands for its content)."""
+    path = Path(path)
+    if row is None or row.get("size") is None or row["path"] != str(path.absolute()):
+        return False
+    stat = path.stat()
+    return (row["size"], row["mtime_ns"]) == (stat.st_size, stat.st_mtime_ns)
 
 
 def with_literals(df: pl.DataFrame, **values: object) -> pl.DataFrame:
@@ -217,6 +236,12 @@ class Staging:
         staged only when the block ends without an error."""
         with self.block_writer(table, f"{partition}/{sig}", {partition: sig}) as append:
             yield append
+
+    def sign(self, table: str, partition: str, sig: str) -> None:
+        """Give a staged partition its signature once it is known (e.g. after hashing the
+        input while writing it; the file keeps its name)."""
+        rel, _old = self.staged[(table, partition)]
+        self.staged[(table, partition)] = (rel, sig)
 
     @contextlib.contextmanager
     def block_writer(self, table: str, name: str, partitions: dict[str, str]

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import polars as pl
@@ -41,6 +42,12 @@ SENT_COLUMNS = {
     "sent": pl.Int32, "sent_id": pl.String, "doc": pl.Int32, "doc_id": pl.String,
     "text": pl.String, "n_words": pl.Int32, "line": pl.Int32,
 }
+
+
+class Hasher(Protocol):
+    """What :func:`iter_conll` feeds the bytes it reads to (``hashlib`` objects)."""
+
+    def update(self, data: bytes | mmap.mmap, /) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -514,13 +521,14 @@ def _renumber(doc: ConllDoc, carry: _Carry) -> ConllDoc:
     return ConllDoc(doc.path, doc.fmt, toks, sents)
 
 
-def iter_conll(path: str | Path, fmt: str | None = None, chunk_bytes: int | None = None
-               ) -> Iterator[ConllDoc]:
+def iter_conll(path: str | Path, fmt: str | None = None, chunk_bytes: int | None = None,
+               hasher: Hasher | None = None) -> Iterator[ConllDoc]:
     """Read and validate a CoNLL-U, CoNLL-X or word<TAB>tag file in chunks of whole sentences.
 
     Each chunk is about ``chunk_bytes`` of text (default :data:`CHUNK_BYTES`), so memory
     depends on the chunk size, not the file size. Sentence, document and line numbers are the
-    file's; errors name the file's line.
+    file's; errors name the file's line. ``hasher`` (e.g. ``hashlib.sha256()``) is fed every
+    byte of the file as it is read: the file is read once for both.
     """
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"unknown format '{fmt}'; expected one of {', '.join(FORMATS)}", path)
@@ -531,6 +539,8 @@ def iter_conll(path: str | Path, fmt: str | None = None, chunk_bytes: int | None
         for start, end in chunk_bounds(data, size):
             whole = start == 0 and end == len(data)
             text = data if whole else data[start:end]
+            if hasher is not None:
+                hasher.update(text)
             if not whole:  # pages already copied need not stay resident in this process
                 page = start - start % mmap.PAGESIZE
                 data.madvise(mmap.MADV_DONTNEED, page, end - page)
