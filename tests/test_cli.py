@@ -314,3 +314,13 @@ def test_read_only_commands_never_import_prefect(argv, bundled):
     status, err, imported = cli_in_subprocess(*argv, "-w", str(bundled("sequoia")))
     assert status == 0, err
     assert not imported
+
+
+def test_tsv_output_for_cut_and_awk(bundled, cli):
+    code, out, err = cli("sql", "-w", str(bundled("sequoia")), "--format", "tsv",
+                         "select system, n_correct from scores where view = 'upos' "
+                         "order by system")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "system\tn_correct" and len(lines) == 5
+    assert all(len(line.split("\t")) == 2 for line in lines)
