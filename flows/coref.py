@@ -48,14 +48,14 @@ def read_coref_file(source: Source) -> tuple[pl.DataFrame, pl.DataFrame, str, st
     (read once)."""
     from sysdiff.schemas.formats.coref import (
         decode_text,
-        detect_format,
+        detect_coref_format,
         read_bytes,
         read_coref_with_tokens,
     )
 
     data = read_bytes(source.path)
     text = decode_text(data, source.path)
-    fmt = source.fmt or detect_format(text, source.path)
+    fmt = source.fmt or detect_coref_format(text, source.path)
     mentions, toks = read_coref_with_tokens(source.path, fmt, text)
     return mentions, toks, fmt, hashlib.sha256(data).hexdigest()
 

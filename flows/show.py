@@ -60,11 +60,6 @@ def pick_corpus(root: Path, corpus: str | None, tasks: tuple[str, ...] | None = 
                      "choose one with --corpus", root)
 
 
-def only_corpus(root: Path, corpus: str | None) -> str:
-    """The corpus asked for, or the only one in the warehouse."""
-    return pick_corpus(root, corpus)
-
-
 def corpus_task(root: Path, corpus: str) -> str:
     """The task a corpus was evaluated with."""
     return corpora(root).get(corpus, "dep")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -66,8 +67,13 @@ def test_the_import_graph_has_no_loop():
 def test_the_wheel_installs_one_top_level_package(tmp_path):
     """``pip install`` puts ``sysdiff`` (and its metadata) at the top of site-packages,
     never ``flows``, ``transforms`` or ``schemas``."""
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-                    "-q", "-w", str(tmp_path), str(REPO)], check=True, capture_output=True)
+    litter = not (REPO / "build").exists()  # setuptools builds in the source tree
+    try:
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
+                        str(tmp_path), str(REPO)], check=True, capture_output=True)
+    finally:
+        if litter:
+            shutil.rmtree(REPO / "build", ignore_errors=True)
     (wheel,) = Path(tmp_path).glob("sysdiff-*.whl")
     tops = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"sysdiff"}

@@ -22,6 +22,7 @@ import numpy as np
 import polars as pl
 
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.tables import polars_schema
 
 FORMATS = ("conllu", "conllx", "tsv")
 CONLL_FIELDS = ["id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc"]
@@ -32,16 +33,10 @@ _SEP = "\x1f"  # a separator that never occurs in text: one column of whole line
 CHUNK_BYTES = 32 << 20  # text read at once by iter_conll (about 0.5 GiB of parsed columns)
 HEAD_BYTES = 1 << 20  # checked for binary content before the format is guessed
 
-TOKEN_COLUMNS = {
-    "sent": pl.Int32, "id": pl.Int32, "token_id": pl.String, "kind": pl.Int8,
-    "form": pl.String, "lemma": pl.String, "upos": pl.String, "xpos": pl.String,
-    "feats": pl.String, "head": pl.Int32, "deprel": pl.String, "deps": pl.String,
-    "misc": pl.String, "line": pl.Int32,
-}
-SENT_COLUMNS = {
-    "sent": pl.Int32, "sent_id": pl.String, "doc": pl.Int32, "doc_id": pl.String,
-    "text": pl.String, "n_words": pl.Int32, "line": pl.Int32,
-}
+#: The columns (and polars types) the reader gives: the ``units`` and ``sents`` tables'
+#: without their corpus and system.
+TOKEN_COLUMNS = {c: t for c, t in polars_schema("units").items() if c not in ("corpus", "system")}
+SENT_COLUMNS = {c: t for c, t in polars_schema("sents").items() if c not in ("corpus", "system")}
 
 
 class Hasher(Protocol):
@@ -165,7 +160,7 @@ def first_token_line(data: bytes) -> tuple[int, str]:
     return 0, ""
 
 
-def detect_format(path: str | Path, data: bytes) -> str:
+def detect_token_format(path: str | Path, data: bytes) -> str:
     """Guess the format from the first token line's column count and the file's comments."""
     line, text = first_token_line(data)
     if not line:
@@ -434,7 +429,7 @@ def _check_nonempty_sentences(path: str | Path, sents: pl.DataFrame) -> None:
     _first_bad(path, sents, pl.col("n_words") == 0, lambda r: NO_WORDS)
 
 
-def read_table(path: str | Path, data: bytes | mmap.mmap, fmt: str,
+def parse_table(path: str | Path, data: bytes | mmap.mmap, fmt: str,
                fields: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, int]:
     """Token rows and comment rows (see :func:`split_rows`), and the number of lines read;
     bad lines raise an InputError.
@@ -490,7 +485,7 @@ def _parse_chunk(path: str | Path, data: bytes | mmap.mmap, fmt: str, carry: _Ca
     fields = TSV_FIELDS if fmt == "tsv" else CONLL_FIELDS
     if isinstance(data, bytes) and re.search(rb"\S", data) is None:
         return None, data.count(b"\n")
-    toks, comments, n_lines = read_table(path, data, fmt, fields)
+    toks, comments, n_lines = parse_table(path, data, fmt, fields)
     if toks.is_empty():
         if first:
             raise InputError("no token lines (only comments); expected tab-separated tokens",
@@ -534,7 +529,7 @@ def iter_conll(path: str | Path, fmt: str | None = None, chunk_bytes: int | None
         raise InputError(f"unknown format '{fmt}'; expected one of {', '.join(FORMATS)}", path)
     size = chunk_bytes or CHUNK_BYTES
     with mapped_file(path) as data:
-        fmt = fmt or detect_format(path, data)
+        fmt = fmt or detect_token_format(path, data)
         carry = _Carry()
         for start, end in chunk_bounds(data, size):
             whole = start == 0 and end == len(data)
