@@ -1,6 +1,6 @@
 """From summed engine counts to the published tables: ratios, oracle subsets, p-values.
 
-Every function takes the :class:`~sysdiff.transforms.engine.Counts` of a whole corpus (the
+Every function takes the :class:`~sysdiff.transforms.counts.Counts` of a whole corpus (the
 sum over its shards) and the names of the systems, labels and groups its codes stand for.
 Pair tables hold both directions of every pair: (sys1, sys2) and (sys2, sys1).
 """
@@ -14,14 +14,13 @@ import numpy as np
 import polars as pl
 
 from sysdiff.schemas.vocabulary import CLASSES
-from sysdiff.transforms.engine import (
-    MAX_ALL_SUBSETS,
+from sysdiff.transforms.counts import (
     Counts,
     OracleCounts,
     PairCounts,
     decode_sentence_differences,
-    settle_majority,
 )
+from sysdiff.transforms.engine import MAX_ALL_SUBSETS, settle_majority
 from sysdiff.transforms.significance import AR_TRIALS, mcnemar_exact, randomization_from_histogram
 
 #: Rows of pair tables built at once (bounded memory with many systems).

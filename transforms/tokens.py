@@ -24,6 +24,7 @@ import polars as pl
 from sysdiff.schemas.formats.conllu import PTB_PUNCT
 from sysdiff.schemas.vocabulary import KEY_ID, LABEL_FIELDS, VIEWS, view
 from sysdiff.transforms import engine, reduce
+from sysdiff.transforms.counts import Counts
 from sysdiff.transforms.engine import Bucketing, LabelMatrix, smallest_uint
 from sysdiff.transforms.significance import AR_TRIALS
 
@@ -169,7 +170,7 @@ ViewKey = tuple[str, bool]
 
 def shard_counts(words: ShardWords, views: Sequence[str], vocab: Vocab,
                  pairs: Sequence[tuple[int, int]] | None, with_corpus: bool
-                 ) -> dict[ViewKey, engine.Counts]:
+                 ) -> dict[ViewKey, Counts]:
     """Engine counts of one shard for every view and punctuation setting. ``pairs`` are
     the system pairs to compare; ``with_corpus`` adds what needs every system (oracles,
     difficulty, majority vote)."""
@@ -183,7 +184,7 @@ def shard_counts(words: ShardWords, views: Sequence[str], vocab: Vocab,
     return out
 
 
-def view_tables(c: engine.Counts, view: str, names: Sequence[str], vocab: Vocab,
+def view_tables(c: Counts, view: str, names: Sequence[str], vocab: Vocab,
                 trials: int, seed: int) -> dict[str, pl.DataFrame]:
     """The tables of one view setting from the counts of the whole corpus (without their
     corpus/view/punct/options columns); pair tables only for the pairs counted, corpus
@@ -207,7 +208,7 @@ def view_tables(c: engine.Counts, view: str, names: Sequence[str], vocab: Vocab,
     return out
 
 
-def change_blocks(c: engine.Counts, view: str, names: Sequence[str], vocab: Vocab
+def change_blocks(c: Counts, view: str, names: Sequence[str], vocab: Vocab
                   ) -> Iterator[pl.DataFrame]:
     """The ``changes`` rows of one view setting, a block of pairs at a time."""
     labels = vocab.labels[VIEWS[view].label]
@@ -215,7 +216,7 @@ def change_blocks(c: engine.Counts, view: str, names: Sequence[str], vocab: Voca
         yield from reduce.change_blocks(c.pairs, list(names), labels, len(labels))
 
 
-def _buckets(c: engine.Counts, names: list[str], n_labels: int
+def _buckets(c: Counts, names: list[str], n_labels: int
              ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per-bucket scores and pair classes: sentence length and dependency distance from the
     shards, gold label frequency from the summed per-label counts."""
