@@ -13,8 +13,8 @@ from pathlib import Path
 
 import polars as pl
 
+from sysdiff.flows.catalog import sql_literal as lit
 from sysdiff.flows.queries import query
-from sysdiff.flows.warehouse import sql_literal as lit
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.conllu import PTB_PUNCT
 from sysdiff.schemas.vocabulary import CLASSES, KEY_ID, View, view

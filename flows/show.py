@@ -13,10 +13,10 @@ from pathlib import Path
 
 import polars as pl
 
+from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.names import COREF_TASKS, SHOWABLE, TOKEN_TASKS, UNL_TASKS  # noqa: F401
 from sysdiff.flows.queries import query
 from sysdiff.flows.render import to_text
-from sysdiff.flows.warehouse import sql_literal
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import CRITERIA, DEP_VIEWS, VIEWS, score_name  # noqa: F401
 

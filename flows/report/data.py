@@ -16,8 +16,8 @@ from pathlib import Path
 
 import polars as pl
 
+from sysdiff.flows.catalog import sql_literal as lit
 from sysdiff.flows.queries import connect
-from sysdiff.flows.warehouse import sql_literal as lit
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import DEP_VIEWS, TASK_VIEWS, VIEWS
 from sysdiff.transforms.summaries import MANY_SYSTEMS

@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from sysdiff.flows.catalog import sql_literal as lit
 from sysdiff.flows.report.charts import ticks
 from sysdiff.flows.report.data import MAX_ROWS, Read
 from sysdiff.flows.report.html import esc, p_value, pct, points, table_html, td
-from sysdiff.flows.warehouse import sql_literal as lit
 from sysdiff.schemas.vocabulary import VIEWS
 from sysdiff.transforms import summaries as S
 

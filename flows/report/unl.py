@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import polars as pl
 
+from sysdiff.flows.catalog import sql_literal as lit
 from sysdiff.flows.report.data import MAX_ROWS, Read
 from sysdiff.flows.report.html import esc, pct, table_html, td
 from sysdiff.flows.report.tokens import ALL_PAIRS, PAIR_DETAILS, TOP_PAIRS, cls_col
-from sysdiff.flows.warehouse import sql_literal as lit
 from sysdiff.schemas.vocabulary import CLASSES
 from sysdiff.transforms import summaries as S
 
