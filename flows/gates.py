@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from sysdiff.flows.names import sql_literal
+from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.queries import query
 from sysdiff.flows.show import (
     COREF_TASKS,

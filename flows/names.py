@@ -10,10 +10,9 @@ from pathlib import Path
 
 from sysdiff.schemas.errors import InputError
 
-FORMATS = ("table", "csv", "json", "markdown", "latex")  # output formats
+FORMATS = ("table", "csv", "tsv", "json", "markdown", "latex")  # output formats
 DEFAULT_WAREHOUSE = Path("data") / "warehouse"
 MANIFEST = "manifest.json"
-CATALOG = "sysdiff.duckdb"  # the DuckDB catalog: one view per table over the live files
 TOKEN_TASKS, COREF_TASKS, UNL_TASKS = ("pos", "dep"), ("coref",), ("unl", "nl")
 # table -> (tasks whose corpora have it, what it shows): ``sysdiff show --help`` lists these.
 SHOWABLE: dict[str, tuple[tuple[str, ...], str]] = {
@@ -51,11 +50,6 @@ def resolve_warehouse(option: str | None) -> Path:
         raise InputError("a warehouse path cannot contain ','; DuckDB finds the warehouse's "
                          "files through file_search_path, a comma-separated list", root)
     return root
-
-
-def sql_literal(text: str) -> str:
-    """A SQL string literal."""
-    return "'" + text.replace("'", "''") + "'"
 
 
 def read_manifest(root: Path) -> dict:

@@ -29,7 +29,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from sysdiff.flows.names import CATALOG, sql_literal
+from sysdiff.flows.catalog import CATALOG, sql_literal
 from sysdiff.schemas.errors import InputError
 
 READ_TYPES = {"SELECT", "EXPLAIN", "MULTI"}

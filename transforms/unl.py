@@ -24,8 +24,8 @@ import polars as pl
 
 from sysdiff.schemas.formats.unl import KNOWN_RELATIONS, NlSentence, UnlSentence, gc_paused
 from sysdiff.schemas.tables import TABLES
+from sysdiff.schemas.vocabulary import CLASSES
 from sysdiff.transforms.engine import (
-    CLASSES,
     MAX_ALL_SUBSETS,
     LabelMatrix,
     all_pairs,
