@@ -237,7 +237,8 @@ def sql(
     from sysdiff.flows.queries import query as run_query
 
     _check_format(fmt)
-    typer.echo(to_text(run_query(resolve_warehouse(warehouse), query), fmt), nl=False)
+    result = run_query(resolve_warehouse(warehouse), query, rows=fmt == "table")
+    typer.echo(to_text(result, fmt), nl=False)
 
 
 def _tables_help() -> str:

@@ -25,12 +25,16 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
-import polars as pl
 
 from sysdiff.flows.catalog import CATALOG, sql_literal
+from sysdiff.flows.render import Rows
 from sysdiff.schemas.errors import InputError
+
+if TYPE_CHECKING:
+    import polars as pl
 
 READ_TYPES = {"SELECT", "EXPLAIN", "MULTI"}
 # Keywords that make a statement more than a query (checked in EXPLAIN and PIVOT statements,
@@ -146,8 +150,10 @@ def one_connection() -> Iterator[None]:
                 con.close()
 
 
-def query(root: Path, sql: str) -> pl.DataFrame:
-    """Run one read-only SQL statement in the sandbox; anything else is an InputError."""
+def query(root: Path, sql: str, rows: bool = False) -> pl.DataFrame | Rows:
+    """Run one read-only SQL statement in the sandbox; anything else is an InputError. With
+    ``rows``, a small result of plain types comes back as :class:`Rows` (polars is not
+    imported: ``sysdiff sql`` printing a table)."""
     check_read_only(sql)
     shared = _shared is not None
     con = _shared.get(root) if shared else None
@@ -156,7 +162,7 @@ def query(root: Path, sql: str) -> pl.DataFrame:
         if shared:
             _shared[root] = con
     try:
-        return fetch(con.execute(sql))
+        return fetch(con.execute(sql), rows)
     except duckdb.PermissionException as e:
         raise InputError("refused: sysdiff reads only the warehouse's tables (no other "
                          f"files, extensions or settings): {_first_line(e)}") from None
@@ -182,9 +188,24 @@ _SCALARS = {"boolean": "Boolean", "tinyint": "Int8", "smallint": "Int16", "integ
             "varchar": "String", "blob": "Binary", "date": "Date", "null": "Null"}
 
 
+_NUMERIC = {"tinyint", "smallint", "integer", "bigint", "utinyint", "usmallint", "uinteger",
+            "ubigint", "float", "double", "decimal"}
+
+
+def plain(t: duckdb.DuckDBPyType) -> bool:
+    """True for the types read without Arrow (those :func:`polars_type` maps)."""
+    if t.id in _SCALARS or t.id == "decimal":
+        return True
+    if t.id == "list":
+        return plain(t.children[0][1])
+    return t.id == "struct" and all(plain(child) for _, child in t.children)
+
+
 def polars_type(t: duckdb.DuckDBPyType) -> pl.DataType | None:
     """The polars type ``pl.from_arrow`` gives a DuckDB column of type ``t``, for the types
     read without Arrow; None for the others."""
+    import polars as pl
+
     if t.id in _SCALARS:
         return getattr(pl, _SCALARS[t.id])()
     if t.id == "decimal":
@@ -199,15 +220,20 @@ def polars_type(t: duckdb.DuckDBPyType) -> pl.DataType | None:
     return None
 
 
-def fetch(result: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """An executed query's rows as a polars frame (column types as Arrow would give)."""
+def fetch(result: duckdb.DuckDBPyConnection, as_rows: bool = False) -> pl.DataFrame | Rows:
+    """An executed query's rows as a polars frame (column types as Arrow would give); with
+    ``as_rows``, a small result of plain types as :class:`Rows`."""
     names = [d[0] for d in result.description]
-    types = [polars_type(d[1]) for d in result.description]
-    if None in types or len(set(names)) != len(names):
+    if not all(plain(d[1]) for d in result.description) or len(set(names)) != len(names):
         return _from_arrow(result, names, [])
     rows = result.fetchmany(SMALL_RESULT + 1)
     if len(rows) > SMALL_RESULT:
         return _from_arrow(result, names, rows)
+    if as_rows:
+        return Rows(names, [d[1].id in _NUMERIC for d in result.description], rows)
+    import polars as pl
+
+    types = [polars_type(d[1]) for d in result.description]
     return pl.DataFrame(rows, schema=list(zip(names, types, strict=True)), orient="row")
 
 
@@ -216,6 +242,7 @@ def _from_arrow(result: duckdb.DuckDBPyConnection, names: list[str], head: list[
     """The rest of a result read as Arrow, after the ``head`` rows already read."""
     import warnings
 
+    import polars as pl
     import pyarrow as pa
 
     with warnings.catch_warnings():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sysdiff.flows.names import FORMATS  # noqa: F401 (the output formats)
@@ -16,6 +17,16 @@ _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
 }
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A small query result as Python rows, for the terminal table (``sysdiff sql`` prints
+    one without importing polars): column names, which columns are numeric, the rows."""
+
+    columns: list[str]
+    numeric: list[bool]
+    rows: list[tuple]
 
 
 def cell(value: object, column: str = "") -> str:
@@ -56,12 +67,16 @@ def latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(c, c) for c in text)
 
 
-def to_text(df: pl.DataFrame, fmt: str, title: str | None = None) -> str:
-    """A frame in one of FORMATS (``table`` is rendered for a terminal)."""
+def to_text(df: pl.DataFrame | Rows, fmt: str, title: str | None = None) -> str:
+    """A frame in one of FORMATS (``table`` is rendered for a terminal); :class:`Rows` in
+    the ``table`` format."""
+    if isinstance(df, Rows):
+        if fmt != "table":
+            raise ValueError(f"Rows are rendered as a table, not {fmt}")
+        rows = [[cell(blob_text(v) if isinstance(v, bytes) else v, c)
+                 for v, c in zip(r, df.columns, strict=True)] for r in df.rows]
+        return terminal_table(df.columns, df.numeric, rows, title)
     import polars as pl
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
 
     df = printable(df)
     if fmt in ("csv", "tsv"):
@@ -83,9 +98,20 @@ def to_text(df: pl.DataFrame, fmt: str, title: str | None = None) -> str:
         lines += [" & ".join(latex_escape(v) for v in r) + r" \\" for r in rows]
         lines += [r"\hline", r"\end{tabular}"]
         return "\n".join(lines) + "\n"
+    return terminal_table(df.columns, [df.schema[c].is_numeric() for c in df.columns], rows,
+                          title)
+
+
+def terminal_table(columns: list[str], numeric: list[bool], rows: list[list[str]],
+                   title: str | None = None) -> str:
+    """Cells as a terminal table (numeric columns right-aligned)."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title=Text(title) if title else None, show_lines=False)
-    for c in df.columns:  # Text(...): no rich markup, so '[slept]' prints as it is
-        table.add_column(Text(c), justify="right" if df.schema[c].is_numeric() else "left")
+    for c, right in zip(columns, numeric, strict=True):  # Text: '[slept]' prints as it is
+        table.add_column(Text(c), justify="right" if right else "left")
     for r in rows:
         table.add_row(*map(Text, r))
     buf = io.StringIO()

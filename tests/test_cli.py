@@ -261,7 +261,7 @@ def test_check_gates_a_unl_corpus(mixed):
 
 #: Modules a read-only command has no use for (the warehouse module, Arrow and numpy take
 #: 0.1-0.3 s to import; Prefect 1.3 s; scipy 0.3 s).
-HEAVY = ("prefect", "scipy", "pyarrow", "numpy", "sysdiff.flows.warehouse")
+HEAVY = ("prefect", "scipy", "pyarrow", "numpy", "sysdiff.flows.warehouse", "polars")
 
 
 def cli_in_subprocess(*argv: str, cwd: Path = REPO) -> tuple[int, str, bool]:
@@ -319,11 +319,12 @@ def test_a_held_lock_is_reported_before_prefect(tmp_path):
 
 @pytest.mark.parametrize("argv, allowed", [
     (["sql", "select count(*) from scores"], set()),
-    (["show", "pairs", "--view", "upos"], set()),
+    (["sql", "-f", "csv", "select count(*) from scores"], {"polars"}),
+    (["show", "pairs", "--view", "upos"], {"polars"}),
     (["examples", "--sys1", "seqsm@ud2.8", "--sys2", "seqsm@ud2.16", "--class", "new_error"],
-     {"numpy"}),
+     {"numpy", "polars"}),
     (["check", "--baseline", "seqsm@ud2.8", "--candidate", "seqsm@ud2.16",
-      "--max-new-errors", "100000"], set()),
+      "--max-new-errors", "100000"], {"polars"}),
 ])
 def test_read_only_commands_never_import_prefect(argv, allowed, bundled):
     """Nor anything else they have no use for (they answer in about 0.5 s)."""
@@ -347,6 +348,27 @@ def test_a_big_query_result_reads_the_same(bundled):
         expected = pl.from_arrow(con.sql(sql.replace("N", str(n))).to_arrow_table())
         assert got.schema == expected.schema and got.equals(expected)
         assert got.height == n
+
+
+def test_a_small_result_prints_the_same_without_polars():
+    """``sysdiff sql`` prints a small table from DuckDB's rows (polars not imported): the
+    same text as from the frame, for every type read without Arrow."""
+    import duckdb
+
+    from sysdiff.flows.queries import fetch
+    from sysdiff.flows.render import Rows, to_text
+
+    sql = ("select range as i, range::varchar as s, [range, null] as l, range % 3 = 0 as b, "
+           "(range / 7)::decimal(12, 3) as d, {'x': range} as st, range / 3 as f, "
+           "(range / 3)::float as f4, 'a\\x01['::blob as bl, date '2024-02-28' + "
+           "range::int as dt, null as n, '[b]x' as m, -range::tinyint as t from range(4)")
+    con = duckdb.connect()
+    rows, frame = fetch(con.execute(sql), as_rows=True), fetch(con.execute(sql))
+    assert isinstance(rows, Rows) and len(rows.rows) == 4
+    assert rows.numeric == [True, False, False, False, True, False, True, True, False,
+                            False, False, False, True]
+    assert to_text(rows, "table", "t") == to_text(frame, "table", "t")
+    assert "a\\x01[" in to_text(rows, "table") and "[b]x" in to_text(rows, "table")
 
 
 def test_server_commands_never_import_prefect(tmp_path, monkeypatch):
