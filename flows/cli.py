@@ -268,6 +268,7 @@ def show(
     from sysdiff.flows.show import show_table
 
     _check_format(fmt)
+    show_warnings()
     with one_connection():
         text = show_table(resolve_warehouse(warehouse), table, corpus, view, sys1, sys2, punct,
                           top, fmt, name)
