@@ -127,6 +127,19 @@ def runner_children(state: Path) -> list[int]:
             if " child " in line]
 
 
+def sequoia_times(folder: Path, n: int) -> tuple[Path, Path]:
+    """The bundled Sequoia key and one system, each ``n`` times over (sentence ids made
+    unique)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name, source in (("key", "key.conllu"), ("a", "fr_core_news_sm-3.8.0.conllu")):
+        text = (SEQUOIA / source).read_text()
+        copies = [text.replace("# sent_id = ", f"# sent_id = c{k}-") for k in range(n)]
+        (folder / f"{name}.conllu").write_text("".join(copies))
+        out.append(folder / f"{name}.conllu")
+    return out[0], out[1]
+
+
 def head_row(key: Path, system: Path, name: str = "a") -> str:
     """The ``scores`` row (csv) of the head view without punctuation, counted here from
     the two files: words whose head the system gets right, words whose gold UPOS is not
@@ -217,7 +230,11 @@ def test_interrupts_reach_the_runner_child(state, tmp_path):
     a client killed outright interrupts it too."""
     api = server.ensure(announce=False, started=runner.spawn_for).api_url
     assert isinstance(runner.wait_ready(api), dict)
-    slow = ["run", str(SEQUOIA / "sequoia.toml"), "--shard-sents", "1"]  # 456 compare tasks
+    # 5 x 456 sentences, one compare task each: the run still compares when the API (which
+    # lags behind the run on a loaded machine) shows its first compare task runs
+    key, system = sequoia_times(tmp_path / "big", 5)
+    slow = ["run", "--key", str(key), "--system", f"a={system}", "--corpus", "big",
+            "--shard-sents", "1"]
     for sig, expected in ((signal.SIGINT, 130), (signal.SIGKILL, -9)):
         before = set(runner_children(state))
         root = tmp_path / f"wh-{sig.name}"
