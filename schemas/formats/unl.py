@@ -30,7 +30,7 @@ import gc
 import html
 import re
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -657,8 +657,32 @@ def _whole_text_sentence(text: str, lines: _Lines, name: str | None) -> UnlSente
 def _sentence_from_block(
     text: str, m: re.Match[str], k: int, opens: list, lines: _Lines, name: str | None
 ) -> UnlSentence:
-    start = m.end()
     limit = opens[k + 1].start() if k + 1 < len(opens) else len(text)
+    return _from_draft(_block_draft(text, m, k, limit, lines, name))
+
+
+class _Draft(NamedTuple):
+    """A sentence before its graph is parsed: ``body`` (the graph text, starting on line
+    ``body_line``) is None when there is no graph or ``error`` is set."""
+
+    sent_id: str | None
+    position: int
+    line: int
+    org: str | None
+    org_lang: str | None
+    targets: dict[str, str]
+    warnings: tuple[str, ...]
+    error: str | None
+    error_line: int | None
+    body: str | None
+    body_line: int
+    source_name: str | None
+
+
+def _block_draft(text: str, m: re.Match[str], k: int, limit: int,
+                 lines: Callable[[int], int], name: str | None) -> _Draft:
+    """The draft of the ``[S]`` block opened by ``m`` (``limit``: where the next one opens)."""
+    start = m.end()
     close = _S_CLOSE.search(text, start, limit)
     warnings: tuple[str, ...] = ()
     if close is None:
@@ -669,17 +693,8 @@ def _sentence_from_block(
         end = close.start()
     sid_parts = (m[1] or "").split()
     sid = sid_parts[0] if sid_parts else None
-    s = _sentence(sid, k, lines(m.start()), text, start, end, lines, name)
-    if warnings:
-        s = _with_warnings(s, warnings)
-    return s
-
-
-def _with_warnings(s: UnlSentence, warnings: tuple[str, ...]) -> UnlSentence:
-    return UnlSentence(
-        s.sent_id, s.position, s.line, s.org, s.org_lang, s.targets, s.graph, s.error,
-        s.error_line, s.warnings + warnings, s.source_name,
-    )  # fmt: skip
+    d = _draft(sid, k, lines(m.start()), text, start, end, lines, name)
+    return d._replace(warnings=d.warnings + warnings) if warnings else d
 
 
 def _sentence(
@@ -687,6 +702,26 @@ def _sentence(
     name: str | None,
 ) -> UnlSentence:  # fmt: skip
     """Build a sentence from ``text[start:end]`` (the inside of an [S] block or a {unl} block)."""
+    return _from_draft(_draft(sid, k, line, text, start, end, lines, name))
+
+
+def _from_draft(d: _Draft) -> UnlSentence:
+    """Parse the draft's graph (a malformed graph is the sentence's error)."""
+    graph, error, error_line = None, d.error, d.error_line
+    if d.body is not None:
+        try:
+            graph = parse_graph(d.body, d.body_line)
+        except GraphError as exc:
+            error, error_line = exc.message, exc.line
+    return UnlSentence(d.sent_id, d.position, d.line, d.org, d.org_lang, d.targets, graph,
+                       error, error_line, d.warnings, d.source_name)  # fmt: skip
+
+
+def _draft(
+    sid: str | None, k: int, line: int, text: str, start: int, end: int,
+    lines: Callable[[int], int], name: str | None,
+) -> _Draft:  # fmt: skip
+    """Split ``text[start:end]`` into its blocks: ``{org}``, target languages, the graph."""
     org = org_lang = None
     targets: dict[str, str] = {}
     unl: tuple[str, int] | None = None
@@ -711,26 +746,19 @@ def _sentence(
     bad_open = _BLOCK_OPEN.search(leftover)
     if bad_open is not None:
         at = text.find(bad_open[0], start, end)
-        return UnlSentence(
-            sid, k, line, org, org_lang, targets, None,
-            f"unterminated block {bad_open[0]} (no {{/{bad_open[1]}}})", lines(at),
-            tuple(warnings), name,
-        )  # fmt: skip
+        return _Draft(sid, k, line, org, org_lang, targets, tuple(warnings),
+                      f"unterminated block {bad_open[0]} (no {{/{bad_open[1]}}})", lines(at),
+                      None, 0, name)  # fmt: skip
     if unl is None and leftover.strip():
         unl = (leftover, start)  # graph written directly inside [S] ... [/S]
     elif leftover.strip():
         warnings.append(f"line {line}: text outside blocks ignored: {leftover.strip()[:40]!r}")
     if unl is None:
-        return UnlSentence(sid, k, line, org, org_lang, targets, None, None, None,
-                           tuple(warnings), name)  # fmt: skip
+        return _Draft(sid, k, line, org, org_lang, targets, tuple(warnings), None, None, None, 0,
+                      name)  # fmt: skip
     body, body_start = unl
-    try:
-        graph = parse_graph(body, lines(body_start))
-    except GraphError as exc:
-        return UnlSentence(sid, k, line, org, org_lang, targets, None, exc.message, exc.line,
-                           tuple(warnings), name)  # fmt: skip
-    return UnlSentence(sid, k, line, org, org_lang, targets, graph, None, None,
-                       tuple(warnings), name)  # fmt: skip
+    return _Draft(sid, k, line, org, org_lang, targets, tuple(warnings), None, None, body,
+                  lines(body_start), name)  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
