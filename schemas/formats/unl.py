@@ -29,13 +29,18 @@ from __future__ import annotations
 import gc
 import html
 import re
-from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import NamedTuple
+
+import numpy as np
+import polars as pl
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from sysdiff.schemas.errors import InputError
 
@@ -587,6 +592,36 @@ _S_OPEN = re.compile(r"\[S(?::([^\]]*))?\]")
 _S_CLOSE = re.compile(r"\[/S\]")
 _S_END_FALLBACK = re.compile(r"\[/P\]|\[/D\]|\[P[:\]\s]|\[S[:\]]")
 _BLOCK = re.compile(r"\{([A-Za-z]+)(?::([^}]*))?\}(.*?)\{/\1\}", re.DOTALL)
+_BLOCK_HEAD = re.compile(r"\{([A-Za-z]+)(?::([^}]*))?\}")
+
+
+class _Block(NamedTuple):
+    """A ``{tag:attrs} content {/tag}`` block: offsets of the block and of its content."""
+
+    tag: str
+    attrs: str | None
+    start: int
+    end: int
+    body_start: int
+    body_end: int
+
+
+def _blocks(text: str, start: int, end: int) -> Iterator[_Block]:
+    """The matches of ``_BLOCK.finditer(text, start, end)``, found with ``str.find``: the
+    head ``{tag...}`` matches in one way only and the lazy content ends at the first
+    ``{/tag}``, so a head without its closing tag is skipped one character on, as there."""
+    pos = start
+    while True:
+        m = _BLOCK_HEAD.search(text, pos, end)
+        if m is None:
+            return
+        close = text.find(f"{{/{m[1]}}}", m.end(), end)
+        if close < 0:
+            pos = m.start() + 1
+            continue
+        stop = close + len(m[1]) + 3
+        yield _Block(m[1], m[2], m.start(), stop, m.end(), close)
+        pos = stop
 _BLOCK_OPEN = re.compile(r"\{([A-Za-z]+)(?::[^}]*)?\}")
 
 
@@ -623,10 +658,10 @@ def _parse_unl_document(text: str, name: str | None) -> list[UnlSentence]:
     opens = list(_S_OPEN.finditer(text))
     if opens:
         return [_sentence_from_block(text, m, k, opens, lines, name) for k, m in enumerate(opens)]
-    blocks = [b for b in _BLOCK.finditer(text) if b[1].lower() == "unl"]
+    blocks = [b for b in _blocks(text, 0, len(text)) if b.tag.lower() == "unl"]
     if blocks:
         return [
-            _sentence(None, k, lines(b.start()), text, b.start(), b.end(), lines, name)
+            _sentence(None, k, lines(b.start), text, b.start, b.end, lines, name)
             for k, b in enumerate(blocks)
         ]
     if not text.strip():
@@ -728,19 +763,20 @@ def _draft(
     warnings: list[str] = []
     rest: list[str] = []
     pos = start
-    for b in _BLOCK.finditer(text, start, end):
-        rest.append(text[pos : b.start()])
-        pos = b.end()
-        tag = b[1].lower()
+    for b in _blocks(text, start, end):
+        rest.append(text[pos : b.start])
+        pos = b.end
+        tag = b.tag.lower()
+        content = text[b.body_start : b.body_end]
         if tag == "org":
-            org, org_lang = b[3].strip(), (b[2] or "").split("=")[0].strip() or None
+            org, org_lang = content.strip(), (b.attrs or "").split("=")[0].strip() or None
         elif tag == "unl":
             if unl is not None:
-                warnings.append(f"line {lines(b.start())}: second {{unl}} block ignored")
+                warnings.append(f"line {lines(b.start)}: second {{unl}} block ignored")
             else:
-                unl = (b[3], b.start(3))
+                unl = (content, b.body_start)
         else:
-            targets[tag] = b[3].strip()
+            targets[tag] = content.strip()
     rest.append(text[pos:end])
     leftover = "".join(rest)
     bad_open = _BLOCK_OPEN.search(leftover)
@@ -759,6 +795,507 @@ def _draft(
     body, body_start = unl
     return _Draft(sid, k, line, org, org_lang, targets, tuple(warnings), None, None, body,
                   lines(body_start), name)  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------
+# Columnar reading at scale: a streaming index of the [S] blocks, sentences parsed in columns
+#
+# ``index_unl`` reads a document once, piece by piece (pieces are cut right before a ``[S``,
+# where neither UTF-8 decoding nor the cleaning of ``<br />``/entities can be split), and keeps
+# per sentence only its id, its line and the byte offset of its ``[S`` block. ``UnlIndex.read``
+# then parses any sentences (a shard, or the partners of a shard) into a :class:`UnlChunk`:
+# the block structure per sentence as in :func:`read_unl`, the graphs in columns. A relation
+# line of the common shapes (plain, quoted or ``[word]`` UWs with constraint lists nested up
+# to three levels) is parsed by one regular expression over all lines; a sentence with any
+# other line (quotes in constraint lists, relations sharing or spanning lines, list format,
+# anything malformed) is parsed by :func:`parse_graph` itself, so every result and message is
+# the one :func:`read_unl` gives. Node ids, scopes and connectivity are then resolved in columns.
+# A document without ``[S`` blocks (``{unl}`` blocks or a bare graph) is read whole with
+# :func:`read_unl`.
+
+#: Bytes read per piece while indexing (a piece grows up to the next ``[S``).
+PIECE_BYTES = 1 << 24
+
+_NB = r'[^()"\[\]{}\n]'
+_C = rf"(?:\((?:{_NB}|\((?:{_NB}|\({_NB}*\))*\))*\))?"
+_NODE_TEXT = rf'[^()"\[\]{{}}:.,\n]*{_C}|\s*"[^"\n]*"{_C}|\s*\[[^\[\]"(),\n]*\]{_C}'
+
+
+def _node_re(p: str) -> str:
+    return (rf"(?P<{p}>{_NODE_TEXT})(?::(?P<{p}id>[0-9A-Za-z]{{2}}))?"
+            rf"(?P<{p}at>(?:\.@[0-9A-Za-z_\-]+)*)\s*")  # fmt: skip
+
+
+#: One relation on one line, in the ``regex`` crate's syntax (polars).
+REL_LINE = (rf"^\s*(?P<label>[a-z]{{2,3}})(?::(?P<scope>[0-9A-Za-z]{{2}}))?\s*\("
+            rf"{_node_re('s')},{_node_re('t')}\)\s*$")  # fmt: skip
+_WS_PUNCT = r"\s*([()<>,=;])\s*"
+#: White space that Python's ``str.isspace`` knows and the ``regex`` crate's ``\s`` does not.
+_PY_ONLY_WS = "[\x1c-\x1f]"
+
+_S = pl.String
+SENT_SCHEMA = {"row": pl.Int32, "position": pl.Int64, "sent_id": _S, "line": pl.Int64,
+               "error": _S, "error_line": pl.Int64, "has_graph": pl.Boolean,
+               "warnings": pl.List(_S)}  # fmt: skip
+ENDPOINT_SCHEMA = {"row": pl.Int32, "occ": pl.Int64, "uw": _S, "nid": _S, "kind": _S,
+                   "attrs": _S}  # fmt: skip
+REL_SCHEMA = {"row": pl.Int32, "r": pl.Int32, "label": _S, "scope": _S, "line": pl.Int64}
+
+
+@dataclass(frozen=True)
+class UnlChunk:
+    """Parsed sentences in columns (``row`` = 0, 1, ... in the order read).
+
+    ``sents``: row, position (index in the document), sent_id, line, error, error_line,
+    has_graph, warnings, n_rel, n_nodes, n_components, nl_words (the first three ``[word]``
+    nodes, joined by ``, ``; null if none). ``rels``: row, r, label, scope, line and per
+    end ``s_``/``t_`` uw, id, kind, attrs (joined by ``.``), after scope resolution and
+    node-id unification. ``nodes``: the nodes used by no relation (list format): row, uw,
+    nid, kind, attrs."""
+
+    sents: pl.DataFrame
+    rels: pl.DataFrame
+    nodes: pl.DataFrame
+
+    @property
+    def height(self) -> int:
+        return self.sents.height
+
+
+class _Source:
+    """The bytes of a UNL document: a file, read by ranges, or a text given directly."""
+
+    def __init__(self, path_or_text: str | Path, source_name: str | None):
+        if _is_path(path_or_text):
+            self.path: Path | None = Path(path_or_text)
+            self.name = source_name or str(self.path)
+            self.data: bytes | None = None
+            try:
+                st = self.path.stat()
+                with self.path.open("rb"):
+                    pass
+            except OSError as exc:
+                raise InputError(f"cannot read file: {exc.strerror}", path=self.name) from exc
+            self.size, self.stamp = st.st_size, (st.st_size, st.st_mtime_ns)
+        else:
+            self.path, self.name = None, source_name
+            self.data = str(path_or_text).encode("utf-8", "surrogatepass")
+            self.size, self.stamp = len(self.data), None
+
+    def read(self, start: int, end: int) -> bytes:
+        if self.data is not None:
+            return self.data[start:end]
+        with self.path.open("rb") as f:  # type: ignore[union-attr]
+            f.seek(start)
+            return f.read(end - start)
+
+    def decode(self, start: int, data: bytes) -> str:
+        if self.data is not None:
+            return data.decode("utf-8", "surrogatepass")
+        return data.decode("utf-8-sig" if start == 0 else "utf-8")
+
+    def pieces(self, size: int) -> Iterator[tuple[int, bytes]]:
+        """(offset, bytes) pieces of about ``size`` bytes, each cut right before a ``[S``."""
+        pos = 0
+        while pos < self.size:
+            end = min(pos + size, self.size)
+            while True:
+                data = self.read(pos, end)
+                cut = len(data) if end >= self.size else data.rfind(b"[S", 1)
+                if cut > 0:
+                    break
+                end = min(end + size, self.size)
+            yield pos, data[:cut]
+            pos += cut
+
+    def check_unchanged(self) -> None:
+        if self.path is None:
+            return
+        try:
+            st = self.path.stat()
+        except OSError as exc:
+            raise InputError(f"cannot read file: {exc.strerror}", path=self.name) from exc
+        if (st.st_size, st.st_mtime_ns) != self.stamp:
+            raise InputError("file changed while it was being read; run again", path=self.name)
+
+
+def _find_all(hay: str | bytes, needle: str | bytes) -> list[int]:
+    out, i = [], hay.find(needle)  # type: ignore[arg-type]
+    while i >= 0:
+        out.append(i)
+        i = hay.find(needle, i + 1)  # type: ignore[arg-type]
+    return out
+
+
+class _OpenScan:
+    """Finds the ``[S]`` openings of a cleaned text fed piece by piece, exactly as
+    ``_S_OPEN.finditer`` over the whole text would: a ``[S:`` still waiting for its ``]``
+    is carried into the next piece. Each opening's byte offset is that of the same ``[S`` in
+    the raw bytes (cleaning keeps every ``[S``; a piece where it does not is irregular)."""
+
+    def __init__(self) -> None:
+        self.ids: list[str | None] = []
+        self.lines: list[int] = []
+        self.starts: list[int] = []
+        self.buf, self.buf_raw, self.newlines = "", [], 0
+
+    def feed(self, text: str, offset: int, raw: bytes) -> bool:
+        """Scan one more cleaned piece (``raw`` its bytes at ``offset``); False if irregular."""
+        raw_at = [offset + i for i in _find_all(raw, b"[S")]
+        if text.count("[S") != len(raw_at):
+            return False
+        buf, buf_raw = self.buf + text, self.buf_raw + raw_at
+        cands = _find_all(buf, "[S")
+        j, prev, last, nl = 0, 0, 0, self.newlines
+        ids, lines, starts = self.ids, self.lines, self.starts
+        for m in _S_OPEN.finditer(buf):
+            p = m.start()
+            while cands[j] < p:
+                j += 1
+            nl += buf.count("\n", prev, p)
+            prev, last = p, m.end()
+            parts = (m[1] or "").split()
+            ids.append(parts[0] if parts else None)
+            lines.append(nl + 1)
+            starts.append(buf_raw[j])
+        keep = buf.find("[S:", last)
+        keep = len(buf) if keep < 0 else keep
+        self.newlines = nl + buf.count("\n", prev, keep)
+        self.buf, self.buf_raw = buf[keep:], buf_raw[bisect_left(cands, keep):]
+        return True
+
+
+@dataclass
+class UnlIndex:
+    """Where each sentence of a UNL document is: ids, lines and the byte offsets of the
+    ``[S`` blocks (``sentences`` instead, parsed, for a document without ``[S`` blocks).
+    :meth:`read` parses any of them into a :class:`UnlChunk`."""
+
+    source: _Source
+    ids: list[str | None]
+    lines: np.ndarray
+    starts: np.ndarray | None = None
+    sentences: list[UnlSentence] | None = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def name(self) -> str | None:
+        return self.source.name
+
+    def read(self, rows: Sequence[int] | np.ndarray) -> UnlChunk:
+        """The sentences ``rows`` (ascending document positions) in columns."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if self.sentences is not None:
+            return chunk_from_sentences([self.sentences[k] for k in rows.tolist()])
+        return chunk_from_drafts(self.drafts(rows))
+
+    def drafts(self, rows: np.ndarray) -> list[_Draft]:
+        """Re-read and split the blocks of the given sentences (contiguous runs at once)."""
+        if rows.size and (np.any(np.diff(rows) <= 0) or rows[0] < 0 or rows[-1] >= len(self)):
+            raise ValueError("rows must be ascending positions in the document")
+        self.source.check_unchanged()
+        starts, n, out = self.starts, len(self), []
+        breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+        for run in np.split(rows, breaks) if rows.size else []:
+            a, b = int(run[0]), int(run[-1]) + 1
+            lo, hi = int(starts[a]), int(starts[b]) if b < n else self.source.size  # type: ignore[index]
+            text = clean_text(self.source.decode(lo, self.source.read(lo, hi)))
+            opens = list(_S_OPEN.finditer(text))
+            if len(opens) != b - a or opens[0].start() != 0:
+                raise InputError("file changed while it was being read; run again",
+                                 path=self.name)  # fmt: skip
+            for k, m in enumerate(opens):
+                limit = opens[k + 1].start() if k + 1 < len(opens) else len(text)
+                lines = partial(_local_line, text, m.start(), int(self.lines[a + k]))
+                d = _block_draft(text, m, a + k, limit, lines, self.name)
+                if d.sent_id != self.ids[a + k]:
+                    raise InputError("file changed while it was being read; run again",
+                                     path=self.name)  # fmt: skip
+                out.append(d)
+        return out
+
+
+def _local_line(text: str, start: int, line: int, offset: int) -> int:
+    return line + text.count("\n", start, offset)
+
+
+def index_unl(path_or_text: str | Path, *, source_name: str | None = None,
+              piece_bytes: int = PIECE_BYTES) -> UnlIndex:
+    """Index a UNL document (a path, or the text itself) in one streaming pass; memory is a
+    few pieces plus three numbers per sentence. The same InputErrors as :func:`read_unl`."""
+    src = _Source(path_or_text, source_name)
+    scan, regular, bad_line, newlines = _OpenScan(), True, None, 0
+    bom = 3 if src.path is not None and src.read(0, 3) == b"\xef\xbb\xbf" else 0
+    for offset, raw in src.pieces(piece_bytes):
+        if src.path is not None and b"\x00" in raw:
+            raise InputError("binary file: expected a UNL document (text)", path=src.name)
+        if bad_line is None:
+            try:
+                text = src.decode(offset, raw)
+            except UnicodeDecodeError as exc:
+                at = exc.start if offset == 0 else max(0, exc.start - bom)
+                bad_line = newlines + raw[:at].count(b"\n") + 1
+            else:
+                regular = regular and scan.feed(clean_text(text), offset, raw)
+        newlines += raw.count(b"\n")
+    if bad_line is not None:
+        raise InputError("not UTF-8 text: expected a UNL document", path=src.name,
+                         line=bad_line)  # fmt: skip
+    if not regular or not scan.starts:
+        sentences = read_unl(src.path if src.path is not None else src.data.decode(  # type: ignore[union-attr]
+            "utf-8", "surrogatepass"), source_name=src.name)
+        return UnlIndex(src, [s.sent_id for s in sentences],
+                        np.array([s.line for s in sentences], np.int64), None, sentences)
+    return UnlIndex(src, scan.ids, np.array(scan.lines, np.int64),
+                    np.array(scan.starts, np.int64))
+
+
+# ---- sentences in columns
+
+
+def chunk_from_drafts(drafts: Sequence[_Draft]) -> UnlChunk:
+    """Parse the drafts' graphs in columns (see the section comment)."""
+    n = len(drafts)
+    rows = list(range(n))
+    with_body = [i for i, d in enumerate(drafts) if d.body is not None]
+    ep, rels, nodes, errors = _parse_bodies(
+        with_body, [drafts[i].body for i in with_body],  # type: ignore[misc]
+        [drafts[i].body_line for i in with_body])
+    err = [d.error for d in drafts]
+    err_line = [d.error_line for d in drafts]
+    for i, (msg, line) in errors.items():
+        err[i], err_line[i] = msg, line
+    sents = pl.DataFrame(
+        {"row": rows, "position": [d.position for d in drafts],
+         "sent_id": [d.sent_id for d in drafts], "line": [d.line for d in drafts],
+         "error": err, "error_line": err_line,
+         "has_graph": [d.body is not None and i not in errors for i, d in enumerate(drafts)],
+         "warnings": [list(d.warnings) for d in drafts]},
+        schema=SENT_SCHEMA)  # fmt: skip
+    return _finish_chunk(sents, ep, rels, nodes)
+
+
+def chunk_from_sentences(sentences: Sequence[UnlSentence]) -> UnlChunk:
+    """Parsed :class:`UnlSentence` objects in columns (row ``i`` = ``sentences[i]``)."""
+    ep_rows: list[tuple] = []
+    rel_rows: list[tuple] = []
+    node_rows: list[tuple] = []
+    for i, s in enumerate(sentences):
+        if s.graph is not None:
+            _graph_rows(i, s.graph, ep_rows, rel_rows, node_rows)
+    sents = pl.DataFrame(
+        {"row": list(range(len(sentences))), "position": [s.position for s in sentences],
+         "sent_id": [s.sent_id for s in sentences], "line": [s.line for s in sentences],
+         "error": [s.error for s in sentences], "error_line": [s.error_line for s in sentences],
+         "has_graph": [s.graph is not None for s in sentences],
+         "warnings": [list(s.warnings) for s in sentences]},
+        schema=SENT_SCHEMA)  # fmt: skip
+    ep = pl.DataFrame(ep_rows, schema=ENDPOINT_SCHEMA, orient="row")
+    rels = pl.DataFrame(rel_rows, schema=REL_SCHEMA, orient="row")
+    nodes = pl.DataFrame(node_rows, schema=ENDPOINT_SCHEMA, orient="row")
+    return _finish_chunk(sents, ep, rels, nodes)
+
+
+def _graph_rows(i: int, g: UnlGraph, ep: list, rels: list, nodes: list) -> None:
+    """Append a parsed graph's relations, their two ends and its lone nodes as rows."""
+    for r, rel in enumerate(g.relations):
+        rels.append((i, r, rel.label, rel.scope, rel.line))
+        for side, nd in enumerate((rel.source, rel.target)):
+            ep.append((i, 2 * r + side, nd.uw, nd.node_id, nd.kind, ".".join(nd.attrs)))
+    for k, nd in enumerate(g.nodes):
+        nodes.append((i, k, nd.uw, nd.node_id, nd.kind, ".".join(nd.attrs)))
+
+
+def _parse_bodies(rows: list[int], bodies: list[str], base: list[int]
+                  ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[int, tuple]]:
+    """Endpoints, relations and lone nodes of the graphs ``bodies`` (graph text starting on
+    line ``base``) of the given rows, resolved; and the rows whose graph is malformed."""
+    df = pl.DataFrame({"row": rows, "body": bodies, "base": base},
+                      schema={"row": pl.Int32, "body": _S, "base": pl.Int64})
+    slow = df.filter(pl.col("body").str.contains("[W]", literal=True)
+                     | pl.col("body").str.contains(_PY_ONLY_WS))["row"]
+    lines = (df.filter(~pl.col("row").is_in(slow.implode()))
+             .select("row", "base", pl.col("body").str.split("\n").alias("text"))
+             .with_columns(ln=pl.int_ranges(pl.col("text").list.len()))
+             .explode("text", "ln").filter(pl.col("text").str.contains(r"\S"))
+             .with_columns(m=pl.col("text").str.extract_groups(REL_LINE)).unnest("m"))  # fmt: skip
+    bad = lines.filter(pl.col("label").is_null())["row"].unique()
+    lines = lines.filter(~pl.col("row").is_in(bad.implode())).drop("text")
+    lines = lines.with_columns(r=pl.int_range(pl.len()).over("row").cast(pl.Int32))
+    ends = pl.concat([_ends(lines, "s", 0), _ends(lines, "t", 1)]).sort("row", "occ")
+    ends, odd = _classify(ends)
+    good = lines.filter(~pl.col("row").is_in(odd.implode()))
+    rels = good.select("row", "r", "label", "scope", (pl.col("base") + pl.col("ln")).alias("line"))
+    ep = _resolve(ends.filter(~pl.col("row").is_in(odd.implode())), rels)
+    fallback = sorted(set(slow.to_list()) | set(bad.to_list()) | set(odd.to_list()))
+    ep_rows: list[tuple] = []
+    rel_rows: list[tuple] = []
+    node_rows: list[tuple] = []
+    errors: dict[int, tuple[str, int]] = {}
+    by_row = dict(zip(rows, range(len(rows)), strict=True))
+    for row in fallback:
+        k = by_row[row]
+        try:
+            g = parse_graph(bodies[k], base[k])
+        except GraphError as exc:
+            errors[row] = (exc.message, exc.line)
+            continue
+        _graph_rows(row, g, ep_rows, rel_rows, node_rows)
+    ep = pl.concat([ep, pl.DataFrame(ep_rows, schema=ENDPOINT_SCHEMA, orient="row")])
+    rels = pl.concat([rels.select(list(REL_SCHEMA)),
+                      pl.DataFrame(rel_rows, schema=REL_SCHEMA, orient="row")])
+    nodes = pl.DataFrame(node_rows, schema=ENDPOINT_SCHEMA, orient="row")
+    return ep, rels, nodes, errors
+
+
+def _ends(lines: pl.DataFrame, p: str, side: int) -> pl.DataFrame:
+    """One end of every relation line: raw text, id, attributes (``@a.@b``)."""
+    return lines.select(
+        "row", (2 * pl.col("r").cast(pl.Int64) + side).alias("occ"),
+        pl.col(p).str.strip_chars().alias("text"), pl.col(f"{p}id").alias("nid"),
+        pl.col(f"{p}at").str.slice(1).alias("attrs"))
+
+
+def _normalised(x: pl.Series) -> pl.Series:
+    """:func:`_normalise_plain` in columns (only strings with white space change)."""
+    has_ws = x.str.contains(r"\s")
+    if not has_ws.any():
+        return x
+    idx = has_ws.arg_true()
+    fixed = (x.gather(idx).str.replace_all(r"\s+", " ")
+             .str.replace_all(_WS_PUNCT, "${1}").str.strip_chars())  # fmt: skip
+    return x.scatter(idx, fixed)
+
+
+def _classify(ends: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
+    """Normalised UW and kind of every end (as :func:`parse_node`: a quoted UW is kept as
+    written, the rest normalised), and the rows with a numeric UW in digits other than 0-9
+    (left to :func:`parse_graph`)."""
+    qlen = ends["text"].str.extract(r'^("[^"]*")').str.len_chars().fill_null(0)
+    parts = ends.select(pl.col("text").str.slice(0, qlen).alias("head"),
+                        pl.col("text").str.slice(qlen).alias("tail"))
+    uw = parts["head"] + _normalised(parts["tail"])
+    c = ends.select("row", "occ", "nid", "attrs", uw.alias("uw"), (qlen > 0).alias("quoted"))
+    c = c.with_columns(kind=pl.when(pl.col("quoted")).then(pl.lit("temp"))
+                       .when((pl.col("uw") == "") & pl.col("nid").is_not_null())
+                       .then(pl.lit("scope"))
+                       .when(pl.col("uw").is_in(["", NULL_UW])).then(pl.lit("null"))
+                       .when(pl.col("uw").str.starts_with("[")).then(pl.lit("nl"))
+                       .when(pl.col("uw").str.contains(r"^[0-9]+$")).then(pl.lit("ucl"))
+                       .otherwise(pl.lit("uw")))  # fmt: skip
+    odd = c.filter((pl.col("kind") == "uw") & pl.col("uw").str.contains(r"^\d+$"))["row"]
+    c = c.with_columns(uw=pl.when(pl.col("kind") == "null").then(pl.lit(NULL_UW))
+                       .otherwise("uw"))  # fmt: skip
+    return c.select(list(ENDPOINT_SCHEMA)), odd.unique()
+
+
+def _resolve(ep: pl.DataFrame, rels: pl.DataFrame) -> pl.DataFrame:
+    """:func:`resolve_graph` in columns: ``:XX`` is a scope reference if a relation of its
+    graph has scope XX; the other occurrences of a node id take the most specific UW (a real
+    UW, then a constraint list, then the longer string, then the first) and the union of
+    the attributes, in order of appearance."""
+    scopes = rels.filter(pl.col("scope").is_not_null()).select(
+        "row", pl.col("scope").alias("nid"), ref=pl.lit(True)).unique()
+    ep = ep.join(scopes, on=["row", "nid"], how="left", maintain_order="left")
+    ep = ep.with_columns(grouped=pl.col("nid").is_not_null()
+                         & ~((pl.col("kind") == "scope") & pl.col("ref").fill_null(False)))
+    g = ep.filter("grouped")
+    need = g.group_by("row", "nid").agg(n=pl.len(), sc=(pl.col("kind") == "scope").any())
+    need = need.filter((pl.col("n") > 1) | pl.col("sc")).select("row", "nid")
+    if not need.height:
+        return ep.select(list(ENDPOINT_SCHEMA))
+    g = g.join(need, on=["row", "nid"], how="semi", maintain_order="left")
+    plain = pl.col("kind").is_in(["null", "scope"])
+    best = (g.with_columns(s1=~plain, s2=pl.col("uw").str.contains("(", literal=True),
+                           s3=pl.col("uw").str.len_chars())
+            .sort("row", "nid", "s1", "s2", "s3", "occ",
+                  descending=[False, False, True, True, True, False])
+            .group_by("row", "nid", maintain_order=True).first()
+            .select("row", "nid", new_kind=pl.when(plain).then(pl.lit("null"))
+                    .otherwise("kind"), new_uw=pl.when(plain).then(pl.lit(NULL_UW))
+                    .otherwise("uw")))  # fmt: skip
+    attrs = (g.filter(pl.col("attrs") != "")
+             .select("row", "nid", pl.col("attrs").str.split("."))
+             .explode("attrs")
+             .group_by("row", "nid", maintain_order=True)
+             .agg(new_attrs=pl.col("attrs").unique(maintain_order=True).str.join(".")))
+    fix = best.join(attrs, on=["row", "nid"], how="left")
+    ep = ep.join(fix, on=["row", "nid"], how="left", maintain_order="left")
+    fixed = pl.col("grouped") & pl.col("new_kind").is_not_null()
+    return ep.select(
+        "row", "occ",
+        pl.when(fixed).then("new_uw").otherwise("uw").alias("uw"), "nid",
+        pl.when(fixed).then("new_kind").otherwise("kind").alias("kind"),
+        pl.when(fixed).then(pl.col("new_attrs").fill_null("")).otherwise("attrs").alias("attrs"))
+
+
+def _components(ep: pl.DataFrame, rels: pl.DataFrame, nodes: pl.DataFrame) -> pl.DataFrame:
+    """Connected components per row, as :meth:`UnlGraph.n_components`: a node is its scope,
+    else its id, else (an id-less null UW being a node of its own) its UW, which joins the
+    one id node of that UW if there is exactly one; a scoped relation joins its source to
+    its scope."""
+    allnodes = pl.concat([ep, nodes.with_columns(occ=-1 - pl.col("occ"))])
+    ided = allnodes.filter(pl.col("nid").is_not_null() & ~pl.col("kind").is_in(["scope", "null"]))
+    alias = (ided.group_by("row", "uw").agg(pl.col("nid").unique())
+             .filter(pl.col("nid").list.len() == 1)
+             .select("row", "uw", alias=pl.col("nid").list.first()))
+    keyed = allnodes.join(alias, on=["row", "uw"], how="left", maintain_order="left")
+    key = (pl.when(pl.col("kind") == "scope").then(pl.concat_str([pl.lit("s"), "nid"]))
+           .when(pl.col("nid").is_not_null()).then(pl.concat_str([pl.lit("i"), "nid"]))
+           .when(pl.col("kind") == "null").then(pl.concat_str([pl.lit("n"), pl.col("occ")]))
+           .when(pl.col("alias").is_not_null()).then(pl.concat_str([pl.lit("i"), "alias"]))
+           .otherwise(pl.concat_str([pl.lit("u"), "uw"])))  # fmt: skip
+    keyed = keyed.select("row", "occ", key.alias("key"))
+    rel_ends = keyed.filter(pl.col("occ") >= 0)
+    src = rel_ends.filter(pl.col("occ") % 2 == 0).rename({"key": "a"})
+    tgt = rel_ends.filter(pl.col("occ") % 2 == 1).rename({"key": "b"})
+    edges = src.select("row", "a", b=tgt["b"])
+    scoped = (rels.filter(pl.col("scope").is_not_null())
+              .select("row", occ=2 * pl.col("r").cast(pl.Int64),
+                      b=pl.concat_str([pl.lit("s"), "scope"]))
+              .join(src, on=["row", "occ"], how="left").select("row", "a", "b"))
+    edges = pl.concat([edges, scoped])
+    verts = pl.concat([edges.select("row", key="a"), edges.select("row", key="b"),
+                       keyed.filter(pl.col("occ") < 0).select("row", "key")]).unique()
+    verts = verts.with_row_index("v")
+    e = (edges.join(verts.rename({"key": "a", "v": "va"}), on=["row", "a"], how="left")
+         .join(verts.rename({"key": "b", "v": "vb"}), on=["row", "b"], how="left"))
+    nv = verts.height
+    if not nv:
+        return pl.DataFrame(schema={"row": pl.Int32, "n_components": pl.Int64})
+    va, vb = e["va"].to_numpy(), e["vb"].to_numpy()
+    graph = coo_matrix((np.ones(va.size, np.int8), (va, vb)), shape=(nv, nv))
+    _, labels = connected_components(graph, directed=False)
+    return (verts.select("row", label=pl.Series(labels[verts["v"].to_numpy()]))
+            .group_by("row").agg(n_components=pl.col("label").n_unique().cast(pl.Int64)))
+
+
+def _finish_chunk(sents: pl.DataFrame, ep: pl.DataFrame, rels: pl.DataFrame,
+                  nodes: pl.DataFrame) -> UnlChunk:
+    """Relations with both ends, per-row counts, connectivity and ``[word]`` nodes."""
+    ep = ep.sort("row", "occ")
+    rels = rels.sort("row", "r")
+    ends = {p: ep.filter(pl.col("occ") % 2 == side).select(
+                 pl.col("uw").alias(f"{p}_uw"), pl.col("nid").alias(f"{p}_id"),
+                 pl.col("kind").alias(f"{p}_kind"), pl.col("attrs").alias(f"{p}_attrs"))
+            for p, side in (("s", 0), ("t", 1))}  # fmt: skip
+    wide = pl.concat([rels, ends["s"], ends["t"]], how="horizontal")
+    n_rel = rels.group_by("row").agg(n_rel=pl.len().cast(pl.Int64))
+    n_nodes = nodes.group_by("row").agg(n_nodes=pl.len().cast(pl.Int64))
+    words = (pl.concat([ep.select("row", "occ", "uw", "kind"),
+                        nodes.select("row", occ=pl.col("occ") + (1 << 40), uw="uw",
+                                     kind="kind")])
+             .filter(pl.col("kind") == "nl").sort("row", "occ")
+             .group_by("row", maintain_order=True)
+             .agg(nl_words=pl.col("uw").head(3).str.join(", ")))  # fmt: skip
+    sents = (sents.join(n_rel, on="row", how="left", maintain_order="left")
+             .join(n_nodes, on="row", how="left", maintain_order="left")
+             .join(_components(ep, rels, nodes), on="row", how="left", maintain_order="left")
+             .join(words, on="row", how="left", maintain_order="left")
+             .with_columns(pl.col("n_rel", "n_nodes", "n_components").fill_null(0)))
+    return UnlChunk(sents, wide, nodes)
 
 
 # --------------------------------------------------------------------------------------------
