@@ -39,6 +39,8 @@ from typing import NamedTuple
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
@@ -1119,15 +1121,19 @@ def _parse_bodies(rows: list[int], bodies: list[str], base: list[int]
     lines = (df.filter(~pl.col("row").is_in(slow.implode()))
              .select("row", "base", pl.col("body").str.split("\n").alias("text"))
              .with_columns(ln=pl.int_ranges(pl.col("text").list.len()))
-             .explode("text", "ln").filter(pl.col("text").str.contains(r"\S"))
-             .with_columns(m=pl.col("text").str.extract_groups(REL_LINE)).unnest("m"))  # fmt: skip
-    bad = lines.filter(pl.col("label").is_null())["row"].unique()
-    lines = lines.filter(~pl.col("row").is_in(bad.implode())).drop("text")
+             .explode("text", "ln").filter(pl.col("text").str.contains(r"\S")))  # fmt: skip
+    bad = lines.filter(~pl.col("text").str.contains(REL_LINE))["row"].unique()
+    lines = lines.filter(~pl.col("row").is_in(bad.implode()))
     lines = lines.with_columns(r=pl.int_range(pl.len()).over("row").cast(pl.Int32))
-    ends = pl.concat([_ends(lines, "s", 0), _ends(lines, "t", 1)]).sort("row", "occ")
+    parts = _split_relation_lines(lines["text"])
+    rels = lines.select("row", "r", (pl.col("base") + pl.col("ln")).alias("line")).with_columns(
+        parts.select("label", "scope"))
+    ends = pl.concat([
+        lines.select("row", occ=2 * pl.col("r").cast(pl.Int64) + side).with_columns(
+            parts.select(pl.col(f"{p}_{c}").alias(c) for c in ("head", "tail", "nid", "attrs")))
+        for side, p in enumerate("st")]).sort("row", "occ")
     ends, odd = _classify(ends)
-    good = lines.filter(~pl.col("row").is_in(odd.implode()))
-    rels = good.select("row", "r", "label", "scope", (pl.col("base") + pl.col("ln")).alias("line"))
+    rels = rels.filter(~pl.col("row").is_in(odd.implode())).select(list(REL_SCHEMA))
     ep = _resolve(ends.filter(~pl.col("row").is_in(odd.implode())), rels)
     fallback = sorted(set(slow.to_list()) | set(bad.to_list()) | set(odd.to_list()))
     ep_rows: list[tuple] = []
@@ -1144,18 +1150,97 @@ def _parse_bodies(rows: list[int], bodies: list[str], base: list[int]
             continue
         _graph_rows(row, g, ep_rows, rel_rows, node_rows)
     ep = pl.concat([ep, pl.DataFrame(ep_rows, schema=ENDPOINT_SCHEMA, orient="row")])
-    rels = pl.concat([rels.select(list(REL_SCHEMA)),
-                      pl.DataFrame(rel_rows, schema=REL_SCHEMA, orient="row")])
+    rels = pl.concat([rels, pl.DataFrame(rel_rows, schema=REL_SCHEMA, orient="row")])
     nodes = pl.DataFrame(node_rows, schema=ENDPOINT_SCHEMA, orient="row")
     return ep, rels, nodes, errors
 
 
-def _ends(lines: pl.DataFrame, p: str, side: int) -> pl.DataFrame:
-    """One end of every relation line: raw text, id, attributes (``@a.@b``)."""
-    return lines.select(
-        "row", (2 * pl.col("r").cast(pl.Int64) + side).alias("occ"),
-        pl.col(p).str.strip_chars().alias("text"), pl.col(f"{p}id").alias("nid"),
-        pl.col(f"{p}at").str.slice(1).alias("attrs"))
+def _utf8(text: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """The UTF-8 bytes of a string column (no nulls) and the offsets of its values."""
+    arr = text.to_arrow(compat_level=pl.CompatLevel.oldest())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    arr = arr.cast(pa.large_string())
+    offsets = np.frombuffer(arr.buffers()[1], np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    data_buf = arr.buffers()[2]
+    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    return data[offsets[0] : offsets[-1]], offsets - offsets[0]
+
+
+def _slices(text: pl.Series, ascii_only: bool, char_at: np.ndarray | None, line_start: np.ndarray,
+            starts: np.ndarray, ends: np.ndarray) -> pl.Series:
+    """Substrings of each value of ``text`` between byte offsets (absolute in the column's
+    bytes, at ASCII delimiters) ``starts`` and ``ends``; ``char_at`` maps byte to character
+    offsets when some value is not ASCII."""
+    if ascii_only:
+        off, length = starts - line_start, np.maximum(ends - starts, 0)
+    else:
+        off = char_at[starts] - char_at[line_start]  # type: ignore[index]
+        length = np.maximum(char_at[ends] - char_at[starts], 0)  # type: ignore[index]
+    return pl.select(text.str.slice(pl.Series(off), pl.Series(length)))[:, 0]
+
+
+def _first_in(cands: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per range ``[lo, hi)``: (is there a candidate, the first candidate or ``hi``)."""
+    i = np.searchsorted(cands, lo)
+    at = cands[np.minimum(i, max(cands.size - 1, 0))] if cands.size else hi
+    found = (i < cands.size) & (at < hi)
+    return found, np.where(found, at, hi)
+
+
+_SPECIAL = np.zeros(256, bool)
+_SPECIAL[[ord(x) for x in '"()[],:.']] = True
+
+
+def _split_relation_lines(text: pl.Series) -> pl.DataFrame:
+    """Split lines that match :data:`REL_LINE` (so parentheses, quotes and brackets are
+    balanced on each line) into label, scope and per end (``s_``, ``t_``): the quoted head
+    of a temporary UW, the rest of the UW with its constraint list (``tail``), the node id
+    and the attributes (``@a.@b``). Positions come from running sums over the delimiters:
+    the quote parity, the parenthesis and bracket depths outside quotes."""
+    data, offsets = _utf8(text)
+    n = text.len()
+    ascii_only = not data.size or int(data.max()) < 128
+    char_at = None
+    if not ascii_only:
+        char_at = np.zeros(data.size + 1, np.int64)
+        np.cumsum((data & 0xC0) != 0x80, out=char_at[1:])
+    pos = np.flatnonzero(_SPECIAL[data])
+    ch = data[pos]
+    quote = ch == 34
+    free = (np.cumsum(quote, dtype=np.uint8) & 1) == 0
+    opening, closing = (ch == 40) & free, (ch == 41) & free
+    depth = np.cumsum(opening.view(np.int8) - closing.view(np.int8), dtype=np.int16)
+    brackets = np.cumsum(((ch == 91) & free).view(np.int8) - ((ch == 93) & free).view(np.int8),
+                         dtype=np.int16)  # fmt: skip
+    outside = free & (brackets == 0) & (depth == 1)
+    opens = pos[opening & (depth == 1)]
+    closes = pos[closing & (depth == 0)]
+    commas = pos[(ch == 44) & outside]
+    suffix = pos[((ch == 58) | (ch == 46)) & outside]
+    quotes = pos[quote]
+    if not (opens.size == closes.size == commas.size == n):
+        raise AssertionError("relation lines not balanced after validation")
+    line_start = offsets[:-1]
+
+    def cut(lo: np.ndarray, hi: np.ndarray) -> pl.Series:
+        return _slices(text, ascii_only, char_at, line_start, lo, hi)
+
+    label_scope = cut(line_start, opens).str.strip_chars().str.split_exact(":", 1).struct.unnest()
+    cols = {"label": label_scope[:, 0], "scope": label_scope[:, 1]}
+    for p, lo, hi in (("s", opens + 1, commas), ("t", commas + 1, closes)):
+        _, sfx = _first_in(suffix, lo, hi)
+        has_id = (sfx < hi) & (data[np.minimum(sfx, data.size - 1)] == 58)
+        quoted, q1 = _first_in(quotes, lo, sfx)
+        q2 = quotes[np.minimum(np.searchsorted(quotes, q1) + 1, max(quotes.size - 1, 0))] \
+            if quotes.size else q1
+        q_end = np.where(quoted, q2 + 1, lo)
+        cols[f"{p}_head"] = cut(np.where(quoted, q1, lo), q_end)
+        cols[f"{p}_tail"] = cut(q_end, sfx).str.strip_chars()
+        nid = cut(sfx + 1, np.where(has_id, sfx + 3, sfx + 1))
+        cols[f"{p}_nid"] = nid.set(~pl.Series(has_id), None)  # type: ignore[arg-type]
+        cols[f"{p}_attrs"] = cut(np.where(has_id, sfx + 3, sfx), hi).str.strip_chars().str.slice(1)
+    return pl.DataFrame(cols)
 
 
 def _normalised(x: pl.Series) -> pl.Series:
@@ -1170,14 +1255,12 @@ def _normalised(x: pl.Series) -> pl.Series:
 
 
 def _classify(ends: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
-    """Normalised UW and kind of every end (as :func:`parse_node`: a quoted UW is kept as
+    """Normalised UW and kind of every end, as :func:`parse_node` (a quoted head is kept as
     written, the rest normalised), and the rows with a numeric UW in digits other than 0-9
     (left to :func:`parse_graph`)."""
-    qlen = ends["text"].str.extract(r'^("[^"]*")').str.len_chars().fill_null(0)
-    parts = ends.select(pl.col("text").str.slice(0, qlen).alias("head"),
-                        pl.col("text").str.slice(qlen).alias("tail"))
-    uw = parts["head"] + _normalised(parts["tail"])
-    c = ends.select("row", "occ", "nid", "attrs", uw.alias("uw"), (qlen > 0).alias("quoted"))
+    c = ends.select("row", "occ", "nid", "attrs",
+                    uw=ends["head"] + _normalised(ends["tail"]),
+                    quoted=pl.col("head") != "")  # fmt: skip
     c = c.with_columns(kind=pl.when(pl.col("quoted")).then(pl.lit("temp"))
                        .when((pl.col("uw") == "") & pl.col("nid").is_not_null())
                        .then(pl.lit("scope"))
@@ -1231,45 +1314,62 @@ def _resolve(ep: pl.DataFrame, rels: pl.DataFrame) -> pl.DataFrame:
         pl.when(fixed).then(pl.col("new_attrs").fill_null("")).otherwise("attrs").alias("attrs"))
 
 
+def dict_codes(*columns: pl.Series) -> list[np.ndarray]:
+    """Exact integer codes of string columns, shared between them (equal strings, equal
+    codes; null is -1): one dictionary encoding of all of them."""
+    both = pl.concat([c.cast(_S) for c in columns]) if columns else pl.Series([], dtype=_S)
+    arr = both.to_arrow()
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    idx = pc.dictionary_encode(arr).indices
+    codes = pc.fill_null(idx, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    out, at = [], 0
+    for c in columns:
+        out.append(codes[at : at + c.len()])
+        at += c.len()
+    return out
+
+
 def _components(ep: pl.DataFrame, rels: pl.DataFrame, nodes: pl.DataFrame) -> pl.DataFrame:
     """Connected components per row, as :meth:`UnlGraph.n_components`: a node is its scope,
     else its id, else (an id-less null UW being a node of its own) its UW, which joins the
     one id node of that UW if there is exactly one; a scoped relation joins its source to
-    its scope."""
+    its scope. Nodes are integer keys (row, type, code), components come from scipy."""
     allnodes = pl.concat([ep, nodes.with_columns(occ=-1 - pl.col("occ"))])
-    ided = allnodes.filter(pl.col("nid").is_not_null() & ~pl.col("kind").is_in(["scope", "null"]))
-    alias = (ided.group_by("row", "uw").agg(pl.col("nid").unique())
-             .filter(pl.col("nid").list.len() == 1)
-             .select("row", "uw", alias=pl.col("nid").list.first()))
-    keyed = allnodes.join(alias, on=["row", "uw"], how="left", maintain_order="left")
-    key = (pl.when(pl.col("kind") == "scope").then(pl.concat_str([pl.lit("s"), "nid"]))
-           .when(pl.col("nid").is_not_null()).then(pl.concat_str([pl.lit("i"), "nid"]))
-           .when(pl.col("kind") == "null").then(pl.concat_str([pl.lit("n"), pl.col("occ")]))
-           .when(pl.col("alias").is_not_null()).then(pl.concat_str([pl.lit("i"), "alias"]))
-           .otherwise(pl.concat_str([pl.lit("u"), "uw"])))  # fmt: skip
-    keyed = keyed.select("row", "occ", key.alias("key"))
-    rel_ends = keyed.filter(pl.col("occ") >= 0)
-    src = rel_ends.filter(pl.col("occ") % 2 == 0).rename({"key": "a"})
-    tgt = rel_ends.filter(pl.col("occ") % 2 == 1).rename({"key": "b"})
-    edges = src.select("row", "a", b=tgt["b"])
-    scoped = (rels.filter(pl.col("scope").is_not_null())
-              .select("row", occ=2 * pl.col("r").cast(pl.Int64),
-                      b=pl.concat_str([pl.lit("s"), "scope"]))
-              .join(src, on=["row", "occ"], how="left").select("row", "a", "b"))
-    edges = pl.concat([edges, scoped])
-    verts = pl.concat([edges.select("row", key="a"), edges.select("row", key="b"),
-                       keyed.filter(pl.col("occ") < 0).select("row", "key")]).unique()
-    verts = verts.with_row_index("v")
-    e = (edges.join(verts.rename({"key": "a", "v": "va"}), on=["row", "a"], how="left")
-         .join(verts.rename({"key": "b", "v": "vb"}), on=["row", "b"], how="left"))
-    nv = verts.height
-    if not nv:
+    (uw,) = dict_codes(allnodes["uw"])
+    nid, scope = dict_codes(allnodes["nid"], rels["scope"])
+    kind = allnodes["kind"]
+    is_scope, is_null = (kind == "scope").to_numpy(), (kind == "null").to_numpy()
+    row = allnodes["row"].to_numpy().astype(np.int64)
+    # an id-less UW joins the id node of its UW when that UW has exactly one id
+    ided = (nid >= 0) & ~is_scope & ~is_null
+    by_uw = pl.DataFrame({"row": row[ided], "uw": uw[ided], "nid": nid[ided]}).group_by(
+        "row", "uw").agg(lo=pl.col("nid").min(), hi=pl.col("nid").max())
+    alias = by_uw.filter(pl.col("lo") == pl.col("hi")).select("row", "uw", alias="lo")
+    joined = pl.DataFrame({"row": row, "uw": uw}).join(alias, on=["row", "uw"], how="left",
+                                                       maintain_order="left")
+    ali = joined["alias"].fill_null(-1).to_numpy()
+    typ = np.select([is_scope, nid >= 0, is_null, ali >= 0], [0, 1, 2, 1], 3)
+    val = np.select([is_scope | (nid >= 0), is_null, ali >= 0],
+                    [nid, np.arange(row.size), ali], uw)  # fmt: skip
+    key = (row << 40) | (typ << 36) | val
+    occ = allnodes["occ"].to_numpy()
+    on_rel = occ >= 0
+    src, tgt = key[on_rel & (occ % 2 == 0)], key[on_rel & (occ % 2 == 1)]
+    has_scope = scope >= 0
+    scoped = (rels["row"].to_numpy().astype(np.int64)[has_scope] << 40) | scope[has_scope]
+    a = np.concatenate([src, src[has_scope]])
+    b = np.concatenate([tgt, scoped])
+    verts, inv = np.unique(np.concatenate([a, b, key[~on_rel]]), return_inverse=True)
+    if not verts.size:
         return pl.DataFrame(schema={"row": pl.Int32, "n_components": pl.Int64})
-    va, vb = e["va"].to_numpy(), e["vb"].to_numpy()
-    graph = coo_matrix((np.ones(va.size, np.int8), (va, vb)), shape=(nv, nv))
+    m = a.size
+    graph = coo_matrix((np.ones(m, np.int8), (inv[:m], inv[m : 2 * m])),
+                       shape=(verts.size, verts.size))  # fmt: skip
     _, labels = connected_components(graph, directed=False)
-    return (verts.select("row", label=pl.Series(labels[verts["v"].to_numpy()]))
-            .group_by("row").agg(n_components=pl.col("label").n_unique().cast(pl.Int64)))
+    per = np.unique((verts >> 40) << 32 | labels)
+    rows, counts = np.unique(per >> 32, return_counts=True)
+    return pl.DataFrame({"row": rows.astype(np.int32), "n_components": counts.astype(np.int64)})
 
 
 def _finish_chunk(sents: pl.DataFrame, ep: pl.DataFrame, rels: pl.DataFrame,
