@@ -21,8 +21,16 @@ from fractions import Fraction
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from sysdiff.schemas.formats.unl import KNOWN_RELATIONS, NlSentence, UnlSentence, gc_paused
+from sysdiff.schemas.formats.unl import (
+    KNOWN_RELATIONS,
+    NlSentence,
+    UnlChunk,
+    UnlSentence,
+    chunk_from_sentences,
+)
 from sysdiff.schemas.tables import TABLES
 from sysdiff.transforms.engine import (
     CLASSES,
@@ -249,83 +257,187 @@ def nl_status(text: str | None, error: str | None) -> tuple[bool, str | None]:
 # Items
 
 
-def _scope_key(node_id: str | None, keep: bool) -> str:
-    return f"[scope:{node_id}]" if keep else "[scope]"
+def dict_encode(*columns: pl.Series) -> tuple[list[np.ndarray], pl.Series]:
+    """Exact integer codes of string columns, shared between them, and the dictionary
+    (``dictionary[code]`` is the string): one dictionary encoding of all of them."""
+    both = pl.concat([c.cast(pl.String) for c in columns])
+    arr = both.to_arrow()
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    enc = pc.dictionary_encode(arr)
+    codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    out, at = [], 0
+    for c in columns:
+        out.append(codes[at : at + c.len()])
+        at += c.len()
+    return out, pl.Series(enc.dictionary).cast(pl.String)
 
 
-def unl_item_rows(
-    graphs: Sequence[tuple[int, UnlSentence]], side: int, options: UnlOptions
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Relations and relation-less nodes of the given (sent, sentence) pairs as two frames;
-    attributes are joined with ``.`` (``@entry.@past``) and exploded in polars."""
+def _bits(x: int) -> int:
+    return max(int(x).bit_length(), 1)
+
+
+_POS = pl.Series(["S", "T", "N"], dtype=pl.String)
+_KINDS = "RUA"
+
+
+@dataclass
+class Items:
+    """Integer items of both sides of some sentences: ``erow`` (expected row), ``kind``
+    (0 R relation, 1 U UW, 2 A attribute), ``x``/``y``/``z`` (R: label, source, target;
+    U: position S/T/N, UW; A: position, node, attribute) and ``side`` (1 expected, 0 actual);
+    ``labels``, ``keys``, ``attrs`` decode the codes."""
+
+    erow: np.ndarray
+    kind: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    z: np.ndarray
+    side: np.ndarray
+    labels: pl.Series
+    keys: pl.Series
+    attrs: pl.Series
+
+
+def unl_items(rels: pl.DataFrame, nodes: pl.DataFrame, options: UnlOptions) -> Items:
+    """METRICS 3.2 items of relations (``erow``, ``side``, ``label``, ``scope``, ``s_``/``t_``
+    uw, kind, id, attrs) and of the lone nodes of relation-less graphs (``erow``, ``side``,
+    uw, attrs): R (label[:scope], source, target; a scope reference is ``[scope]``, or
+    ``[scope:XX]`` with ``keep_scope_ids``), U (UWs by position, scope references excepted)
+    and A (non-optional attributes by position and node)."""
     keep = options.keep_scope_ids
-    flat = [(i, r) for i, s in graphs if s.graph is not None for r in s.graph.relations]
-    srcs = [r.source for _, r in flat]
-    tgts = [r.target for _, r in flat]
-    labels = [r.label for _, r in flat]
+
+    def key(p: str) -> pl.Expr:
+        scope = (pl.concat_str([pl.lit("[scope:"), pl.col(f"{p}_id"), pl.lit("]")])
+                 if keep else pl.lit("[scope]"))  # fmt: skip
+        return pl.when(pl.col(f"{p}_kind") == "scope").then(scope).otherwise(f"{p}_uw")
+
+    label = pl.col("label")
     if keep:
-        labels = [f"{r.label}:{r.scope}" if r.scope else r.label for _, r in flat]
-
-    def keys(ns: list) -> list[str]:
-        return [_scope_key(n.node_id, keep) if n.kind == "scope" else n.uw for n in ns]
-
-    rs = {
-        "sent": [i for i, _ in flat],
-        "label": labels,
-        "src": keys(srcs),
-        "tgt": keys(tgts),
-        "sref": [n.kind == "scope" for n in srcs],
-        "tref": [n.kind == "scope" for n in tgts],
-        "sattr": [".".join(n.attrs) for n in srcs],
-        "tattr": [".".join(n.attrs) for n in tgts],
-    }
-    lone = [(i, n) for i, s in graphs if s.graph is not None and not s.graph.relations
-            for n in s.graph.nodes]  # fmt: skip
-    ns = {
-        "sent": [i for i, _ in lone],
-        "uw": [n.uw for _, n in lone],
-        "attr": [".".join(n.attrs) for _, n in lone],
-    }
-    st = pl.String
-    rel = pl.DataFrame(
-        rs,
-        schema={"sent": pl.Int32, "label": st, "src": st, "tgt": st,
-                "sref": pl.Boolean, "tref": pl.Boolean, "sattr": st, "tattr": st},
-    )  # fmt: skip
-    nodes = pl.DataFrame(ns, schema={"sent": pl.Int32, "uw": st, "attr": st})
-    side_col = pl.lit(side, dtype=pl.Int8).alias("side")
-    return rel.with_columns(side_col), nodes.with_columns(side_col)
-
-
-def unl_items(rel: pl.DataFrame, nodes: pl.DataFrame, options: UnlOptions) -> pl.DataFrame:
-    """Explode relations/nodes into ``(sent, side, kind, item)``; kind R (relations),
-    U (UWs, by position S/T/N) and A (non-optional attributes, by position)."""
-    opt = sorted(options.optional_attrs)
-
-    def tagged(kind: str, *parts: pl.Expr | str) -> list[pl.Expr]:
-        exprs = [pl.lit(p) if isinstance(p, str) else p for p in parts]
-        return [
-            pl.col("sent"),
-            pl.col("side"),
-            pl.lit(kind).alias("kind"),
-            pl.concat_str(exprs, separator=SEP).alias("item"),
-        ]
-
-    def attrs(frame: pl.DataFrame, pos: str, key: str, col: str) -> pl.DataFrame:
-        ex = frame.filter(pl.col(col) != "").select("sent", "side", key, pl.col(col).str.split("."))
-        ex = ex.explode(col).filter(~pl.col(col).is_in(opt))
-        return ex.select(tagged("A", pos, pl.col(key), pl.col(col)))
-
+        label = (pl.when(pl.col("scope").is_not_null())
+                 .then(pl.concat_str([label, pl.lit(":"), pl.col("scope")])).otherwise(label))
+    r = rels.select("erow", "side", label.alias("lab"), key("s").alias("skey"),
+                    key("t").alias("tkey"), (pl.col("s_kind") == "scope").alias("sref"),
+                    (pl.col("t_kind") == "scope").alias("tref"), "s_attrs", "t_attrs")
+    (lab,), labels = dict_encode(r["lab"])
+    (sk, tk, nk), keys = dict_encode(r["skey"], r["tkey"], nodes["uw"])
+    erow_r, side_r = r["erow"].to_numpy(), r["side"].to_numpy()
+    erow_n, side_n = nodes["erow"].to_numpy(), nodes["side"].to_numpy()
+    sref, tref = r["sref"].to_numpy(), r["tref"].to_numpy()
+    # attributes: (erow, side, position, node key, attribute), optional ones dropped
+    att = pl.concat([
+        pl.DataFrame({"erow": erow_r, "side": side_r, "pos": np.full(r.height, 0, np.int64),
+                      "key": sk, "a": r["s_attrs"]}),
+        pl.DataFrame({"erow": erow_r, "side": side_r, "pos": np.full(r.height, 1, np.int64),
+                      "key": tk, "a": r["t_attrs"]}),
+        pl.DataFrame({"erow": erow_n, "side": side_n, "pos": np.full(nodes.height, 2, np.int64),
+                      "key": nk, "a": nodes["attrs"]}),
+    ]).filter(pl.col("a") != "").with_columns(pl.col("a").str.split(".")).explode("a")
+    att = att.filter(~pl.col("a").is_in(sorted(options.optional_attrs)))
+    (ac,), attrs = dict_encode(att["a"])
+    zero = np.zeros
     parts = [
-        rel.select(tagged("R", pl.col("label"), pl.col("src"), pl.col("tgt"))),
-        rel.filter(~pl.col("sref")).select(tagged("U", "S", pl.col("src"))),
-        rel.filter(~pl.col("tref")).select(tagged("U", "T", pl.col("tgt"))),
-        nodes.select(tagged("U", "N", pl.col("uw"))),
-        attrs(rel, "S", "src", "sattr"),
-        attrs(rel, "T", "tgt", "tattr"),
-        attrs(nodes, "N", "uw", "attr"),
+        (erow_r, 0, lab, sk, tk, side_r),
+        (erow_r[~sref], 1, zero((~sref).sum(), np.int64), sk[~sref], 0, side_r[~sref]),
+        (erow_r[~tref], 1, np.ones((~tref).sum(), np.int64), tk[~tref], 0, side_r[~tref]),
+        (erow_n, 1, np.full(erow_n.size, 2, np.int64), nk, 0, side_n),
+        (att["erow"].to_numpy(), 2, att["pos"].to_numpy(), att["key"].to_numpy(), ac,
+         att["side"].to_numpy()),
     ]
-    return pl.concat(parts, how="vertical")
+
+    def cat(k: int) -> np.ndarray:
+        return np.concatenate([np.broadcast_to(np.asarray(p[k], np.int64), p[0].shape)
+                               for p in parts])  # fmt: skip
+
+    return Items(cat(0), cat(1), cat(2), cat(3), cat(4), cat(5).astype(np.int8),
+                 labels, keys, attrs)
+
+
+@dataclass
+class ItemCounts:
+    """Per distinct item (``erow``, ``kind``, ``x``, ``y``, ``z``): its exceeding, missing and
+    total contributions."""
+
+    erow: np.ndarray
+    kind: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    z: np.ndarray
+    exc: np.ndarray
+    miss: np.ndarray
+    tot: np.ndarray
+
+
+def count_items(it: Items, multiset: bool) -> ItemCounts:
+    """Count each distinct item on both sides (sets: at most once per side). Items are
+    packed into one 64-bit key when their codes fit, else grouped column by column."""
+    cols = [it.erow, it.kind, it.x, it.y, it.z]
+    widths = [_bits(c.max()) if c.size else 1 for c in cols]
+    if sum(widths) <= 64:
+        shifts = np.cumsum([0, *widths[::-1]])[:-1][::-1]
+        key = np.zeros(it.erow.size, np.uint64)
+        for c, sh in zip(cols, shifts, strict=True):
+            key |= c.astype(np.uint64) << np.uint64(sh)
+        uniq, inv = np.unique(key, return_inverse=True)
+        n = np.bincount(inv, minlength=uniq.size)
+        e = np.bincount(inv, weights=it.side, minlength=uniq.size).astype(np.int64)
+        mask = [(1 << w) - 1 for w in widths]
+        dec = [((uniq >> np.uint64(sh)) & np.uint64(mk)).astype(np.int64)
+               for sh, mk in zip(shifts, mask, strict=True)]  # fmt: skip
+    else:
+        g = (pl.DataFrame({"c0": cols[0], "c1": cols[1], "c2": cols[2], "c3": cols[3],
+                           "c4": cols[4], "side": it.side})
+             .group_by("c0", "c1", "c2", "c3", "c4")
+             .agg(n=pl.len().cast(pl.Int64), e=pl.col("side").cast(pl.Int64).sum()))  # fmt: skip
+        dec = [g[f"c{k}"].to_numpy() for k in range(5)]
+        n, e = g["n"].to_numpy(), g["e"].to_numpy()
+    a = n - e
+    if not multiset:
+        a, e = np.minimum(a, 1), np.minimum(e, 1)
+    return ItemCounts(*dec, exc=np.maximum(a - e, 0), miss=np.maximum(e - a, 0), tot=a + e)
+
+
+def item_sums(c: ItemCounts, n_rows: int) -> dict[str, np.ndarray]:
+    """``rel_/uw_/attr_`` ``exc/miss/tot`` per expected row."""
+    idx = c.erow * 3 + c.kind
+    out = {}
+    for k, prefix in enumerate(("rel", "uw", "attr")):
+        for what in ("exc", "miss", "tot"):
+            v = np.bincount(idx, weights=getattr(c, what), minlength=3 * n_rows)
+            out[f"{prefix}_{what}"] = v[k::3][:n_rows].astype(np.int64)
+    return out
+
+
+def item_digests(c: ItemCounts, it: Items) -> pl.DataFrame:
+    """Per expected row with an exceeding or missing item: a stable 16-hex fingerprint of
+    them (the same strings as :func:`error_digests` over string items)."""
+    wrong = np.flatnonzero((c.exc > 0) | (c.miss > 0))
+    if not wrong.size:
+        return pl.DataFrame(schema={"erow": pl.Int64, "error_digest": pl.String})
+    w = pl.DataFrame({"erow": c.erow[wrong], "kind": c.kind[wrong], "x": c.x[wrong],
+                      "y": c.y[wrong], "z": c.z[wrong], "exc": c.exc[wrong],
+                      "miss": c.miss[wrong]})  # fmt: skip
+    kind = w["kind"].to_numpy()
+    r, a = kind == 0, kind == 2
+    x = w["x"].to_numpy()
+    z = w["z"].to_numpy()
+    lab = it.labels.gather(np.where(r, x, 0)) if it.labels.len() else pl.Series([""] * len(w))
+    pos = _POS.gather(np.where(r, 0, np.minimum(x, 2)))
+    head = pl.select(pl.when(pl.Series(r)).then(lab).otherwise(pos))[:, 0]
+    y = it.keys.gather(w["y"].to_numpy())
+    zr = it.keys.gather(np.where(r, z, 0)) if it.keys.len() else y
+    za = it.attrs.gather(np.where(a, z, 0)) if it.attrs.len() else y
+    last = pl.select(pl.when(pl.Series(r)).then(zr).when(pl.Series(a)).then(za)
+                     .otherwise(None))[:, 0]  # fmt: skip
+    tags = w.select(
+        "erow",
+        pl.concat_str([pl.Series(list(_KINDS)).gather(kind), pl.col("exc").cast(pl.String),
+                       pl.col("miss").cast(pl.String), head, y, last],
+                      separator=SEP, ignore_nulls=True).alias("tag"))  # fmt: skip
+    joined = tags.group_by("erow").agg(pl.col("tag").sort().str.join("\x1e"))
+    digests = [hashlib.blake2b(t.encode(), digest_size=8).hexdigest()
+               for t in joined["tag"].to_list()]  # fmt: skip
+    return joined.select("erow").with_columns(error_digest=pl.Series(digests, dtype=pl.String))
 
 
 def item_counts(items: pl.DataFrame, multiset: bool) -> pl.DataFrame:
@@ -440,14 +552,63 @@ def score_unl_rows(
     """The ``unl_sentences`` rows of expected sentences ``first``, ``first + 1``, ... given
     their aligned actual sentences: each row depends on its own sentence pair only, so a
     file can be scored in shards of sentences and the rows concatenated."""
-    with gc_paused():
-        base = _base_frame(expected, partners, unl_status, first)
-        pairs_a = [(first + i, a) for i, a in enumerate(partners) if a is not None]
-        rel_a, nodes_a = unl_item_rows(pairs_a, ACTUAL, options)
-        rel_e, nodes_e = unl_item_rows(list(enumerate(expected, first)), EXPECTED, options)
-    items = unl_items(pl.concat([rel_a, rel_e]), pl.concat([nodes_a, nodes_e]), options)
-    counts = item_counts(items, options.multiset)
-    df = _join_counts(base, counts, "RUA")
+    exp = chunk_from_sentences(expected)
+    exp = UnlChunk(exp.sents.with_columns(position=pl.int_range(first, first + exp.height,
+                                                                dtype=pl.Int64)),
+                   exp.rels, exp.nodes)  # fmt: skip
+    index: dict[int, int] = {}
+    for a in partners:
+        if a is not None:
+            index.setdefault(id(a), len(index))
+    unique = {k: a for a in partners if a is not None for k in [index[id(a)]]}
+    act = chunk_from_sentences([unique[k] for k in range(len(unique))])
+    partner = np.array([index[id(a)] if a is not None else -1 for a in partners], np.int64)
+    return score_unl_chunk(exp, act, partner, options)
+
+
+def score_unl_chunk(exp: UnlChunk, act: UnlChunk, partner: np.ndarray,
+                    options: UnlOptions) -> pl.DataFrame:
+    """The ``unl_sentences`` rows of the expected sentences of ``exp`` (``sent_index`` =
+    their position); ``partner[i]`` is the row of ``act`` aligned with expected row ``i``
+    (-1: none). Verdicts, items and counts are column operations over both chunks."""
+    partner = np.asarray(partner, np.int64)
+    n = exp.height
+    base = unl_status_frame(exp.sents, act.sents, partner)
+    has = np.flatnonzero(partner >= 0)
+    pairs = pl.DataFrame({"erow": has, "arow": partner[has]}, schema={"erow": pl.Int64,
+                                                                        "arow": pl.Int64})
+    rel_cols = ["label", "scope", *(f"{p}_{c}" for p in "st" for c in ("uw", "id", "kind",
+                                                                          "attrs"))]
+    rels = pl.concat([
+        exp.rels.select(pl.col("row").cast(pl.Int64).alias("erow"),
+                        pl.lit(1, pl.Int8).alias("side"), *rel_cols),
+        act.rels.with_columns(pl.col("row").cast(pl.Int64))
+        .join(pairs, left_on="row", right_on="arow", how="inner")
+        .select("erow", pl.lit(0, pl.Int8).alias("side"), *rel_cols),
+    ])
+    lone_e = exp.sents.filter(pl.col("n_rel") == 0)["row"]
+    lone_a = act.sents.filter(pl.col("n_rel") == 0)["row"]
+    nodes = pl.concat([
+        exp.nodes.filter(pl.col("row").is_in(lone_e.implode()))
+        .select(pl.col("row").cast(pl.Int64).alias("erow"), pl.lit(1, pl.Int8).alias("side"),
+                "uw", "attrs"),
+        act.nodes.filter(pl.col("row").is_in(lone_a.implode()))
+        .with_columns(pl.col("row").cast(pl.Int64))
+        .join(pairs, left_on="row", right_on="arow", how="inner")
+        .select("erow", pl.lit(0, pl.Int8).alias("side"), "uw", "attrs"),
+    ])
+    items = unl_items(rels, nodes, options)
+    counts = count_items(items, options.multiset)
+    sums = item_sums(counts, n)
+    df = base.with_columns(**{k: pl.Series(v) for k, v in sums.items()})
+    df = df.join(item_digests(counts, items).rename({"erow": "row"}).with_columns(
+        pl.col("row").cast(pl.Int32)), on="row", how="left", maintain_order="left")
+    df = df.drop("row").sort("sent")
+    return _unl_verdicts(df, options)
+
+
+def _unl_verdicts(df: pl.DataFrame, options: UnlOptions) -> pl.DataFrame:
+    """Discrepancies, CORRECT and the reason from the counts (METRICS 3.2)."""
     nr = pl.col("rel_exc") + pl.col("rel_miss")
     nu = pl.col("uw_exc") + pl.col("uw_miss")
     na = pl.col("attr_exc") + pl.col("attr_miss")
@@ -466,6 +627,42 @@ def score_unl_rows(
         reason=pl.coalesce(pl.col("reason"), _reason_expr(tests)),
     )
     return _finalise(df, "unlization", options.signature())
+
+
+def unl_status_frame(exp: pl.DataFrame, act: pl.DataFrame, partner: np.ndarray) -> pl.DataFrame:
+    """row, sent (position), sent_id, returned, reason, reason_line per expected row
+    (METRICS 3.2 RETURNED of the aligned actual sentence, as :func:`unl_status`; a malformed
+    expected sentence is named first in the reason)."""
+    a = act.select(pl.col("row").cast(pl.Int64).alias("arow"),
+                   *[pl.col(c).alias(f"a_{c}") for c in ("line", "error", "error_line",
+                     "has_graph", "n_rel", "n_nodes", "n_components", "nl_words")])  # fmt: skip
+    df = exp.select("row", "position", "sent_id", "error").with_columns(
+        arow=pl.Series(partner, dtype=pl.Int64))
+    df = df.join(a, on="arow", how="left", maintain_order="left")
+    k = pl.col("a_n_components")
+    why = (pl.when(pl.col("arow") < 0).then(pl.lit("no actual sentence"))
+           .when(pl.col("a_error").is_not_null())
+           .then(pl.concat_str([pl.lit("parse error: "), pl.col("a_error")]))
+           .when(~pl.col("a_has_graph")).then(pl.lit("no graph"))
+           .when((pl.col("a_n_rel") == 0) & (pl.col("a_n_nodes") == 0)).then(pl.lit("empty graph"))
+           .when(pl.col("a_nl_words").is_not_null())
+           .then(pl.concat_str([pl.lit("natural-language word in graph: "), pl.col("a_nl_words")]))
+           .when(k > 1)
+           .then(pl.concat_str([pl.lit("graph not connected ("), k.cast(pl.String),
+                                pl.lit(" components)")])))  # fmt: skip
+    line = (pl.when(pl.col("arow") < 0).then(None)
+            .when(pl.col("a_error").is_not_null()).then(pl.col("a_error_line"))
+            .when(why.is_not_null()).then(pl.col("a_line")))  # fmt: skip
+    malformed = pl.concat_str([pl.lit("expected sentence malformed: "), pl.col("error"),
+                               pl.when(why.is_not_null()).then(pl.concat_str([pl.lit("; "), why]))
+                               .otherwise(pl.lit(""))])  # fmt: skip
+    return df.select(
+        "row", pl.col("position").alias("sent"),
+        pl.coalesce("sent_id", pl.concat_str([pl.lit("#"),
+                                              (pl.col("position") + 1).cast(pl.String)])),
+        why.is_null().alias("returned"),
+        pl.when(pl.col("error").is_not_null()).then(malformed).otherwise(why).alias("reason"),
+        line.cast(pl.Int32).alias("reason_line"))
 
 
 def _base_frame(expected, partners, status, first: int) -> pl.DataFrame:
