@@ -1244,14 +1244,23 @@ def _split_relation_lines(text: pl.Series) -> pl.DataFrame:
 
 
 def _normalised(x: pl.Series) -> pl.Series:
-    """:func:`_normalise_plain` in columns (only strings with white space change)."""
-    has_ws = x.str.contains(r"\s")
+    """:func:`_normalise_plain` in columns (only strings with white space change; each
+    distinct string is normalised once)."""
+    u = x.unique()
+    has_ws = u.str.contains(r"\s")
     if not has_ws.any():
         return x
     idx = has_ws.arg_true()
-    fixed = (x.gather(idx).str.replace_all(r"\s+", " ")
+    fixed = (u.gather(idx).str.replace_all(r"\s+", " ")
              .str.replace_all(_WS_PUNCT, "${1}").str.strip_chars())  # fmt: skip
-    return x.scatter(idx, fixed)
+    return x.replace_strict(u, u.scatter(idx, fixed))
+
+
+def _id_codes(ids: pl.Series) -> np.ndarray:
+    """Node ids and scopes (two ASCII letters or digits) as integers; null is -1."""
+    u = ids.drop_nulls().unique()
+    codes = pl.Series([ord(v[0]) << 8 | ord(v[1]) for v in u.to_list()], dtype=pl.Int64)
+    return ids.replace_strict(u, codes, default=-1, return_dtype=pl.Int64).to_numpy()
 
 
 def _classify(ends: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
@@ -1279,39 +1288,60 @@ def _resolve(ep: pl.DataFrame, rels: pl.DataFrame) -> pl.DataFrame:
     graph has scope XX; the other occurrences of a node id take the most specific UW (a real
     UW, then a constraint list, then the longer string, then the first) and the union of
     the attributes, in order of appearance."""
-    scopes = rels.filter(pl.col("scope").is_not_null()).select(
-        "row", pl.col("scope").alias("nid"), ref=pl.lit(True)).unique()
-    ep = ep.join(scopes, on=["row", "nid"], how="left", maintain_order="left")
-    ep = ep.with_columns(grouped=pl.col("nid").is_not_null()
+    ep = ep.with_columns(nc=pl.Series(_id_codes(ep["nid"])))
+    scopes = pl.DataFrame({"row": rels["row"], "nc": _id_codes(rels["scope"])}).filter(
+        pl.col("nc") >= 0).unique().with_columns(ref=pl.lit(True))
+    ep = ep.join(scopes, on=["row", "nc"], how="left", maintain_order="left")
+    ep = ep.with_columns(grouped=(pl.col("nc") >= 0)
                          & ~((pl.col("kind") == "scope") & pl.col("ref").fill_null(False)))
     g = ep.filter("grouped")
-    need = g.group_by("row", "nid").agg(n=pl.len(), sc=(pl.col("kind") == "scope").any())
-    need = need.filter((pl.col("n") > 1) | pl.col("sc")).select("row", "nid")
+    # a group changes if it holds a scope-kind node, or its occurrences differ, or repeat an
+    # attribute (the union drops the repeat); most groups are one node written again
+    (uwc,) = dict_codes(g["uw"])
+    atc, attr_values = _encode(g["attrs"])
+    repeats = np.array([len(set(v.split("."))) < v.count(".") + 1 for v in attr_values], bool)
+    need = (g.with_columns(u=pl.Series(uwc), a=pl.Series(atc),
+                           d=pl.Series(repeats[atc] if atc.size else np.zeros(0, bool)))
+            .group_by("row", "nc")
+            .agg(n=pl.len(), sc=(pl.col("kind") == "scope").any(), nu=pl.col("u").n_unique(),
+                 na=pl.col("a").n_unique(), nk=pl.col("kind").n_unique(), d=pl.col("d").any()))
+    need = need.filter(pl.col("sc") | ((pl.col("n") > 1) & (
+        (pl.col("nu") > 1) | (pl.col("na") > 1) | (pl.col("nk") > 1) | pl.col("d"))))
+    need = need.select("row", "nc")
     if not need.height:
         return ep.select(list(ENDPOINT_SCHEMA))
-    g = g.join(need, on=["row", "nid"], how="semi", maintain_order="left")
+    g = g.join(need, on=["row", "nc"], how="semi", maintain_order="left")
     plain = pl.col("kind").is_in(["null", "scope"])
     best = (g.with_columns(s1=~plain, s2=pl.col("uw").str.contains("(", literal=True),
                            s3=pl.col("uw").str.len_chars())
-            .sort("row", "nid", "s1", "s2", "s3", "occ",
+            .sort("row", "nc", "s1", "s2", "s3", "occ",
                   descending=[False, False, True, True, True, False])
-            .group_by("row", "nid", maintain_order=True).first()
-            .select("row", "nid", new_kind=pl.when(plain).then(pl.lit("null"))
+            .group_by("row", "nc", maintain_order=True).first()
+            .select("row", "nc", new_kind=pl.when(plain).then(pl.lit("null"))
                     .otherwise("kind"), new_uw=pl.when(plain).then(pl.lit(NULL_UW))
                     .otherwise("uw")))  # fmt: skip
     attrs = (g.filter(pl.col("attrs") != "")
-             .select("row", "nid", pl.col("attrs").str.split("."))
+             .select("row", "nc", pl.col("attrs").str.split("."))
              .explode("attrs")
-             .group_by("row", "nid", maintain_order=True)
+             .group_by("row", "nc", maintain_order=True)
              .agg(new_attrs=pl.col("attrs").unique(maintain_order=True).str.join(".")))
-    fix = best.join(attrs, on=["row", "nid"], how="left")
-    ep = ep.join(fix, on=["row", "nid"], how="left", maintain_order="left")
+    fix = best.join(attrs, on=["row", "nc"], how="left")
+    ep = ep.join(fix, on=["row", "nc"], how="left", maintain_order="left")
     fixed = pl.col("grouped") & pl.col("new_kind").is_not_null()
     return ep.select(
         "row", "occ",
         pl.when(fixed).then("new_uw").otherwise("uw").alias("uw"), "nid",
         pl.when(fixed).then("new_kind").otherwise("kind").alias("kind"),
         pl.when(fixed).then(pl.col("new_attrs").fill_null("")).otherwise("attrs").alias("attrs"))
+
+
+def _encode(column: pl.Series) -> tuple[np.ndarray, list[str]]:
+    """Integer codes of a string column without nulls and its distinct values."""
+    arr = column.cast(_S).to_arrow()
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    enc = pc.dictionary_encode(arr)
+    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist()
 
 
 def dict_codes(*columns: pl.Series) -> list[np.ndarray]:
@@ -1337,7 +1367,7 @@ def _components(ep: pl.DataFrame, rels: pl.DataFrame, nodes: pl.DataFrame) -> pl
     its scope. Nodes are integer keys (row, type, code), components come from scipy."""
     allnodes = pl.concat([ep, nodes.with_columns(occ=-1 - pl.col("occ"))])
     (uw,) = dict_codes(allnodes["uw"])
-    nid, scope = dict_codes(allnodes["nid"], rels["scope"])
+    nid, scope = _id_codes(allnodes["nid"]), _id_codes(rels["scope"])
     kind = allnodes["kind"]
     is_scope, is_null = (kind == "scope").to_numpy(), (kind == "null").to_numpy()
     row = allnodes["row"].to_numpy().astype(np.int64)
