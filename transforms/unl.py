@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -120,11 +119,12 @@ class NlOptions:
 
 @dataclass
 class Alignment:
-    """``partner[i]`` = index of the actual sentence aligned with expected sentence i."""
+    """``partner[i]`` = index of the actual sentence aligned with expected sentence i (-1:
+    none); ``unmatched_actual``: the actual sentences no expected sentence is aligned with."""
 
-    partner: list[int | None]
+    partner: np.ndarray
     by: str
-    unmatched_actual: list[int]
+    unmatched_actual: np.ndarray
     notes: list[str] = field(default_factory=list)
 
 
@@ -139,39 +139,50 @@ def align_sentences(
 ) -> Alignment:
     """Align by id when every sentence of both sides has a unique id (``auto``), else by
     position. ``id``/``position`` force a mode."""
-    eids, aids = _ids(expected), _ids(actual)
+    return align_ids(_ids(expected), _ids(actual), mode)
+
+
+def align_ids(expected_ids: Sequence[str | None] | pl.Series,
+              actual_ids: Sequence[str | None] | pl.Series, mode: str = "auto") -> Alignment:
+    """:func:`align_sentences` over the sentence ids alone (columns; an id repeated in the
+    actual file aligns with its last occurrence)."""
+    eids = pl.Series("id", expected_ids, dtype=pl.String)
+    aids = pl.Series("id", actual_ids, dtype=pl.String)
+    ne, na = eids.len(), aids.len()
     notes: list[str] = []
-    have_ids = all(eids) and all(aids) and bool(eids) and bool(aids)
-    unique = len(set(eids)) == len(eids) and len(set(aids)) == len(aids)
+    have_ids = eids.null_count() == 0 and aids.null_count() == 0 and ne > 0 and na > 0
+    unique = eids.n_unique() == ne and aids.n_unique() == na
     if mode == "auto" and have_ids and not unique:
         notes.append("duplicate sentence ids: aligned by position instead of id")
-    if mode == "auto" and not have_ids and any(eids) and any(aids):
+    if mode == "auto" and not have_ids and eids.null_count() < ne and aids.null_count() < na:
         notes.append("some sentences have no id: aligned by position instead of id")
     if mode == "id" or (mode == "auto" and have_ids and unique):
-        index = {sid: k for k, sid in enumerate(aids) if sid is not None}
-        partner = [index.get(sid) if sid is not None else None for sid in eids]
-        matched = {p for p in partner if p is not None}
-        unmatched = [k for k in range(len(actual)) if k not in matched]
-        missing = [eids[i] for i, p in enumerate(partner) if p is None]
-        if missing:
-            notes.append(
-                f"{len(missing)} expected sentence id(s) not found in actual: " + _preview(missing)
-            )
-        if expected and actual and not matched:
+        last = (pl.DataFrame({"id": aids, "k": np.arange(na, dtype=np.int64)})
+                .filter(pl.col("id").is_not_null()).group_by("id").agg(pl.col("k").max()))
+        partner = (eids.to_frame().join(last, on="id", how="left", maintain_order="left")["k"]
+                   .fill_null(-1).to_numpy().astype(np.int64))  # fmt: skip
+        matched = np.zeros(na, bool)
+        matched[partner[partner >= 0]] = True
+        missing = eids.filter(pl.Series(partner < 0))
+        if missing.len():
+            notes.append(f"{missing.len()} expected sentence id(s) not found in actual: "
+                         + _preview(missing.head(6).to_list(), total=missing.len()))  # fmt: skip
+        if ne and na and not matched.any():
             notes.append(
                 "no sentence id matches between expected and actual; "
                 "use align='position' if the files are in the same order"
             )
-        return Alignment(partner, "id", unmatched, notes)
-    partner = [i if i < len(actual) else None for i in range(len(expected))]
-    if len(actual) != len(expected):
-        notes.append(f"aligned by position: {len(expected)} expected, {len(actual)} actual")
-    return Alignment(partner, "position", list(range(len(expected), len(actual))), notes)
+        return Alignment(partner, "id", np.flatnonzero(~matched), notes)
+    partner = np.where(np.arange(ne) < na, np.arange(ne), -1).astype(np.int64)
+    if na != ne:
+        notes.append(f"aligned by position: {ne} expected, {na} actual")
+    return Alignment(partner, "position", np.arange(ne, max(na, ne), dtype=np.int64), notes)
 
 
-def _preview(xs: Sequence[object], k: int = 5) -> str:
+def _preview(xs: Sequence[object], k: int = 5, total: int | None = None) -> str:
+    total = len(xs) if total is None else total
     head = ", ".join(str(x) for x in xs[:k])
-    return head + (f", ... ({len(xs)} in all)" if len(xs) > k else "")
+    return head + (f", ... ({total} in all)" if total > k else "")
 
 
 def _sent_ids(expected: Sequence[UnlSentence | NlSentence], first: int = 0) -> list[str]:
@@ -186,31 +197,11 @@ def aligned_partners(
 ) -> list:
     """For each expected sentence, the aligned actual sentence (None without a partner)."""
     al = align_sentences(expected, actual, mode)
-    return [actual[p] if p is not None else None for p in al.partner]
+    return [actual[p] if p >= 0 else None for p in al.partner.tolist()]
 
 
 # --------------------------------------------------------------------------------------------
-# RETURNED verdicts (per sentence, Python)
-
-
-def unl_status(s: UnlSentence | None) -> tuple[bool, str | None, int | None]:
-    """(returned, reason, line) of an actual UNL sentence (METRICS 3.2 RETURNED)."""
-    if s is None:
-        return False, "no actual sentence", None
-    if s.error is not None:
-        return False, f"parse error: {s.error}", s.error_line
-    g = s.graph
-    if g is None:
-        return False, "no graph", s.line
-    if not g.relations and not g.nodes:
-        return False, "empty graph", s.line
-    words = g.nl_words()
-    if words:
-        return False, "natural-language word in graph: " + ", ".join(words[:3]), s.line
-    k = g.n_components()
-    if k > 1:
-        return False, f"graph not connected ({k} components)", s.line
-    return True, None, None
+# RETURNED verdicts of NLization (per sentence, Python)
 
 
 def nl_words(text: str) -> list[str]:
@@ -552,10 +543,7 @@ def score_unl_rows(
     """The ``unl_sentences`` rows of expected sentences ``first``, ``first + 1``, ... given
     their aligned actual sentences: each row depends on its own sentence pair only, so a
     file can be scored in shards of sentences and the rows concatenated."""
-    exp = chunk_from_sentences(expected)
-    exp = UnlChunk(exp.sents.with_columns(position=pl.int_range(first, first + exp.height,
-                                                                dtype=pl.Int64)),
-                   exp.rels, exp.nodes)  # fmt: skip
+    exp = _positioned(chunk_from_sentences(expected), first)
     index: dict[int, int] = {}
     for a in partners:
         if a is not None:
@@ -796,6 +784,114 @@ def unl_scores(sentences: pl.DataFrame) -> pl.DataFrame:
 
 
 # --------------------------------------------------------------------------------------------
+# Warnings
+
+
+def warning_parts(chunk: UnlChunk, side: str, rows: np.ndarray | None = None) -> dict:
+    """What :func:`unl_warnings` says about some sentences of one side (``rows`` of the
+    chunk, default all), to be merged over shards by :func:`merge_warning_parts`: reader
+    warnings and malformed expected sentences (``lines``: position, order, text), unknown
+    relation labels (count and first occurrence) and the UW encodings (UCL/UCN nodes)."""
+    sents, rels, nodes = chunk.sents, chunk.rels, chunk.nodes
+    if rows is not None:
+        keep = pl.Series(np.asarray(rows, np.int64)).cast(pl.Int32).implode()
+        sents = sents.filter(pl.col("row").is_in(keep))
+        rels = rels.filter(pl.col("row").is_in(keep))
+        nodes = nodes.filter(pl.col("row").is_in(keep))
+    shown = pl.coalesce("sent_id", pl.concat_str([pl.lit("#"),
+                                                  (pl.col("position") + 1).cast(pl.String)]))
+    lines = (sents.select("position", w="warnings").explode("w").drop_nulls("w")
+             .with_columns(order=pl.int_range(pl.len()).over("position"),
+                           text=pl.concat_str([pl.lit(f"{side}: "), pl.col("w")]))
+             .select("position", pl.col("order").cast(pl.Int64), "text"))  # fmt: skip
+    if side == "expected":
+        bad = sents.filter(pl.col("error").is_not_null()).select(
+            "position", order=pl.lit(1 << 40, pl.Int64), text=pl.concat_str([
+                pl.lit("expected sentence "), shown, pl.lit(" (line "),
+                pl.coalesce("error_line", "line").cast(pl.String),
+                pl.lit(") is malformed: "), pl.col("error")]))  # fmt: skip
+        lines = pl.concat([lines, bad])
+    labels = (rels.filter(~pl.col("label").is_in(sorted(KNOWN_RELATIONS)))
+              .join(sents.select("row", "position", shown.alias("shown")), on="row")
+              .select("label", "position", "r", desc=pl.concat_str([
+                  pl.col("shown"), pl.lit(" line "), pl.col("line").cast(pl.String)])))
+    kinds = pl.concat([rels["s_kind"], rels["t_kind"], nodes["kind"]])
+    return {"side": side, "lines": lines, "labels": labels,
+            "ucl": int((kinds == "ucl").sum()), "ucn": int((kinds == "uw").sum())}
+
+
+def merge_warning_parts(parts: list[dict]) -> dict:
+    """The parts of all shards of one side as one."""
+    lines = pl.concat([p["lines"] for p in parts]).sort("position", "order")
+    labels = (pl.concat([p["labels"] for p in parts]).sort("position", "r")
+              .group_by("label", maintain_order=True)
+              .agg(n=pl.len(), position=pl.first("position"), r=pl.first("r"),
+                   desc=pl.first("desc")))  # fmt: skip
+    labels = labels.select("label", "position", "r", "desc", "n")
+    return {"side": parts[0]["side"], "lines": lines,
+            "labels": labels,
+            "ucl": sum(p["ucl"] for p in parts), "ucn": sum(p["ucn"] for p in parts)}
+
+
+def warning_lines(al: Alignment, actual_ids: Sequence[str | None] | pl.Series,
+                  expected: dict, actual: dict) -> list[str]:
+    """Things a user should know before trusting the scores: alignment problems, actual
+    sentences with no expected partner, malformed expected sentences, reader warnings,
+    unknown relation labels and different UW encodings (numeric UCL ids vs readable UCN)."""
+    out = list(al.notes)
+    n = al.unmatched_actual.size
+    if n:
+        ids = pl.Series(actual_ids, dtype=pl.String).gather(al.unmatched_actual[:6]).to_list()
+        shown = [x or f"#{k + 1}" for x, k in zip(ids, al.unmatched_actual[:6].tolist(),
+                                                   strict=True)]  # fmt: skip
+        out.append(f"{n} actual sentence(s) have no expected partner (ignored): "
+                   + _preview(shown, total=n))  # fmt: skip
+    out += expected["lines"]["text"].to_list() + actual["lines"]["text"].to_list()
+    for part in (expected, actual):
+        for lab, n_lab, desc in part["labels"].sort("label").select("label", "n", "desc").rows():
+            out.append(f"{part['side']}: unknown relation label {lab!r} ({n_lab}x, "
+                       f"first in sentence {desc})")
+    return out + _encoding_warnings((expected["ucl"], expected["ucn"]),
+                                    (actual["ucl"], actual["ucn"]))
+
+
+def _encoding_warnings(e: tuple[int, int], a: tuple[int, int]) -> list[str]:
+    (eu, en), (au, an) = e, a
+
+    def name(ucl: int, ucn: int) -> str | None:
+        if ucl + ucn == 0:
+            return None
+        return "numeric UCL ids" if ucl > ucn else "readable UCN UWs"
+
+    ne, na = name(eu, en), name(au, an)
+    if ne and na and ne != na:
+        return [
+            f"UW encodings differ: expected uses {ne} ({eu} UCL / {en} UCN), actual uses {na} "
+            f"({au} UCL / {an} UCN); UWs will not match (near 100% discrepancy)"
+        ]
+    return []
+
+
+def unl_warnings(
+    expected: Sequence[UnlSentence | NlSentence],
+    actual: Sequence[UnlSentence | NlSentence],
+    align: str = "auto",
+) -> list[str]:
+    """:func:`warning_lines` of two lists of parsed sentences."""
+    al = align_sentences(expected, actual, align)
+    parts = [merge_warning_parts([warning_parts(_positioned(chunk_from_sentences(xs)), side)])
+             for side, xs in (("expected", expected), ("actual", actual))]
+    return warning_lines(al, _ids(actual), parts[0], parts[1])
+
+
+def _positioned(chunk: UnlChunk, first: int = 0) -> UnlChunk:
+    """The chunk with positions ``first``, ``first + 1``, ... (its rows in a list)."""
+    sents = chunk.sents.with_columns(
+        position=pl.int_range(first, first + chunk.height, dtype=pl.Int64))
+    return UnlChunk(sents, chunk.rels, chunk.nodes)
+
+
+# --------------------------------------------------------------------------------------------
 # Comparison of versions
 
 
@@ -967,83 +1063,6 @@ _MIRROR = np.array([1, 0, 2])
 def _cast_to(df: pl.DataFrame, table: str) -> pl.DataFrame:
     schema = pl.Schema(TABLES[table])
     return df.select([pl.col(c).cast(schema[c]) for c in schema.names() if c in df.columns])
-
-
-# --------------------------------------------------------------------------------------------
-# Warnings
-
-
-def _encoding(sentences: Sequence[UnlSentence]) -> tuple[int, int]:
-    """(numeric UCL UWs, readable UWs) over all node occurrences."""
-    c: Counter[str] = Counter()
-    for s in sentences:
-        if s.graph is not None:
-            c.update(n.kind for n in s.graph.all_nodes)
-    return c["ucl"], c["uw"]
-
-
-def _label_warnings(side: str, sentences: Sequence[UnlSentence]) -> list[str]:
-    unknown: Counter[str] = Counter()
-    first: dict[str, str] = {}
-    for k, s in enumerate(sentences):
-        if s.graph is None:
-            continue
-        for r in s.graph.relations:
-            if r.label not in KNOWN_RELATIONS:
-                unknown[r.label] += 1
-                first.setdefault(r.label, f"{s.sent_id or '#' + str(k + 1)} line {r.line}")
-    return [
-        f"{side}: unknown relation label {lab!r} ({n}x, first in sentence {first[lab]})"
-        for lab, n in sorted(unknown.items())
-    ]
-
-
-def unl_warnings(
-    expected: Sequence[UnlSentence | NlSentence],
-    actual: Sequence[UnlSentence | NlSentence],
-    align: str = "auto",
-) -> list[str]:
-    """Things a user should know before trusting the scores: alignment problems, actual
-    sentences with no expected partner, malformed expected sentences, reader warnings,
-    unknown relation labels and different UW encodings (numeric UCL ids vs readable UCN)."""
-    al = align_sentences(expected, actual, align)
-    out = list(al.notes)
-    if al.unmatched_actual:
-        ids = [actual[k].sent_id or f"#{k + 1}" for k in al.unmatched_actual]
-        out.append(
-            f"{len(ids)} actual sentence(s) have no expected partner (ignored): {_preview(ids)}"
-        )
-    for side, xs in (("expected", expected), ("actual", actual)):
-        for k, s in enumerate(xs):
-            out.extend(f"{side}: {w}" for w in getattr(s, "warnings", ()))
-            if side == "expected" and s.error is not None:
-                line = getattr(s, "error_line", None) or s.line
-                out.append(
-                    f"expected sentence {s.sent_id or '#' + str(k + 1)} (line {line}) "
-                    f"is malformed: {s.error}"
-                )
-    unl_e = [s for s in expected if isinstance(s, UnlSentence)]
-    unl_a = [s for s in actual if isinstance(s, UnlSentence)]
-    out += _label_warnings("expected", unl_e) + _label_warnings("actual", unl_a)
-    out += _encoding_warnings(unl_e, unl_a)
-    return out
-
-
-def _encoding_warnings(expected: Sequence[UnlSentence], actual: Sequence[UnlSentence]) -> list[str]:
-    (eu, en), (au, an) = _encoding(expected), _encoding(actual)
-
-    def name(ucl: int, ucn: int) -> str | None:
-        if ucl + ucn == 0:
-            return None
-        return "numeric UCL ids" if ucl > ucn else "readable UCN UWs"
-
-    ne, na = name(eu, en), name(au, an)
-    if ne and na and ne != na:
-        return [
-            f"UW encodings differ: expected uses {ne} ({eu} UCL / {en} UCN), actual uses {na} "
-            f"({au} UCL / {an} UCN); UWs will not match (near 100% discrepancy)"
-        ]
-    return []
 
 
 __all__ = [

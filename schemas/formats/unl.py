@@ -1079,20 +1079,23 @@ def chunk_from_drafts(drafts: Sequence[_Draft]) -> UnlChunk:
     return _finish_chunk(sents, ep, rels, nodes)
 
 
-def chunk_from_sentences(sentences: Sequence[UnlSentence]) -> UnlChunk:
-    """Parsed :class:`UnlSentence` objects in columns (row ``i`` = ``sentences[i]``)."""
+def chunk_from_sentences(sentences: Sequence[UnlSentence | NlSentence]) -> UnlChunk:
+    """Parsed sentences in columns (row ``i`` = ``sentences[i]``; an :class:`NlSentence`
+    has no graph)."""
     ep_rows: list[tuple] = []
     rel_rows: list[tuple] = []
     node_rows: list[tuple] = []
-    for i, s in enumerate(sentences):
-        if s.graph is not None:
-            _graph_rows(i, s.graph, ep_rows, rel_rows, node_rows)
+    graphs = [getattr(s, "graph", None) for s in sentences]
+    for i, g in enumerate(graphs):
+        if g is not None:
+            _graph_rows(i, g, ep_rows, rel_rows, node_rows)
     sents = pl.DataFrame(
         {"row": list(range(len(sentences))), "position": [s.position for s in sentences],
          "sent_id": [s.sent_id for s in sentences], "line": [s.line for s in sentences],
-         "error": [s.error for s in sentences], "error_line": [s.error_line for s in sentences],
-         "has_graph": [s.graph is not None for s in sentences],
-         "warnings": [list(s.warnings) for s in sentences]},
+         "error": [s.error for s in sentences],
+         "error_line": [getattr(s, "error_line", None) for s in sentences],
+         "has_graph": [g is not None for g in graphs],
+         "warnings": [list(getattr(s, "warnings", ())) for s in sentences]},
         schema=SENT_SCHEMA)  # fmt: skip
     ep = pl.DataFrame(ep_rows, schema=ENDPOINT_SCHEMA, orient="row")
     rels = pl.DataFrame(rel_rows, schema=REL_SCHEMA, orient="row")
