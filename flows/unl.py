@@ -83,6 +83,15 @@ class Version:
     alignment: object
     owner: np.ndarray
 
+    @classmethod
+    def of(cls, source: Source, sha: str, sentences, alignment) -> Version:
+        partner = alignment.partner
+        owner = np.full(len(sentences), np.iinfo(np.int64).max, np.int64)
+        has = np.flatnonzero(partner >= 0)
+        np.minimum.at(owner, partner[has], has)  # the first expected sentence wins
+        owner[owner == np.iinfo(np.int64).max] = -1
+        return cls(source, sha, sentences, alignment, owner)
+
 
 @task(name="score", task_run_name="score {task_name} sentences {first}+", cache_policy=NONE,
       retries=2)
@@ -190,11 +199,7 @@ def run_unl(spec: RunSpec, stage: Staging) -> None:
             shas.pop(source.id)
             continue
         al = align_ids(_ids(expected), _ids(actual), options.align)
-        owner = np.full(len(actual), np.iinfo(np.int64).max, np.int64)
-        has = np.flatnonzero(al.partner >= 0)
-        np.minimum.at(owner, al.partner[has], has)  # the first expected sentence wins
-        owner[owner == np.iinfo(np.int64).max] = -1
-        versions[source.id] = Version(source, shas[source.id], actual, al, owner)
+        versions[source.id] = Version.of(source, shas[source.id], actual, al)
     with progress("score", len(versions) * len(ranges)) as tick:
         scored = score_versions(expected, versions, ranges, spec.task, options, tick)
     sentences: dict[str, pl.DataFrame] = {}

@@ -1256,7 +1256,7 @@ def _normalised(x: pl.Series) -> pl.Series:
     idx = has_ws.arg_true()
     fixed = (u.gather(idx).str.replace_all(r"\s+", " ")
              .str.replace_all(_WS_PUNCT, "${1}").str.strip_chars())  # fmt: skip
-    return x.replace_strict(u, u.scatter(idx, fixed))
+    return x.replace_strict(u, u.clone().scatter(idx, fixed))
 
 
 def _id_codes(ids: pl.Series) -> np.ndarray:
