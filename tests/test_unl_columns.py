@@ -396,10 +396,12 @@ def documents(draw: st.DrawFn) -> tuple[str, str]:
     texts = []
     for ids in (exp_ids, act_ids):
         blocks = [draw(sentences([i])) for i in ids]
-        style = draw(st.sampled_from(["plain", "plain", "D", "html"]))
+        style = draw(st.sampled_from(["plain", "plain", "D", "html", "crlf", "cr"]))
         text = "".join(blocks)
         if style == "D":
             text = "[D]\n" + text + "[/D]\n"
+        elif style in ("crlf", "cr"):
+            text = text.replace("\n", "\r\n" if style == "crlf" else "\r")
         elif style == "html":  # a UNLarium web export: <br /> line breaks, HTML entities
             text = html.escape(text, quote=True).replace("\n", "<br />")
         texts.append(text)

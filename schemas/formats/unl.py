@@ -943,6 +943,9 @@ class _OpenScan:
 
     def feed(self, text: str, offset: int, raw: bytes) -> bool:
         """Scan one more cleaned piece (``raw`` its bytes at ``offset``); False if irregular."""
+        if not self.buf and len(text) == len(raw) and b"\r" not in raw:
+            self._feed_one_to_one(text, offset, raw)
+            return True
         raw_at = [offset + i for i in _find_all(raw, b"[S")]
         if text.count("[S") != len(raw_at):
             return False
@@ -965,6 +968,25 @@ class _OpenScan:
         self.newlines = nl + buf.count("\n", prev, keep)
         self.buf, self.buf_raw = buf[keep:], buf_raw[bisect_left(cands, keep):]
         return True
+
+    def _feed_one_to_one(self, text: str, offset: int, raw: bytes) -> None:
+        """A piece that decoding and cleaning left character for byte (ASCII, no ``<br>``,
+        entity or CR): offsets and lines come straight from the bytes."""
+        opens = [(m.start(), m.end(), m[1]) for m in _S_OPEN.finditer(text)]
+        newlines = np.flatnonzero(np.frombuffer(raw, np.uint8) == 10)
+        at = np.array([p for p, _, _ in opens], np.int64)
+        self.starts.extend((at + offset).tolist())
+        self.lines.extend((np.searchsorted(newlines, at) + self.newlines + 1).tolist())
+        for _, _, sid in opens:
+            parts = (sid or "").split()
+            self.ids.append(parts[0] if parts else None)
+        keep = text.find("[S:", opens[-1][1] if opens else 0)
+        if keep < 0:
+            self.newlines += newlines.size
+            return
+        self.newlines += int(np.searchsorted(newlines, keep))
+        self.buf = text[keep:]
+        self.buf_raw = [offset + keep + i for i in _find_all(self.buf, "[S")]
 
 
 @dataclass
