@@ -29,6 +29,7 @@ from sysdiff.schemas.formats.unl import (
     UnlChunk,
     UnlSentence,
     chunk_from_sentences,
+    factorize,
 )
 from sysdiff.schemas.tables import TABLES
 from sysdiff.transforms.engine import (
@@ -369,7 +370,7 @@ def count_items(it: Items, multiset: bool) -> ItemCounts:
         key = np.zeros(it.erow.size, np.uint64)
         for c, sh in zip(cols, shifts, strict=True):
             key |= c.astype(np.uint64) << np.uint64(sh)
-        uniq, inv = np.unique(key, return_inverse=True)
+        uniq, inv = factorize(key)
         n = np.bincount(inv, minlength=uniq.size)
         e = np.bincount(inv, weights=it.side, minlength=uniq.size).astype(np.int64)
         mask = [(1 << w) - 1 for w in widths]

@@ -1369,6 +1369,14 @@ def _encode(column: pl.Series) -> tuple[np.ndarray, list[str]]:
     return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist()
 
 
+def factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct keys in ascending order, the index of each key among them)."""
+    inv = pl.Series(keys).rank("dense").to_numpy().astype(np.int64) - 1
+    distinct = np.empty(int(inv.max()) + 1 if inv.size else 0, keys.dtype)
+    distinct[inv] = keys
+    return distinct, inv
+
+
 def dict_codes(*columns: pl.Series) -> list[np.ndarray]:
     """Exact integer codes of string columns, shared between them (equal strings, equal
     codes; null is -1): one dictionary encoding of all of them."""
@@ -1415,7 +1423,7 @@ def _components(ep: pl.DataFrame, rels: pl.DataFrame, nodes: pl.DataFrame) -> pl
     scoped = (rels["row"].to_numpy().astype(np.int64)[has_scope] << 40) | scope[has_scope]
     a = np.concatenate([src, src[has_scope]])
     b = np.concatenate([tgt, scoped])
-    verts, inv = np.unique(np.concatenate([a, b, key[~on_rel]]), return_inverse=True)
+    verts, inv = factorize(np.concatenate([a, b, key[~on_rel]]))
     if not verts.size:
         return pl.DataFrame(schema={"row": pl.Int32, "n_components": pl.Int64})
     m = a.size
