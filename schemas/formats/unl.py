@@ -839,9 +839,12 @@ _S = pl.String
 SENT_SCHEMA = {"row": pl.Int32, "position": pl.Int64, "sent_id": _S, "line": pl.Int64,
                "error": _S, "error_line": pl.Int64, "has_graph": pl.Boolean,
                "warnings": pl.List(_S)}  # fmt: skip
+#: Relation ends and lone nodes while parsing (``nc``: the node id as an integer, -1 none).
 ENDPOINT_SCHEMA = {"row": pl.Int32, "occ": pl.Int64, "uw": _S, "nid": _S, "kind": _S,
-                   "attrs": _S}  # fmt: skip
-REL_SCHEMA = {"row": pl.Int32, "r": pl.Int32, "label": _S, "scope": _S, "line": pl.Int64}
+                   "attrs": _S, "nc": pl.Int64}  # fmt: skip
+#: Relations while parsing (``sc``: the scope as an integer, -1 none).
+REL_SCHEMA = {"row": pl.Int32, "r": pl.Int32, "label": _S, "scope": _S, "line": pl.Int64,
+              "sc": pl.Int64}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -1128,11 +1131,27 @@ def chunk_from_sentences(sentences: Sequence[UnlSentence | NlSentence]) -> UnlCh
 def _graph_rows(i: int, g: UnlGraph, ep: list, rels: list, nodes: list) -> None:
     """Append a parsed graph's relations, their two ends and its lone nodes as rows."""
     for r, rel in enumerate(g.relations):
-        rels.append((i, r, rel.label, rel.scope, rel.line))
+        rels.append((i, r, rel.label, rel.scope, rel.line, _id_code(rel.scope)))
         for side, nd in enumerate((rel.source, rel.target)):
-            ep.append((i, 2 * r + side, nd.uw, nd.node_id, nd.kind, ".".join(nd.attrs)))
+            ep.append((i, 2 * r + side, nd.uw, nd.node_id, nd.kind, ".".join(nd.attrs),
+                       _id_code(nd.node_id)))
     for k, nd in enumerate(g.nodes):
-        nodes.append((i, k, nd.uw, nd.node_id, nd.kind, ".".join(nd.attrs)))
+        nodes.append((i, k, nd.uw, nd.node_id, nd.kind, ".".join(nd.attrs),
+                      _id_code(nd.node_id)))
+
+
+def _id_code(x: str | None) -> int:
+    """A node id or scope (two ASCII letters or digits) as an integer; None is -1."""
+    return -1 if x is None else ord(x[0]) << 8 | ord(x[1])
+
+
+def _code_strings(codes: np.ndarray) -> pl.Series:
+    """Strings of ASCII byte codes (big-endian, zero bytes dropped); -1 is null."""
+    distinct = np.unique(codes)
+    distinct = distinct[distinct >= 0]
+    text = [bytes(b for b in int(c).to_bytes(3, "big") if b).decode("ascii") for c in distinct]
+    return pl.Series(codes).replace_strict(pl.Series(distinct), pl.Series(text, dtype=_S),
+                                           default=None, return_dtype=_S)
 
 
 def _parse_bodies(rows: list[int], bodies: list[str], base: list[int]
@@ -1152,10 +1171,11 @@ def _parse_bodies(rows: list[int], bodies: list[str], base: list[int]
     lines = lines.with_columns(r=pl.int_range(pl.len()).over("row").cast(pl.Int32))
     parts = _split_relation_lines(lines["text"])
     rels = lines.select("row", "r", (pl.col("base") + pl.col("ln")).alias("line")).with_columns(
-        parts.select("label", "scope"))
+        parts.select("label", "scope", pl.col("sc").cast(pl.Int64)))
     ends = pl.concat([
         lines.select("row", occ=2 * pl.col("r").cast(pl.Int64) + side).with_columns(
-            parts.select(pl.col(f"{p}_{c}").alias(c) for c in ("head", "tail", "nid", "attrs")))
+            parts.select(pl.col(f"{p}_{c}").alias(c)
+                         for c in ("head", "tail", "nid", "attrs", "nc")))
         for side, p in enumerate("st")]).sort("row", "occ")
     ends, odd = _classify(ends)
     rels = rels.filter(~pl.col("row").is_in(odd.implode())).select(list(REL_SCHEMA))
@@ -1251,21 +1271,56 @@ def _split_relation_lines(text: pl.Series) -> pl.DataFrame:
     def cut(lo: np.ndarray, hi: np.ndarray) -> pl.Series:
         return _slices(text, ascii_only, char_at, line_start, lo, hi)
 
-    label_scope = cut(line_start, opens).str.strip_chars().str.split_exact(":", 1).struct.unnest()
-    cols = {"label": label_scope[:, 0], "scope": label_scope[:, 1]}
+    cols = _label_scope(text, data, line_start, opens, cut)
+    padded = _Bytes(data)
     for p, lo, hi in (("s", opens + 1, commas), ("t", commas + 1, closes)):
         _, sfx = _first_in(suffix, lo, hi)
-        has_id = (sfx < hi) & (data[np.minimum(sfx, data.size - 1)] == 58)
-        quoted, q1 = _first_in(quotes, lo, sfx)
-        q2 = quotes[np.minimum(np.searchsorted(quotes, q1) + 1, max(quotes.size - 1, 0))] \
-            if quotes.size else q1
-        q_end = np.where(quoted, q2 + 1, lo)
-        cols[f"{p}_head"] = cut(np.where(quoted, q1, lo), q_end)
+        has_id = (sfx < hi) & (padded[sfx] == 58)
+        if quotes.size:
+            quoted, q1 = _first_in(quotes, lo, sfx)
+            q2 = quotes[np.minimum(np.searchsorted(quotes, q1) + 1, quotes.size - 1)]
+            q_end = np.where(quoted, q2 + 1, lo)
+            cols[f"{p}_head"] = cut(np.where(quoted, q1, lo), q_end)
+        else:
+            q_end = lo
+            cols[f"{p}_head"] = pl.repeat("", n, dtype=_S, eager=True)
         cols[f"{p}_tail"] = cut(q_end, sfx).str.strip_chars()
-        nid = cut(sfx + 1, np.where(has_id, sfx + 3, sfx + 1))
-        cols[f"{p}_nid"] = nid.set(~pl.Series(has_id), None)  # type: ignore[arg-type]
+        nc = np.where(has_id, padded[sfx + 1] << 8 | padded[sfx + 2], -1)
+        cols[f"{p}_nid"], cols[f"{p}_nc"] = _code_strings(nc), pl.Series(nc)
         cols[f"{p}_attrs"] = cut(np.where(has_id, sfx + 3, sfx), hi).str.strip_chars().str.slice(1)
     return pl.DataFrame(cols)
+
+
+class _Bytes:
+    """Bytes read as int64 at given positions (past the end: the last byte), without
+    widening them all."""
+
+    def __init__(self, data: np.ndarray):
+        self.data, self.last = data, max(data.size - 1, 0)
+
+    def __getitem__(self, at: np.ndarray) -> np.ndarray:
+        if not self.data.size:
+            return np.zeros(np.shape(at), np.int64)
+        return self.data[np.minimum(at, self.last)].astype(np.int64)
+
+
+def _label_scope(text: pl.Series, data: np.ndarray, line_start: np.ndarray, opens: np.ndarray,
+                 cut: Callable) -> dict[str, pl.Series]:
+    """Label, scope and scope code of relation lines: from the bytes when every line starts
+    with its label (no white space before it), else from the text before ``(``."""
+    padded = _Bytes(data)
+    first = padded[line_start]
+    if line_start.size and ((first >= 97) & (first <= 122)).all():
+        third = padded[line_start + 2]
+        three = (third >= 97) & (third <= 122)
+        label = padded[line_start] << 16 | padded[line_start + 1] << 8 | np.where(three, third, 0)
+        after = line_start + np.where(three, 3, 2)
+        sc = np.where(padded[after] == 58, padded[after + 1] << 8 | padded[after + 2], -1)
+        return {"label": _code_strings(label), "scope": _code_strings(sc), "sc": pl.Series(sc)}
+    head = cut(line_start, opens).str.strip_chars().str.split_exact(":", 1).struct.unnest()
+    scope = head[:, 1]
+    sc = np.array([_id_code(x) for x in scope.to_list()], np.int64)
+    return {"label": head[:, 0], "scope": scope, "sc": pl.Series(sc)}
 
 
 def _normalised(x: pl.Series) -> pl.Series:
@@ -1281,18 +1336,11 @@ def _normalised(x: pl.Series) -> pl.Series:
     return x.replace_strict(u, u.clone().scatter(idx, fixed))
 
 
-def _id_codes(ids: pl.Series) -> np.ndarray:
-    """Node ids and scopes (two ASCII letters or digits) as integers; null is -1."""
-    u = ids.drop_nulls().unique()
-    codes = pl.Series([ord(v[0]) << 8 | ord(v[1]) for v in u.to_list()], dtype=pl.Int64)
-    return ids.replace_strict(u, codes, default=-1, return_dtype=pl.Int64).to_numpy()
-
-
 def _classify(ends: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
     """Normalised UW and kind of every end, as :func:`parse_node` (a quoted head is kept as
     written, the rest normalised), and the rows with a numeric UW in digits other than 0-9
     (left to :func:`parse_graph`)."""
-    c = ends.select("row", "occ", "nid", "attrs",
+    c = ends.select("row", "occ", "nid", "attrs", pl.col("nc").cast(pl.Int64),
                     uw=ends["head"] + _normalised(ends["tail"]),
                     quoted=pl.col("head") != "")  # fmt: skip
     c = c.with_columns(kind=pl.when(pl.col("quoted")).then(pl.lit("temp"))
@@ -1313,9 +1361,8 @@ def _resolve(ep: pl.DataFrame, rels: pl.DataFrame) -> pl.DataFrame:
     graph has scope XX; the other occurrences of a node id take the most specific UW (a real
     UW, then a constraint list, then the longer string, then the first) and the union of
     the attributes, in order of appearance."""
-    ep = ep.with_columns(nc=pl.Series(_id_codes(ep["nid"])))
-    scopes = pl.DataFrame({"row": rels["row"], "nc": _id_codes(rels["scope"])}).filter(
-        pl.col("nc") >= 0).unique().with_columns(ref=pl.lit(True))
+    scopes = rels.select("row", nc="sc").filter(pl.col("nc") >= 0).unique().with_columns(
+        ref=pl.lit(True))
     ep = ep.join(scopes, on=["row", "nc"], how="left", maintain_order="left")
     ep = ep.with_columns(grouped=(pl.col("nc") >= 0)
                          & ~((pl.col("kind") == "scope") & pl.col("ref").fill_null(False)))
@@ -1357,7 +1404,8 @@ def _resolve(ep: pl.DataFrame, rels: pl.DataFrame) -> pl.DataFrame:
         "row", "occ",
         pl.when(fixed).then("new_uw").otherwise("uw").alias("uw"), "nid",
         pl.when(fixed).then("new_kind").otherwise("kind").alias("kind"),
-        pl.when(fixed).then(pl.col("new_attrs").fill_null("")).otherwise("attrs").alias("attrs"))
+        pl.when(fixed).then(pl.col("new_attrs").fill_null("")).otherwise("attrs").alias("attrs"),
+        "nc")
 
 
 def _encode(column: pl.Series) -> tuple[np.ndarray, list[str]]:
@@ -1400,7 +1448,7 @@ def _components(ep: pl.DataFrame, rels: pl.DataFrame, nodes: pl.DataFrame) -> pl
     its scope. Nodes are integer keys (row, type, code), components come from scipy."""
     allnodes = pl.concat([ep, nodes.with_columns(occ=-1 - pl.col("occ"))])
     (uw,) = dict_codes(allnodes["uw"])
-    nid, scope = _id_codes(allnodes["nid"]), _id_codes(rels["scope"])
+    nid, scope = allnodes["nc"].to_numpy(), rels["sc"].to_numpy()
     kind = allnodes["kind"]
     is_scope, is_null = (kind == "scope").to_numpy(), (kind == "null").to_numpy()
     row = allnodes["row"].to_numpy().astype(np.int64)
@@ -1444,7 +1492,7 @@ def _finish_chunk(sents: pl.DataFrame, ep: pl.DataFrame, rels: pl.DataFrame,
                  pl.col("uw").alias(f"{p}_uw"), pl.col("nid").alias(f"{p}_id"),
                  pl.col("kind").alias(f"{p}_kind"), pl.col("attrs").alias(f"{p}_attrs"))
             for p, side in (("s", 0), ("t", 1))}  # fmt: skip
-    wide = pl.concat([rels, ends["s"], ends["t"]], how="horizontal")
+    wide = pl.concat([rels.drop("sc"), ends["s"], ends["t"]], how="horizontal")
     n_rel = rels.group_by("row").agg(n_rel=pl.len().cast(pl.Int64))
     n_nodes = nodes.group_by("row").agg(n_nodes=pl.len().cast(pl.Int64))
     words = (pl.concat([ep.select("row", "occ", "uw", "kind"),
@@ -1458,7 +1506,7 @@ def _finish_chunk(sents: pl.DataFrame, ep: pl.DataFrame, rels: pl.DataFrame,
              .join(_components(ep, rels, nodes), on="row", how="left", maintain_order="left")
              .join(words, on="row", how="left", maintain_order="left")
              .with_columns(pl.col("n_rel", "n_nodes", "n_components").fill_null(0)))
-    return UnlChunk(sents, wide, nodes)
+    return UnlChunk(sents, wide, nodes.drop("nc"))
 
 
 # --------------------------------------------------------------------------------------------
