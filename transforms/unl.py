@@ -316,25 +316,29 @@ def unl_items(rels: pl.DataFrame, nodes: pl.DataFrame, options: UnlOptions) -> I
     erow_r, side_r = r["erow"].to_numpy(), r["side"].to_numpy()
     erow_n, side_n = nodes["erow"].to_numpy(), nodes["side"].to_numpy()
     sref, tref = r["sref"].to_numpy(), r["tref"].to_numpy()
-    # attributes: (erow, side, position, node key, attribute), optional ones dropped
-    att = pl.concat([
-        pl.DataFrame({"erow": erow_r, "side": side_r, "pos": np.full(r.height, 0, np.int64),
-                      "key": sk, "a": r["s_attrs"]}),
-        pl.DataFrame({"erow": erow_r, "side": side_r, "pos": np.full(r.height, 1, np.int64),
-                      "key": tk, "a": r["t_attrs"]}),
-        pl.DataFrame({"erow": erow_n, "side": side_n, "pos": np.full(nodes.height, 2, np.int64),
-                      "key": nk, "a": nodes["attrs"]}),
-    ]).filter(pl.col("a") != "").with_columns(pl.col("a").str.split(".")).explode("a")
-    att = att.filter(~pl.col("a").is_in(sorted(options.optional_attrs)))
-    (ac,), attrs = dict_encode(att["a"])
+    # attributes: (erow, side, position, node key, attribute), optional ones dropped; each
+    # distinct attribute string (``@a.@b``) is split once
+    (sa, ta, na), distinct = dict_encode(*(c.fill_null("") for c in (
+        r["s_attrs"], r["t_attrs"], nodes["attrs"])))
+    names: dict[str, int] = {}
+    split = [[names.setdefault(a, len(names)) for a in text.split(".")
+              if text and a not in options.optional_attrs] for text in distinct.to_list()]
+    lens = np.array([len(x) for x in split] or [0], np.int64)
+    starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    flat = np.array([a for x in split for a in x] or [0], np.int64)
+    att = [_expand(codes, lens, starts, flat, erow, side, pos, key)
+           for codes, erow, side, pos, key in (
+               (sa, erow_r, side_r, 0, sk), (ta, erow_r, side_r, 1, tk),
+               (na, erow_n, side_n, 2, nk))]
+    ae, asd, ap, ak, ac = (np.concatenate([x[k] for x in att]) for k in range(5))
+    attrs = pl.Series(list(names), dtype=pl.String)
     zero = np.zeros
     parts = [
         (erow_r, 0, lab, sk, tk, side_r),
         (erow_r[~sref], 1, zero((~sref).sum(), np.int64), sk[~sref], 0, side_r[~sref]),
         (erow_r[~tref], 1, np.ones((~tref).sum(), np.int64), tk[~tref], 0, side_r[~tref]),
         (erow_n, 1, np.full(erow_n.size, 2, np.int64), nk, 0, side_n),
-        (att["erow"].to_numpy(), 2, att["pos"].to_numpy(), att["key"].to_numpy(), ac,
-         att["side"].to_numpy()),
+        (ae, 2, ap, ak, ac, asd),
     ]
 
     def cat(k: int) -> np.ndarray:
@@ -343,6 +347,17 @@ def unl_items(rels: pl.DataFrame, nodes: pl.DataFrame, options: UnlOptions) -> I
 
     return Items(cat(0), cat(1), cat(2), cat(3), cat(4), cat(5).astype(np.int8),
                  labels, keys, attrs)
+
+
+def _expand(codes: np.ndarray, lens: np.ndarray, starts: np.ndarray, flat: np.ndarray,
+            erow: np.ndarray, side: np.ndarray, pos: int, key: np.ndarray) -> tuple:
+    """One (erow, side, pos, key, attribute) per attribute of each node: node ``i`` has the
+    ``lens[codes[i]]`` attributes ``flat[starts[codes[i]]:...]``."""
+    n = lens[codes] if codes.size else np.zeros(0, np.int64)
+    rep = np.repeat(np.arange(codes.size), n)
+    first = np.repeat(np.cumsum(n) - n, n)
+    attr = flat[starts[codes[rep]] + np.arange(rep.size) - first] if rep.size else rep
+    return erow[rep], side[rep], np.full(rep.size, pos, np.int64), key[rep], attr
 
 
 @dataclass

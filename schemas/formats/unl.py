@@ -1441,11 +1441,13 @@ def dict_codes(*columns: pl.Series) -> list[np.ndarray]:
     return out
 
 
-def _components(ep: pl.DataFrame, rels: pl.DataFrame, nodes: pl.DataFrame) -> pl.DataFrame:
+def _components(ep: pl.DataFrame, rels: pl.DataFrame, nodes: pl.DataFrame,
+                n_rows: int) -> np.ndarray:
     """Connected components per row, as :meth:`UnlGraph.n_components`: a node is its scope,
     else its id, else (an id-less null UW being a node of its own) its UW, which joins the
     one id node of that UW if there is exactly one; a scoped relation joins its source to
-    its scope. Nodes are integer keys (row, type, code), components come from scipy."""
+    its scope. Nodes are integer keys (row, type, code), components come from scipy; 0 for a
+    row without a graph node."""
     allnodes = pl.concat([ep, nodes.with_columns(occ=-1 - pl.col("occ"))])
     (uw,) = dict_codes(allnodes["uw"])
     nid, scope = allnodes["nc"].to_numpy(), rels["sc"].to_numpy()
@@ -1473,14 +1475,13 @@ def _components(ep: pl.DataFrame, rels: pl.DataFrame, nodes: pl.DataFrame) -> pl
     b = np.concatenate([tgt, scoped])
     verts, inv = factorize(np.concatenate([a, b, key[~on_rel]]))
     if not verts.size:
-        return pl.DataFrame(schema={"row": pl.Int32, "n_components": pl.Int64})
+        return np.zeros(n_rows, np.int64)
     m = a.size
     graph = coo_matrix((np.ones(m, np.int8), (inv[:m], inv[m : 2 * m])),
                        shape=(verts.size, verts.size))  # fmt: skip
     _, labels = connected_components(graph, directed=False)
     per = np.unique((verts >> 40) << 32 | labels)
-    rows, counts = np.unique(per >> 32, return_counts=True)
-    return pl.DataFrame({"row": rows.astype(np.int32), "n_components": counts.astype(np.int64)})
+    return np.bincount(per >> 32, minlength=n_rows)[:n_rows].astype(np.int64)
 
 
 def _finish_chunk(sents: pl.DataFrame, ep: pl.DataFrame, rels: pl.DataFrame,
@@ -1493,19 +1494,22 @@ def _finish_chunk(sents: pl.DataFrame, ep: pl.DataFrame, rels: pl.DataFrame,
                  pl.col("kind").alias(f"{p}_kind"), pl.col("attrs").alias(f"{p}_attrs"))
             for p, side in (("s", 0), ("t", 1))}  # fmt: skip
     wide = pl.concat([rels.drop("sc"), ends["s"], ends["t"]], how="horizontal")
-    n_rel = rels.group_by("row").agg(n_rel=pl.len().cast(pl.Int64))
-    n_nodes = nodes.group_by("row").agg(n_nodes=pl.len().cast(pl.Int64))
-    words = (pl.concat([ep.select("row", "occ", "uw", "kind"),
-                        nodes.select("row", occ=pl.col("occ") + (1 << 40), uw="uw",
-                                     kind="kind")])
-             .filter(pl.col("kind") == "nl").sort("row", "occ")
-             .group_by("row", maintain_order=True)
-             .agg(nl_words=pl.col("uw").head(3).str.join(", ")))  # fmt: skip
-    sents = (sents.join(n_rel, on="row", how="left", maintain_order="left")
-             .join(n_nodes, on="row", how="left", maintain_order="left")
-             .join(_components(ep, rels, nodes), on="row", how="left", maintain_order="left")
-             .join(words, on="row", how="left", maintain_order="left")
-             .with_columns(pl.col("n_rel", "n_nodes", "n_components").fill_null(0)))
+    n = sents.height
+    rows_of = [rels["row"].to_numpy(), nodes["row"].to_numpy()]
+    n_rel, n_nodes = (np.bincount(r.astype(np.int64), minlength=n)[:n] for r in rows_of)
+    words = pl.Series("nl_words", [None] * n, dtype=_S)
+    if (ep["kind"] == "nl").any() or (nodes["kind"] == "nl").any():
+        found = (pl.concat([ep.select("row", "occ", "uw", "kind"),
+                            nodes.select("row", occ=pl.col("occ") + (1 << 40), uw="uw",
+                                         kind="kind")])
+                 .filter(pl.col("kind") == "nl").sort("row", "occ")
+                 .group_by("row", maintain_order=True)
+                 .agg(nl_words=pl.col("uw").head(3).str.join(", ")))  # fmt: skip
+        words = words.scatter(found["row"].to_numpy(), found["nl_words"])
+    sents = sents.with_columns(n_rel=pl.Series(n_rel, dtype=pl.Int64),
+                               n_nodes=pl.Series(n_nodes, dtype=pl.Int64),
+                               n_components=pl.Series(_components(ep, rels, nodes, n)),
+                               nl_words=words)
     return UnlChunk(sents, wide, nodes.drop("nc"))
 
 
