@@ -26,6 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import median_time, peak_memory  # noqa: E402
 from sysdiff.transforms import engine  # noqa: E402
+from sysdiff.transforms.counts import Counts  # noqa: E402
 
 
 def synthetic_matrix(n_sys: int, n_tok: int, n_lab: int, seed: int = 0,
@@ -44,7 +45,7 @@ def synthetic_matrix(n_sys: int, n_tok: int, n_lab: int, seed: int = 0,
                               sent, n_sents, buckets=(length,))
 
 
-def sysdiff_step(m: engine.LabelMatrix) -> engine.Counts:
+def sysdiff_step(m: engine.LabelMatrix) -> Counts:
     """Everything sysdiff counts for one view over all pairs."""
     return engine.shard_counts(m, engine.all_pairs(m.n_systems))
 

@@ -10,6 +10,7 @@ before any ratio is computed, so the tables do not depend on the shard size.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,29 +27,37 @@ from sysdiff.flows.spec import KEY_ID, RunSpec, Source
 from sysdiff.flows.warehouse import (
     Staging,
     corpus_partition,
-    input_sha256,
+    known_inputs,
     partition,
     read_table,
     signature,
     systems_row,
+    unchanged,
     with_literals,
 )
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.vocabulary import CRITERIA
 from sysdiff.transforms.plan import plan_ranges
 
 log = logging.getLogger("sysdiff")
-CRITERIA = ("any", "nom")
 
 
 @task(name="ingest", task_run_name="ingest {source.id}", cache_policy=NONE)
-def read_coref_file(source: Source) -> tuple[pl.DataFrame, pl.DataFrame, str]:
-    """Mentions and per-document token counts of one coreference file."""
-    from sysdiff.schemas.formats.coref import detect_format, read_coref_with_tokens, read_text
+def read_coref_file(source: Source) -> tuple[pl.DataFrame, pl.DataFrame, str, str]:
+    """Mentions, per-document token counts, format and SHA-256 of one coreference file
+    (read once)."""
+    from sysdiff.schemas.formats.coref import (
+        decode_text,
+        detect_coref_format,
+        read_bytes,
+        read_coref_with_tokens,
+    )
 
-    text = read_text(source.path)
-    fmt = source.fmt or detect_format(text, source.path)
+    data = read_bytes(source.path)
+    text = decode_text(data, source.path)
+    fmt = source.fmt or detect_coref_format(text, source.path)
     mentions, toks = read_coref_with_tokens(source.path, fmt, text)
-    return mentions, toks, fmt
+    return mentions, toks, fmt, hashlib.sha256(data).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -87,18 +96,29 @@ def run_coref(spec: RunSpec, stage: Staging) -> None:
 
     corpus = spec.corpus
     sources = spec.sources
-    shas = {s.id: input_sha256(s.path) for s, role in sources}
+    known = known_inputs(stage, corpus)
+    shas: dict[str, str] = {}
     paths: dict[str, str] = {}
     no_pos: list[str] = []
     with progress("ingest", len(sources)) as tick:
         key_tokens = None
         for source, role in sources:
-            sid = source.id
+            sid, part = source.id, partition(corpus, source.id)
+            row = known.get(sid)
+            if unchanged(row, source.path) and stage.has(
+                    "mentions", part, signature(row["sha256"], row["format"],
+                                                shas.get(KEY_ID, row["sha256"]))):
+                shas[sid] = row["sha256"]  # the file read before: not read again
+                paths[sid] = str(stage.live_file("mentions", part))
+                tick()
+                continue
             try:
-                m, toks, fmt = read_coref_file(source)
+                m, toks, fmt, shas[sid] = read_coref_file(source)
                 if role == "key":
                     key_tokens = toks
                 else:
+                    if key_tokens is None:
+                        key_tokens = _live_tokens(stage, corpus)
                     validate_response(key_tokens, toks, spec.key.path, source.path)
             except InputError as e:
                 skip_system(spec, stage, source, role, e)
@@ -107,17 +127,13 @@ def run_coref(spec: RunSpec, stage: Staging) -> None:
             n_unknown = int((m["mtype"] == "UNKNOWN").sum())
             if n_unknown:
                 no_pos.append(f"{Path(source.path).name} ({n_unknown} of {m.height})")
-            part = partition(corpus, sid)
             sig = signature(shas[sid], fmt, shas[KEY_ID])
-            if not stage.has("mentions", part, sig):
-                stage.write("mentions", part, sig, with_literals(m, corpus=corpus, system=sid))
-                stage.write("coref_tokens", part, sig,
-                            with_literals(toks, corpus=corpus, system=sid))
-                stage.write("systems", part, sig, systems_row(
-                    spec, source, role, shas[sid], fmt, toks.height,
-                    int(m["sent"].n_unique()) if m.height else 0, m.height))
-            paths[sid] = str(stage.staged_path("mentions", part) or stage.live_file("mentions",
-                                                                                   part))
+            stage.write("mentions", part, sig, with_literals(m, corpus=corpus, system=sid))
+            stage.write("coref_tokens", part, sig, with_literals(toks, corpus=corpus, system=sid))
+            stage.write("systems", part, sig, systems_row(
+                spec, source, role, shas[sid], fmt, toks.height,
+                int(m["sent"].n_unique()) if m.height else 0, m.height))
+            paths[sid] = str(stage.staged_path("mentions", part))
             tick()
     check_some_left(spec, stage)
     if no_pos:
@@ -206,6 +222,12 @@ def _stage_coref_compare(stage: Staging, corpus: str, systems: list[str], sig: s
                 with_literals(pl.concat([t for _, t, _ in done]), corpus=corpus))
     agreement = coref.coref_scores(pl.concat([p["agreement"] for p in parts]))
     stage.write("coref_agreement", part, sig, with_literals(agreement, corpus=corpus))
+
+
+def _live_tokens(stage: Staging, corpus: str) -> pl.DataFrame:
+    """The key's per-document token counts as the warehouse holds them (an unchanged key)."""
+    return stage.read("coref_tokens", (pl.col("corpus") == corpus)
+                      & (pl.col("system") == KEY_ID)).drop("corpus", "system")
 
 
 def corpus_mention_types(paths: dict[str, str]) -> list[str]:

@@ -13,17 +13,11 @@ from pathlib import Path
 
 import polars as pl
 
+from sysdiff.flows.catalog import sql_literal as lit
 from sysdiff.flows.queries import query
 from sysdiff.schemas.errors import InputError
-from sysdiff.transforms.views import DEP_VIEWS, PTB_PUNCT, check_view, default_punct
-
-KEY = "__key__"
-CLASSES = ("correction", "new_error", "changed_error")
-
-
-def lit(text: str) -> str:
-    """A SQL string literal."""
-    return "'" + str(text).replace("'", "''") + "'"
+from sysdiff.schemas.formats.conllu import PTB_PUNCT
+from sysdiff.schemas.vocabulary import CLASSES, KEY_ID, View, view
 
 
 def parse_mappings(options: str) -> dict[str, dict[str, str]]:
@@ -46,25 +40,15 @@ def _mapped(column: str, mapping: dict[str, str]) -> str:
     return f"coalesce(case {column} {whens} else {column} end, '_')"
 
 
-def _words_cte(name: str, corpus: str, system: str, view: str, mapping: dict[str, str]) -> str:
-    """One source's words: display label ``lab`` and head ``hd`` (null head = -1)."""
-    column = "deprel" if view in DEP_VIEWS else view
+def _words_cte(name: str, corpus: str, system: str, v: View, mapping: dict[str, str]) -> str:
+    """One source's words: the view's (mapped) label ``lab`` and head ``hd`` (null = -1)."""
     return (f"{name} as (select sent, id, form, upos, xpos, coalesce(head, -1) as hd, "
-            f"{_mapped(column, mapping)} as lab from units where corpus = {lit(corpus)} "
+            f"{_mapped(v.label, mapping)} as lab from units where corpus = {lit(corpus)} "
             f"and system = {lit(system)} and kind = 0)")
 
 
-def _same(view: str, a: str, b: str) -> str:
-    """SQL: sources ``a`` and ``b`` agree on a word in ``view``."""
-    if view == "head":
-        return f"{a}.hd = {b}.hd"
-    if view == "las":
-        return f"({a}.hd = {b}.hd and {a}.lab = {b}.lab)"
-    return f"{a}.lab = {b}.lab"
-
-
-def _class_sql(view: str) -> str:
-    ok1, ok2 = _same(view, "a", "k"), _same(view, "b", "k")
+def _class_sql(v: View) -> str:
+    ok1, ok2 = v.same_sql("a", "k"), v.same_sql("b", "k")
     return (f"case when not ({ok1}) and {ok2} then 'correction' "
             f"when {ok1} and not ({ok2}) then 'new_error' else 'changed_error' end")
 
@@ -77,7 +61,7 @@ def _punct_sql(fmt: str) -> str:
     return f"({cond})"
 
 
-def examples_sql(corpus: str, view: str, punct: bool, sys1: str, sys2: str, fmt: str,
+def examples_sql(corpus: str, view_name: str, punct: bool, sys1: str, sys2: str, fmt: str,
                  mappings: dict[str, dict[str, str]], where: str, per_cell: int | None,
                  limit: int | None, context: int) -> str:
     """The one query: differing words of ``sys1 -> sys2`` with their class and sentence.
@@ -86,12 +70,13 @@ def examples_sql(corpus: str, view: str, punct: bool, sys1: str, sys2: str, fmt:
     ``per_cell`` keeps the first words of each (class, gold, l1, l2) cell in corpus order;
     ``context`` > 0 adds ``window``: the words within that distance, with all three labels.
     """
-    ctes = [_words_cte(n, corpus, s, view, mappings.get(m, {}))
-            for n, s, m in (("k", KEY, "@key"), ("a", sys1, sys1), ("b", sys2, sys2))]
+    v = view(view_name)
+    ctes = [_words_cte(n, corpus, s, v, mappings.get(m, {}))
+            for n, s, m in (("k", KEY_ID, "@key"), ("a", sys1, sys1), ("b", sys2, sys2))]
     keep = "" if punct else f"and not {_punct_sql(fmt)}"
     joined = ("j as (select k.sent, k.id, k.form, k.lab as gold, a.lab as l1, b.lab as l2, "
               "k.hd as gold_head, a.hd as head1, b.hd as head2, "
-              f"not ({_same(view, 'a', 'b')}) as differs, {_class_sql(view)} as class "
+              f"not {v.same_sql('a', 'b')} as differs, {_class_sql(v)} as class "
               f"from k join a using (sent, id) join b using (sent, id) where true {keep})")
     rank = ("row_number() over (partition by class, gold, l1, l2 order by sent, id)"
             if per_cell else "1")
@@ -106,7 +91,7 @@ def examples_sql(corpus: str, view: str, punct: bool, sys1: str, sys2: str, fmt:
     return (f"with {', '.join(ctes)}, {joined}, {cells} "
             "select s.sent_id, d.sent, d.id, d.form, d.class, d.gold, d.l1, d.l2, "
             f"d.gold_head, d.head1, d.head2, s.text{window} from d join sents s "
-            f"on s.corpus = {lit(corpus)} and s.system = {lit(KEY)} and s.sent = d.sent "
+            f"on s.corpus = {lit(corpus)} and s.system = {lit(KEY_ID)} and s.sent = d.sent "
             "order by d.sent, d.id" + (f" limit {int(limit)}" if limit is not None else ""))
 
 
@@ -115,7 +100,7 @@ def pair_context(root: Path, corpus: str, view: str, punct: bool, sys1: str,
     """The key's input format and the label mappings the pair was computed with."""
     meta = query(root, f"""
         select (select any_value(format) from systems where corpus = {lit(corpus)}
-                and system = {lit(KEY)}) as format,
+                and system = {lit(KEY_ID)}) as format,
                (select any_value(options) from pairs where corpus = {lit(corpus)}
                 and view = {lit(view)} and punct = {str(punct).lower()}
                 and sys1 = {lit(sys1)} and sys2 = {lit(sys2)}) as options""")
@@ -146,7 +131,7 @@ def check_labels(root: Path, corpus: str, view: str, punct: bool, sys1: str, sys
                              f"{', '.join(labels) or 'none'}")
 
 
-def examples(root: Path, corpus: str, view: str, sys1: str, sys2: str, cls: str,
+def examples(root: Path, corpus: str, view_name: str, sys1: str, sys2: str, cls: str,
              l1: str | None = None, l2: str | None = None, limit: int = 10,
              punct: bool | None = None, gold: str | None = None,
              context: int = 0) -> pl.DataFrame:
@@ -155,17 +140,18 @@ def examples(root: Path, corpus: str, view: str, sys1: str, sys2: str, cls: str,
     ``limit`` < 0 means no limit. Columns: sent_id, sent, id, form, class, gold, l1, l2,
     gold_head, head1, head2, text (and ``window`` when ``context`` > 0).
     """
-    check_view(view)
+    v = view(view_name)
     if cls not in CLASSES:
         raise InputError(f"unknown change class '{cls}'; expected one of {', '.join(CLASSES)}")
-    punct = default_punct(view) if punct is None else punct
-    fmt, mappings = pair_context(root, corpus, view, punct, sys1, sys2)
-    check_labels(root, corpus, view, punct, sys1, sys2, {"l1": l1, "l2": l2, "gold": gold})
+    punct = v.default_punct if punct is None else punct
+    fmt, mappings = pair_context(root, corpus, view_name, punct, sys1, sys2)
+    check_labels(root, corpus, view_name, punct, sys1, sys2, {"l1": l1, "l2": l2,
+                                                               "gold": gold})
     conds = [f"class = {lit(cls)}"]
     conds += [f"{c} = {lit(v)}" for c, v in (("l1", l1), ("l2", l2), ("gold", gold))
               if v is not None]
-    sql = examples_sql(corpus, view, punct, sys1, sys2, fmt, mappings, " and ".join(conds),
-                       None, None if limit < 0 else limit, context)
+    sql = examples_sql(corpus, view_name, punct, sys1, sys2, fmt, mappings,
+                       " and ".join(conds), None, None if limit < 0 else limit, context)
     return query(root, sql)
 
 

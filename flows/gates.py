@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.queries import query
 from sysdiff.flows.show import (
     COREF_TASKS,
@@ -25,7 +26,6 @@ from sysdiff.flows.show import (
     corpus_systems,
     score_name,
 )
-from sysdiff.flows.warehouse import sql_literal
 from sysdiff.schemas.errors import InputError
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from sysdiff.schemas.errors import InputError
 
-FORMATS = ("table", "csv", "json", "markdown", "latex")  # output formats
+FORMATS = ("table", "csv", "tsv", "json", "markdown", "latex")  # output formats
 DEFAULT_WAREHOUSE = Path("data") / "warehouse"
 MANIFEST = "manifest.json"
 TOKEN_TASKS, COREF_TASKS, UNL_TASKS = ("pos", "dep"), ("coref",), ("unl", "nl")

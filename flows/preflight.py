@@ -58,13 +58,13 @@ def detect(path: Path, head: bytes, fmt: str | None, task: str, whole: bool) -> 
     if fmt or task in ("unl", "nl"):
         return fmt
     if task == "coref":
-        from sysdiff.schemas.formats.coref import detect_format
+        from sysdiff.schemas.formats.coref import detect_coref_format
 
-        return detect_format(head.decode("utf-8", errors="replace"), path)
-    from sysdiff.schemas.formats.conllu import detect_format
+        return detect_coref_format(head.decode("utf-8", errors="replace"), path)
+    from sysdiff.schemas.formats.conllu import detect_token_format
 
     try:
-        return detect_format(path, head)
+        return detect_token_format(path, head)
     except InputError as e:
         if whole or "only comments" not in e.message:
             raise

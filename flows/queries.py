@@ -27,7 +27,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from sysdiff.flows.warehouse import CATALOG, sql_literal
+from sysdiff.flows.catalog import CATALOG, sql_literal
 from sysdiff.schemas.errors import InputError
 
 READ_TYPES = {"SELECT", "EXPLAIN", "MULTI"}

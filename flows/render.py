@@ -1,4 +1,5 @@
-"""Render result frames for people and pipelines: terminal table, CSV, JSON, Markdown, LaTeX."""
+"""Render result frames for people and pipelines: terminal table, CSV, TSV, JSON, Markdown,
+LaTeX."""
 
 from __future__ import annotations
 
@@ -63,10 +64,10 @@ def to_text(df: pl.DataFrame, fmt: str, title: str | None = None) -> str:
     from rich.text import Text
 
     df = printable(df)
-    if fmt == "csv":
+    if fmt in ("csv", "tsv"):
         flat = df.with_columns(pl.col(c).list.join(",") for c, t in df.schema.items()
                                if isinstance(t, pl.List))
-        return flat.write_csv()
+        return flat.write_csv(separator="," if fmt == "csv" else "\t")
     if fmt == "json":
         return json.dumps(df.to_dicts(), default=str, indent=1) + "\n"
     rows = [[cell(v, c) for v, c in zip(r, df.columns, strict=True)] for r in df.rows()]

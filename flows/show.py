@@ -13,30 +13,19 @@ from pathlib import Path
 
 import polars as pl
 
+from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.names import COREF_TASKS, SHOWABLE, TOKEN_TASKS, UNL_TASKS  # noqa: F401
 from sysdiff.flows.queries import query
 from sysdiff.flows.render import to_text
-from sysdiff.flows.warehouse import sql_literal
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.vocabulary import CRITERIA, DEP_VIEWS, VIEWS, score_name  # noqa: F401
 
-VIEW_ORDER = ("upos", "xpos", "feats", "lemma", "head", "deprel", "las")
-DEP_VIEWS = ("head", "deprel", "las")
-CRITERIA = ("any", "nom")
-SCORE_NAMES = {"upos": "UPOS", "xpos": "XPOS", "feats": "FEATS", "lemma": "LEMMA",
-               "head": "UAS", "deprel": "LS", "las": "LAS"}
+VIEW_ORDER = tuple(VIEWS)
 COREF_NAMES = {"muc": "MUC", "bcub": "B3", "ceafm": "CEAF-m", "ceafe": "CEAF-e",
                "blanc": "BLANC", "lea": "LEA", "conll": "CoNLL"}
 LEGEND = ("Read 'A -> B' (corrections, new errors) as sys1's label -> sys2's label; "
           "'G -> A -> B' (changed errors: both wrong) as gold -> sys1 -> sys2; "
           "'(attachment)': the same label, only the head differs.\n")
-
-
-def score_name(view: str, punct: bool) -> str:
-    """What a view's accuracy is called: ``UPOS``, ``LAS (no punct)``, ``UAS (punct)``."""
-    name = SCORE_NAMES.get(view, view.upper())
-    if view in DEP_VIEWS:
-        name += " (punct)" if punct else " (no punct)"
-    return name
 
 
 def corpora(root: Path) -> dict[str, str]:
@@ -69,11 +58,6 @@ def pick_corpus(root: Path, corpus: str | None, tasks: tuple[str, ...] | None = 
                          f"warehouse has: {have}", root)
     raise InputError(f"the warehouse has {len(fits)} corpora that fit ({', '.join(fits)}); "
                      "choose one with --corpus", root)
-
-
-def only_corpus(root: Path, corpus: str | None) -> str:
-    """The corpus asked for, or the only one in the warehouse."""
-    return pick_corpus(root, corpus)
 
 
 def corpus_task(root: Path, corpus: str) -> str:
@@ -213,6 +197,8 @@ def show_table(root: Path, table: str, corpus: str | None, view: str | None, sys
         return _labeldiff(root, where, name, sys1, sys2, top, fmt)
     if table == "labels":
         return _labels(root, where, corpus, name, fmt)
+    if table == "gains":
+        return _gains(root, where, corpus, name, fmt)
     sql = {
         "scores": f"select system, n_correct, n_units, {pct('accuracy')} as \"{name} %\", "
                   f"n_sents_exact, n_sents, {pct('sent_exact')} as \"sentence exact %\" "
@@ -226,16 +212,6 @@ def show_table(root: Path, table: str, corpus: str | None, view: str | None, sys
                    f"{pct('accuracy')} as \"oracle {name} %\", "
                    f"{pct('gain')} as \"gain (points)\" "
                    f"from oracles where {where} order by n_systems, accuracy desc",
-        "gains": f"""with o as (select * from oracles where {where}),
-                     full_set as (select * from o where n_systems = (select max(n_systems)
-                                                                       from o))
-                 select s.system, {pct('f.accuracy')} as "oracle of all %",
-                        {pct('o.accuracy')} as "oracle without it %",
-                        {pct('f.accuracy - o.accuracy')} as "marginal gain (points)"
-                 from full_set f, unnest(f.systems) as s(system)
-                 join o on o.n_systems = f.n_systems - 1
-                       and not list_contains(o.systems, s.system)
-                 order by f.accuracy - o.accuracy desc, s.system""",
         "difficulty": f"select k_correct, n from difficulty where {where} and gold_label "
                       f"is null order by k_correct",
         "conll18": f"select system, 'CoNLL18 ' || metric as metric, "
@@ -247,12 +223,26 @@ def show_table(root: Path, table: str, corpus: str | None, view: str | None, sys
     return to_text(query(root, sql), fmt, title=title)
 
 
+def _gains(root: Path, where: str, corpus: str, name: str, fmt: str) -> str:
+    """What each system adds to the oracle of all: oracle(all) - oracle(all but it)."""
+    from sysdiff.transforms.summaries import marginal_gains
+
+    gains = marginal_gains(query(root, f"select systems, n_correct, n_units from oracles "
+                                       f"where {where}"))
+    shown = gains.select(
+        "system", (100 * pl.col("oracle_all")).round(2).alias("oracle of all %"),
+        (100 * pl.col("oracle_without")).round(2).alias("oracle without it %"),
+        (100 * pl.col("gain")).round(2).alias("marginal gain (points)"),
+        pl.col("units_gained").alias("units gained"))
+    return to_text(shown, fmt, title=f"gains: {corpus}, {name}")
+
+
 def _labels(root: Path, where: str, corpus: str, name: str, fmt: str) -> str:
     """Accuracy per gold label: one column per system (long form for CSV and JSON)."""
     long = query(root, f"""select gold_label, system, n, {pct('accuracy')} as "{name} %"
         from labels where {where} order by n desc, gold_label, system""")
     title = f"labels: {corpus}, {name} per gold label"
-    if fmt in ("csv", "json"):
+    if fmt in ("csv", "tsv", "json"):
         return to_text(long, fmt, title=title)
     order = long.select("gold_label", "n").unique("gold_label", maintain_order=True)
     wide = long.pivot("system", index="gold_label", values=f"{name} %")

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.vocabulary import KEY_ID
 
 TASKS = ("pos", "dep", "coref", "unl", "nl")
 # Input formats of each task (``format`` in a run file, ``--format`` of ``sysdiff run``).
@@ -21,7 +22,6 @@ RUN_FILE_KEYS = ("corpus", "task", "key", "systems", *OPTION_TYPES)
 UNL_KEYS = {"multiset": "boolean", "keep_scope_ids": "boolean", "legacy_2013": "boolean",
             "optional_attrs": "list of strings"}
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
-KEY_ID = "__key__"
 
 
 @dataclass(frozen=True)

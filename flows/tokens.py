@@ -12,7 +12,9 @@ own rows and its pairs.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,37 +35,31 @@ from sysdiff.flows.warehouse import (
     Staging,
     corpus_partition,
     crash_point,
-    input_sha256,
+    known_inputs,
     pair_partition,
     partition,
     read_table,
     signature,
     systems_row,
+    unchanged,
     with_literals,
 )
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.conllu import KIND_WORD, WordCheck, iter_conll
+from sysdiff.schemas.vocabulary import TASK_VIEWS, VIEWS
 from sysdiff.transforms import conll18, tokens
 from sysdiff.transforms.plan import Shard, canonical, options_string, plan_shards
-from sysdiff.transforms.views import (
+from sysdiff.transforms.tokens import (
     BLANK,
-    DEP_VIEWS,
-    TOKEN_VIEWS,
     WORD_COLUMNS,
     ShardWords,
     Vocab,
     apply_mapping,
     label_counts,
-    punct_settings,
     vocab_from_counts,
 )
 
 log = logging.getLogger("sysdiff")
-TASK_VIEWS = {"pos": TOKEN_VIEWS, "dep": TOKEN_VIEWS + DEP_VIEWS}
-#: The columns a view reads: it is evaluated only when the key has them.
-VIEW_COLUMNS = {"upos": ("upos",), "xpos": ("xpos",), "feats": ("feats",),
-                "lemma": ("lemma",), "head": ("head",), "deprel": ("deprel",),
-                "las": ("head", "deprel")}
 VOCAB_COLUMNS = ("upos", "xpos", "feats", "lemma", "head", "deprel")
 PAIR_TABLES = ("pairs", "changes", "bucket_pairs")
 #: Pairs counted in one pass over the shards: bounds the change cells held in memory.
@@ -73,34 +69,37 @@ CORPUS_TABLES = ("oracles", "oracle_labels", "difficulty", "majority")
 
 @dataclass(frozen=True)
 class Ingested:
-    """Where one ingested file lives and what it holds."""
+    """Where one ingested file lives and what it holds: its ``systems`` row and label counts
+    (``vocab``) travel with it, so the comparison does not read back what was just written."""
 
     system: str
     sha256: str
     fmt: str
     units: Path
     sents: Path
+    row: pl.DataFrame
+    vocab: pl.DataFrame
 
 
 @task(name="ingest", task_run_name="ingest {spec.corpus} {source.id}", cache_policy=NONE)
-def ingest_file(spec: RunSpec, source: Source, role: str, sha: str, stage: Staging,
-                key: Ingested | None, key_sha: str) -> Ingested:
+def ingest_file(spec: RunSpec, source: Source, role: str, stage: Staging,
+                key: Ingested | None) -> Ingested:
     """Read and validate one file chunk by chunk, check it against the key, stage its units,
-    sentences and label counts as it goes (memory depends on the chunk size, not the file
-    size). Only paths and metadata leave the task."""
+    sentences and label counts as it goes, and hash it on the way: one read of the file,
+    memory bounded by the chunk size. Only paths and small frames leave the task."""
     sid = source.id
     part = partition(spec.corpus, sid)
     check = None if key is None else WordCheck(str(spec.key.path), _key_sents(key),
                                                str(source.path))
     fmt, n_sents, n_units, n_docs = source.fmt, 0, 0, 0
-    sig, vocab = None, []
+    hasher, vocab = hashlib.sha256(), []
+    pending = f"read-{uuid.uuid4().hex[:16]}"  # the signature needs the hash: known at the end
     with contextlib.ExitStack() as files:
-        for chunk in iter_conll(source.path, source.fmt):
-            if sig is None:
+        for chunk in iter_conll(source.path, source.fmt, hasher=hasher):
+            if not vocab:
                 fmt = chunk.fmt
-                sig = _ingest_signature(sha, fmt, role, key_sha)
-                units = files.enter_context(stage.writer("units", part, sig))
-                sents = files.enter_context(stage.writer("sents", part, sig))
+                units = files.enter_context(stage.writer("units", part, pending))
+                sents = files.enter_context(stage.writer("sents", part, pending))
             if check is not None:
                 check.add(chunk, _key_words(key, chunk.sents))
             units(with_literals(chunk.tokens, corpus=spec.corpus, system=sid))
@@ -110,21 +109,30 @@ def ingest_file(spec: RunSpec, source: Source, role: str, sha: str, stage: Stagi
             n_docs = int(chunk.sents["doc"][-1]) + 1
         if check is not None:
             check.finish()
-    counts = pl.concat(vocab).group_by("field", "label").agg(pl.col("n").sum())
-    stage.write("vocab", part, sig, with_literals(counts, corpus=spec.corpus, system=sid))
-    stage.write("systems", part, sig,
-                systems_row(spec, source, role, sha, fmt, n_docs, n_sents, n_units))
+    sha = hasher.hexdigest()
+    sig = _ingest_signature(sha, fmt, role, key.sha256 if key else None)
+    for table in ("units", "sents"):
+        stage.sign(table, part, sig)
+    counts = with_literals(pl.concat(vocab).group_by("field", "label").agg(pl.col("n").sum()),
+                           corpus=spec.corpus, system=sid)
+    row = systems_row(spec, source, role, sha, fmt, n_docs, n_sents, n_units)
+    stage.write("vocab", part, sig, counts)
+    stage.write("systems", part, sig, row)
     return Ingested(sid, sha, fmt, stage.staged_path("units", part),
-                    stage.staged_path("sents", part))
+                    stage.staged_path("sents", part), row, counts)
 
 
-def _ingest_signature(sha: str, fmt: str, role: str, key_sha: str) -> str:
+def _ingest_signature(sha: str, fmt: str, role: str, key_sha: str | None) -> str:
     return signature(sha, fmt, None if role == "key" else key_sha)
 
 
-def _live(stage: Staging, spec: RunSpec, sid: str, sha: str, fmt: str) -> Ingested:
-    part = partition(spec.corpus, sid)
-    return Ingested(sid, sha, fmt, stage.live_file("units", part), stage.live_file("sents", part))
+def _live(stage: Staging, corpus: str, row: dict) -> Ingested:
+    """A file ingested by an earlier run, as the warehouse holds it."""
+    part = partition(corpus, row["system"])
+    mine = (pl.col("corpus") == corpus) & (pl.col("system") == row["system"])
+    return Ingested(row["system"], row["sha256"], row["format"],
+                    stage.live_file("units", part), stage.live_file("sents", part),
+                    stage.read("systems", mine), stage.read("vocab", mine))
 
 
 def _key_sents(key: Ingested) -> pl.DataFrame:
@@ -140,35 +148,27 @@ def _key_words(key: Ingested, sents: pl.DataFrame) -> pl.DataFrame:
             .select("sent", "id", "form").collect())
 
 
-def _known_inputs(stage: Staging, corpus: str) -> dict[str, tuple[str, str]]:
-    """system -> (sha256, format) of what the warehouse already holds for a corpus."""
-    rows = read_table(stage.root, "systems", stage.manifest, pl.col("corpus") == corpus)
-    return {r[0]: (r[1], r[2]) for r in rows.select("system", "sha256", "format").rows()}
-
-
 def run_tokens(spec: RunSpec, stage: Staging) -> None:
     """A token task (pos, dep): ingest the files, then compute every table."""
     compare_tokens(spec, stage, ingest_tokens(spec, stage))
 
 
 def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
-    """Ingest the key and every system; unchanged files are not read again."""
+    """Ingest the key and every system: an unchanged file is not read again; any other is
+    read once (validated, staged and hashed in one pass)."""
     out: dict[str, Ingested] = {}
-    key_sha = input_sha256(spec.key.path)
-    known = _known_inputs(stage, spec.corpus)
-    sources = spec.sources
-    with progress("ingest", len(sources)) as tick:
-        for source, role in sources:
+    known = known_inputs(stage, spec.corpus)
+    with progress("ingest", len(spec.sources)) as tick:
+        for source, role in spec.sources:
             sid = source.id
             try:
-                sha = key_sha if role == "key" else input_sha256(source.path)
-                fmt = known.get(sid, ("", ""))[1]
-                if stage.has("vocab", partition(spec.corpus, sid),
-                             _ingest_signature(sha, fmt, role, key_sha)):
-                    out[sid] = _live(stage, spec, sid, sha, fmt)
-                else:
-                    key = out[KEY_ID] if role == "system" else None
-                    out[sid] = ingest_file(spec, source, role, sha, stage, key, key_sha)
+                key = out[KEY_ID] if role == "system" else None
+                row = known.get(sid)
+                reuse = unchanged(row, Path(source.path)) and stage.has(
+                    "vocab", partition(spec.corpus, sid), _ingest_signature(
+                        row["sha256"], row["format"], role, key.sha256 if key else None))
+                out[sid] = (_live(stage, spec.corpus, row) if reuse
+                            else ingest_file(spec, source, role, stage, key))
             except InputError as e:
                 skip_system(spec, stage, source, role, e)
             tick()
@@ -181,10 +181,8 @@ def corpus_systems(stage: Staging, corpus: str, ingested: dict[str, Ingested]
     """Every system of a corpus (ingested now, or earlier with the same key), in ingest
     order."""
     live = read_table(stage.root, "systems", stage.manifest, pl.col("corpus") == corpus)
-    now = pl.concat([pl.read_parquet(stage.staged_path("systems", partition(corpus, s)), glob=False)
-                     for s in ingested if stage.staged_path("systems", partition(corpus, s))]
-                    or [live.clear()], how="vertical_relaxed")
-    df = pl.concat([live, now], how="vertical_relaxed")
+    now = [i.row for i in ingested.values()]
+    df = pl.concat([live, *now], how="diagonal_relaxed")
     return df.unique("system", keep="last").sort("ingested_at", "system")
 
 
@@ -276,13 +274,13 @@ def evaluated_views(task: str, vocab_rows: pl.DataFrame) -> tuple[list[str], dic
     absent = _absent_columns(vocab_rows)
     views, missing, notes = [], {}, []
     for view in TASK_VIEWS[task]:
-        columns = "/".join(c.upper() for c in VIEW_COLUMNS[view])
-        if set(VIEW_COLUMNS[view]) & absent.get(KEY_ID, set()):
+        columns = "/".join(c.upper() for c in VIEWS[view].columns)
+        if set(VIEWS[view].columns) & absent.get(KEY_ID, set()):
             notes.append(f"{view}: the key has no {columns} column (all '_'); not evaluated")
             continue
         views.append(view)
         missing[view] = {s for s, cols in absent.items()
-                         if s != KEY_ID and set(VIEW_COLUMNS[view]) & cols}
+                         if s != KEY_ID and set(VIEWS[view].columns) & cols}
         if missing[view]:
             names = sorted(missing[view])
             notes.append(f"{view}: {len(names)} system(s) have no {columns} column (all '_'): "
@@ -300,10 +298,13 @@ def _absent_columns(vocab_rows: pl.DataFrame) -> dict[str, set[str]]:
             for s in vocab_rows["system"].unique().to_list()}
 
 
-def _corpus_vocab(stage: Staging, corpus: str, names: list[str]) -> pl.DataFrame:
-    frames = [pl.read_parquet(_path(stage, "vocab", corpus, s), glob=False)
+def _corpus_vocab(stage: Staging, corpus: str, names: list[str],
+                  ingested: dict[str, Ingested]) -> pl.DataFrame:
+    """The label counts of the key and every system (those read now travel with them)."""
+    frames = [ingested[s].vocab if s in ingested else
+              pl.read_parquet(_path(stage, "vocab", corpus, s), glob=False)
               for s in [KEY_ID, *names]]
-    return pl.concat(frames)
+    return pl.concat(frames, how="diagonal_relaxed")
 
 
 def compare_tokens(spec: RunSpec, stage: Staging, ingested: dict[str, Ingested]) -> None:
@@ -323,7 +324,7 @@ def compare_tokens(spec: RunSpec, stage: Staging, ingested: dict[str, Ingested])
     todo_pairs = [p for p, sig in pair_sig.items()
                   if not stage.has("pairs", pair_partition(corpus, *p), sig)]
     todo_all = not stage.has("oracles", corpus_partition(corpus), all_sig)
-    vocab_rows = _corpus_vocab(stage, corpus, systems)
+    vocab_rows = _corpus_vocab(stage, corpus, systems, ingested)
     views, missing, notes = evaluated_views(spec.task, vocab_rows)
     if not (todo_sys or todo_pairs or todo_all) or not views:
         stage_history(spec, stage, "tokens", all_sig)
@@ -377,7 +378,7 @@ class Outputs:
         self.corpus = spec.corpus
         self.tables: dict[str, list[pl.DataFrame]] = {}
         for view in job.views:
-            for punct in punct_settings(view):
+            for punct in VIEWS[view].punct_settings:
                 tables = tokens.view_tables(acc[(view, punct)], view, job.systems, job.vocab,
                                             spec.ar_trials, spec.seed)
                 tables["scores"] = tables["scores"].with_columns(
@@ -422,7 +423,7 @@ class Outputs:
                 yield self.table(name)
             return
         for view in self.job.views:
-            for punct in punct_settings(view):
+            for punct in VIEWS[view].punct_settings:
                 for df in tokens.change_blocks(self.acc[(view, punct)], view, self.job.systems,
                                                self.job.vocab):
                     yield self._tag(df, view, punct)

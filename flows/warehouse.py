@@ -33,10 +33,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
+from sysdiff.flows.catalog import (
+    catalog_version,
+    manifest_digest,
+    refresh_catalog,
+    table_files,
+    umask,
+)
 from sysdiff.flows.names import (  # noqa: F401 (re-exported)
     DEFAULT_WAREHOUSE,
     MANIFEST,
@@ -51,8 +57,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sysdiff")
 # Tables written when a file is ingested (the others are computed from them).
-INGEST_TABLES = frozenset({"systems", "units", "sents", "mentions", "coref_tokens"})
-CATALOG = "sysdiff.duckdb"
+INGEST_TABLES = frozenset({"systems", "units", "sents", "vocab", "mentions", "coref_tokens"})
 ROW_GROUP = 1 << 17  # rows per Parquet row group: shard reads skip the groups they do not need
 
 
@@ -102,23 +107,37 @@ def input_sha256(path: str | Path) -> str:
 
 def systems_row(spec: RunSpec, source: Source, role: str, sha: str, fmt: str, n_docs: int,
                 n_sents: int, n_units: int) -> pl.DataFrame:
-    """The ``systems`` table's row of one ingested file (the key's id is ``__key__``)."""
+    """The ``systems`` table's row of one ingested file (the key's id is ``__key__``), with
+    the file's size and modification time."""
+    stat = Path(source.path).stat()
     return pl.DataFrame([{
         "corpus": spec.corpus, "system": source.id, "version": source.version,
         "task": spec.task, "role": role, "format": fmt,
         "path": str(Path(source.path).absolute()), "sha256": sha, "n_docs": n_docs,
         "n_sents": n_sents, "n_units": n_units, "ingested_at": dt.datetime.now(dt.UTC),
+        "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
     }])
+
+
+def known_inputs(stage: Staging, corpus: str) -> dict[str, dict]:
+    """system -> its ``systems`` row, for what the warehouse already holds of a corpus."""
+    rows = read_table(stage.root, "systems", stage.manifest, pl.col("corpus") == corpus)
+    return {r["system"]: r for r in rows.to_dicts()}
+
+
+def unchanged(row: dict | None, path: str | Path) -> bool:
+    """The file is the one read before: same path, size and modification time (as ``make``
+    and ``rsync`` judge; its recorded SHA-256 then stands for its content)."""
+    path = Path(path)
+    if row is None or row.get("size") is None or row["path"] != str(path.absolute()):
+        return False
+    stat = path.stat()
+    return (row["size"], row["mtime_ns"]) == (stat.st_size, stat.st_mtime_ns)
 
 
 def with_literals(df: pl.DataFrame, **values: object) -> pl.DataFrame:
     """``df`` with constant string columns (corpus, system, ...)."""
     return df.with_columns(pl.lit(v, pl.String).alias(k) for k, v in values.items())
-
-
-def sql_literal(text: str) -> str:
-    """A SQL string literal."""
-    return "'" + text.replace("'", "''") + "'"
 
 
 def file_sha256(path: str | Path) -> str:
@@ -139,18 +158,12 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, 0o666 & ~umask())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 @contextlib.contextmanager
@@ -217,6 +230,12 @@ class Staging:
         staged only when the block ends without an error."""
         with self.block_writer(table, f"{partition}/{sig}", {partition: sig}) as append:
             yield append
+
+    def sign(self, table: str, partition: str, sig: str) -> None:
+        """Give a staged partition its signature once it is known (e.g. after hashing the
+        input while writing it; the file keeps its name)."""
+        rel, _old = self.staged[(table, partition)]
+        self.staged[(table, partition)] = (rel, sig)
 
     @contextlib.contextmanager
     def block_writer(self, table: str, name: str, partitions: dict[str, str]
@@ -346,27 +365,6 @@ def drop_damaged(root: Path, manifest: dict, corpus: str) -> list[str]:
     return sorted(dropped)
 
 
-def manifest_digest(manifest: dict) -> str:
-    """A digest of the manifest's content, recorded in the catalog it produced."""
-    return hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()
-
-
-def catalog_version(root: Path) -> str | None:
-    """The manifest digest the catalog was built from (None if absent, unreadable, or
-    written by an older sysdiff, whose views named absolute paths)."""
-    path = root / CATALOG
-    if not path.exists():
-        return None
-    try:
-        con = duckdb.connect(str(path), read_only=True)
-        try:
-            return con.execute("select manifest, files from sysdiff_catalog").fetchone()[0]
-        finally:
-            con.close()
-    except duckdb.Error:
-        return None
-
-
 def commit(staging: Staging) -> None:
     """Move staged files in, replace the manifest, rebuild the catalog, drop stale files."""
     root = staging.root
@@ -390,12 +388,6 @@ def commit(staging: Staging) -> None:
     staging.manifest = manifest
 
 
-def table_files(manifest: dict, table: str) -> list[str]:
-    """The committed Parquet files of a table, relative to the warehouse (a file shared by
-    several partitions once)."""
-    return sorted({e["file"] for e in manifest["tables"].get(table, {}).values()})
-
-
 def live_files(root: Path, manifest: dict, table: str) -> list[Path]:
     """The committed Parquet files of a table."""
     return [root / f for f in table_files(manifest, table)]
@@ -413,68 +405,6 @@ def collect_garbage(root: Path, manifest: dict) -> None:
     for d in sorted(tables.rglob("*"), key=lambda p: len(p.parts), reverse=True):
         if d.is_dir() and not any(d.iterdir()):
             d.rmdir()
-
-
-def catalog_statements(manifest: dict) -> list[tuple[str, object]]:
-    """(SQL, arrow table or None) to build one view (or empty typed table) per table.
-
-    Views name their files relative to the warehouse folder, so the folder can be copied or
-    moved: a reader resolves them through DuckDB's ``file_search_path`` (see :func:`connect`
-    in ``queries.py``), or by running from inside the folder."""
-    statements: list[tuple[str, object]] = []
-    for table, schema in all_tables().items():
-        files = table_files(manifest, table)
-        if files:
-            listing = ", ".join(sql_literal(f) for f in files)
-            statements.append((f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listing}], "
-                               "union_by_name = true, hive_partitioning = false)", None))
-        else:
-            statements.append((f"CREATE TABLE {table} AS SELECT * FROM empty_arrow",
-                               schema.empty_table()))
-    return statements
-
-
-def refresh_catalog(root: Path, manifest: dict) -> None:
-    """Rebuild ``sysdiff.duckdb``: built in a private temporary folder (DuckDB cannot write a
-    database whose path holds a '?'), copied in beside it, then renamed over it."""
-    root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="sysdiff-catalog-") as work:
-        built = Path(work) / CATALOG
-        build_catalog(built, root, manifest)
-        fd, tmp = tempfile.mkstemp(dir=root, prefix=".catalog.", suffix=".duckdb")
-        try:
-            with os.fdopen(fd, "wb") as out, built.open("rb") as src:
-                shutil.copyfileobj(src, out)
-                out.flush()
-                os.fsync(out.fileno())
-            os.chmod(tmp, 0o666 & ~_umask())
-            os.replace(tmp, root / CATALOG)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
-
-
-def build_catalog(path: Path, root: Path, manifest: dict) -> None:
-    """Write a catalog database at ``path`` for the warehouse ``root``: one view per table
-    over its live files (relative paths), and ``sysdiff_catalog`` (the manifest's digest and
-    the list of files the views read)."""
-    con = duckdb.connect(str(path), config={"file_search_path": str(root),
-                                            "autoinstall_known_extensions": False,
-                                            "autoload_known_extensions": False})
-    try:
-        for sql, empty_arrow in catalog_statements(manifest):
-            if empty_arrow is not None:
-                con.register("empty_arrow", empty_arrow)
-            con.execute(sql)
-            if empty_arrow is not None:
-                con.unregister("empty_arrow")
-        files = sorted({e["file"] for t in manifest["tables"].values() for e in t.values()})
-        con.execute("create table sysdiff_catalog as select ? as manifest, "
-                    "?::varchar[] as files", [manifest_digest(manifest), files])
-        con.execute("checkpoint")
-    finally:
-        con.close()
 
 
 def read_table(root: Path, table: str, manifest: dict | None = None,

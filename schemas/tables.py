@@ -20,10 +20,12 @@ def _schema(*fields: tuple[str, pa.DataType]) -> pa.Schema:
 
 
 TOKEN_TABLES: dict[str, pa.Schema] = {
+    # ``size`` and ``mtime_ns`` of the input file when it was read: a file whose path, size
+    # and modification time are unchanged is not read again (its ``sha256`` is reused).
     "systems": _schema(
         ("corpus", S), ("system", S), ("version", S), ("task", S), ("role", S), ("format", S),
         ("path", S), ("sha256", S), ("n_docs", I64), ("n_sents", I64), ("n_units", I64),
-        ("ingested_at", pa.timestamp("us", tz="UTC")),
+        ("ingested_at", pa.timestamp("us", tz="UTC")), ("size", I64), ("mtime_ns", I64),
     ),
     "units": _schema(
         ("corpus", S), ("system", S), ("sent", I32), ("id", I32), ("token_id", S),

@@ -1,5 +1,43 @@
 """sysdiff: in-depth comparative evaluation of NLP system outputs at scale.
 
+The Python API (see ``sysdiff.flows.api``)::
+
+    import sysdiff
+    root = sysdiff.evaluate(key=..., systems={"NAME@VERSION": path, ...}, task="dep")
+    with sysdiff.open(root) as wh:
+        wh["scores"], wh.sql("select ..."), wh.relation("select ...")
+
 The code lives in the repository's ``flows/``, ``transforms/`` and ``schemas/`` folders,
 installed as ``sysdiff.flows``, ``sysdiff.transforms`` and ``sysdiff.schemas``.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+__all__ = ["evaluate", "open", "InputError"]
+
+if TYPE_CHECKING:
+    from sysdiff.flows.api import Warehouse
+
+
+def evaluate(*args, **kwargs):
+    """Run an evaluation into a warehouse (:func:`sysdiff.flows.api.evaluate`)."""
+    from sysdiff.flows.api import evaluate as run
+
+    return run(*args, **kwargs)
+
+
+def open(warehouse=None) -> Warehouse:  # noqa: A001 (the API's name for reading a warehouse)
+    """Open a warehouse read-only (:func:`sysdiff.flows.api.open_warehouse`)."""
+    from sysdiff.flows.api import open_warehouse
+
+    return open_warehouse(warehouse)
+
+
+def __getattr__(name: str):
+    if name == "InputError":
+        from sysdiff.schemas.errors import InputError
+
+        return InputError
+    raise AttributeError(name)

@@ -1,7 +1,7 @@
 """Canonical dumps of every warehouse table: proof that a change leaves the results identical.
 
 A table is dumped as ``SELECT * ... ORDER BY ALL`` to CSV, without the columns that depend on
-where and when a run happened (input paths, ingest time); floats are rounded to 10
+where and when a run happened (input paths, ingest and modification times); floats are rounded to 10
 significant digits so that the dump does not depend on the last bit of a platform's libm.
 The golden digests under ``tests/data/snapshots/`` were written by the code before a change;
 ``tests/test_snapshots.py`` compares a fresh run with them. To see what differs, dump both
@@ -22,7 +22,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-VOLATILE = ("ingested_at", "path")
+VOLATILE = ("ingested_at", "path", "mtime_ns")
 SNAPSHOTS = Path(__file__).resolve().parent / "data" / "snapshots"
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sysdiff.flows.names import SHOWABLE
+from sysdiff.flows.names import FORMATS, SHOWABLE
 from sysdiff.flows.queries import query
 from tests.conftest import REPO, SEQUOIA, run_cli, snapshot
 
@@ -66,7 +66,7 @@ def test_usage_errors_print_the_usage_and_exit_2(argv, phrase):
     (["show", "scorez"], ["unknown table 'scorez'", ", ".join(SHOWABLE)]),
     (["show", "coref_pairs", "--view", "las"], ["unknown view 'las' for coreference", "any, nom"]),
     (["show", "unl", "--view", "upos"], ["has no views"]),
-    (["show", "scores", "-f", "xml"], ["unknown output format 'xml'", "table, csv, json"]),
+    (["show", "scores", "-f", "xml"], ["unknown output format 'xml'", ", ".join(FORMATS)]),
     (["examples", "--sys1", "seqsm@ud2.8", "--sys2", "seqsm@ud2.16", "--class", "new_error",
       "--l1", "NMOD"], ["no label 'NMOD' for --l1", "nmod"]),
     (["examples", "--sys1", "seqsm@ud2.8", "--sys2", "seqsm@ud2.16", "--class", "new_error",
@@ -314,3 +314,13 @@ def test_read_only_commands_never_import_prefect(argv, bundled):
     status, err, imported = cli_in_subprocess(*argv, "-w", str(bundled("sequoia")))
     assert status == 0, err
     assert not imported
+
+
+def test_tsv_output_for_cut_and_awk(bundled, cli):
+    code, out, err = cli("sql", "-w", str(bundled("sequoia")), "--format", "tsv",
+                         "select system, n_correct from scores where view = 'upos' "
+                         "order by system")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "system\tn_correct" and len(lines) == 5
+    assert all(len(line.split("\t")) == 2 for line in lines)

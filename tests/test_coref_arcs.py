@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from sysdiff.schemas.formats.coref import read_coref
 from sysdiff.schemas.tables import TABLES
+from sysdiff.schemas.vocabulary import ARCS_CLASSES
 from sysdiff.transforms.arcs import (
-    CLASSES,
     arcs_scores,
     coref_agreement,
     coref_oracles,
@@ -173,7 +173,7 @@ def test_classes_equal_brute_force(data):
         assert got_map == naive_classes(key, resp, mtype, criterion), criterion
     # TP under 'any' are MUC's correct links; TP+FN+WL and TP+FP+WL its denominators
     cls = mention_classes(k, r, "any")["cls"].to_list()
-    arcs = {c.lower(): cls.count(c) for c in CLASSES}
+    arcs = {c.lower(): cls.count(c) for c in ARCS_CLASSES}
     muc = coref_counts(k, r).filter(pl.col("metric") == "muc").select(
         pl.col("recall_num", "recall_den", "precision_num", "precision_den").sum()).row(
         0, named=True)
@@ -296,7 +296,7 @@ def test_result_tables_fit_schemas(litbank):
         schema = TABLES[name]
         table = df.with_columns(corpus=pl.lit("c")).select(schema.names).to_arrow()
         assert table.cast(schema).num_rows == df.height, name
-    assert set(CLASSES) >= set(by_sys["sys1"]["cls"])
+    assert set(ARCS_CLASSES) >= set(by_sys["sys1"]["cls"])
 
 
 def test_oracles_of_many_systems_use_small_subsets():

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.coref import (
     MENTION_COLUMNS,
-    detect_format,
+    detect_coref_format,
     read_coref,
     read_coref_tokens,
     read_coref_with_tokens,
@@ -133,7 +133,7 @@ def test_jsonlines():
         {"doc_key": "b", "sentences": [["x", "y", "z"]], "clusters": [[[0, 2]]]},
     ]
     text = "\n".join(json.dumps(d) for d in docs) + "\n"
-    assert detect_format(text, "x.jsonl") == "jsonlines"
+    assert detect_coref_format(text, "x.jsonl") == "jsonlines"
     m, t = read_coref_with_tokens("x.jsonl", text=text)
     assert spans(m) == {("a", 0, 0, 0, "0"), ("a", 0, 2, 2, "0"), ("a", 0, 1, 1, "1"),
                         ("b", 0, 0, 2, "0")}
@@ -161,7 +161,7 @@ COREFUD = """# global.Entity = eid-etype-head-other
 
 
 def test_corefud():
-    assert detect_format(COREFUD, "x.conllu") == "corefud"
+    assert detect_coref_format(COREFUD, "x.conllu") == "corefud"
     m, t = read_coref_with_tokens("x.conllu", text=COREFUD)
     assert m.select("start", "end", "entity", "mtype", "sent", "head_pos").rows() == [
         (0, 0, "e1", "NOUN", 0, "PROPN"), (2, 3, "e2", "NOUN", 0, "NOUN"),

@@ -21,7 +21,7 @@ LITBANK = REPO / "data" / "litbank"
 REFSCORER = TEST_DATA / "coref-refscorer"
 CASES = TEST_DATA / "unl" / "cases"
 REAL = TEST_DATA / "unl" / "real"
-VOLATILE = ["ingested_at", "path"]   # the inputs are rebuilt in each run's directory
+VOLATILE = ["ingested_at", "path", "mtime_ns"]   # inputs are rebuilt in each run's folder
 UNL_CASES = ["01_identical", "02_wrong_label_small_graph", "03_wrong_label_larger_graph_temp_uw",
              "05_scope_renumbered", "07_disconnected", "08_nl_word_in_graph"]
 

@@ -16,7 +16,7 @@ from sysdiff.schemas.formats.conllu import (
     check_same_words,
     read_conll,
 )
-from sysdiff.transforms.views import (
+from sysdiff.transforms.tokens import (
     ShardWords,
     label_counts,
     punct_mask,

@@ -13,7 +13,7 @@ from tests.conftest import SEQUOIA
 
 FILES = {"a": "fr_core_news_sm-3.8.0.conllu", "b": "seqsm_local-ud2.16.conllu",
          "c": "fr_core_news_md-3.8.0.conllu"}
-VOLATILE = ["ingested_at", "path"]
+VOLATILE = ["ingested_at", "path", "mtime_ns"]
 
 
 def first_sentences(src: Path, dst: Path, n: int) -> Path:

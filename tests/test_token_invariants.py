@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from sysdiff.transforms import tokens
 from sysdiff.transforms.engine import all_pairs
 from sysdiff.transforms.significance import approximate_randomization
-from sysdiff.transforms.views import ShardWords, bucket_names, label_counts, vocab_from_counts
+from sysdiff.transforms.tokens import ShardWords, bucket_names, label_counts, vocab_from_counts
 from tests.helpers import as_dict, evaluate, words
 
 LABELS = list("ABCD")
@@ -163,3 +163,33 @@ def test_bucket_names_do_not_depend_on_the_data():
     edges = np.array([10, 20])
     assert bucket_names(edges) == ["<=10", "11-20", "21+"]
     assert np.searchsorted(edges, np.array([3, 10, 11, 25]), side="left").tolist() == [0, 0, 1, 2]
+
+
+def test_oracles_above_ten_systems_equal_a_naive_count_in_any_blocks():
+    """Above 10 systems the oracle of a pair comes from that pair's change cells when they
+    are counted with the oracle, else from the oracle's own union counts (later blocks of
+    pairs, incremental runs): the same figures either way, equal to a naive count."""
+    rng = np.random.default_rng(3)
+    n, units = 12, 300
+    key = [str(x) for x in rng.integers(0, 4, units)]
+    systems = {f"s{i:02d}": [k if rng.random() < 0.7 else str(rng.integers(0, 4))
+                             for k in key] for i in range(n)}
+    sent = sorted(rng.integers(0, 30, units).tolist())
+    names = list(systems)
+    frames = [words(key, sent)] + [words(v, sent) for v in systems.values()]
+    counts = pl.concat([label_counts(f).with_columns(system=pl.lit(s))
+                        for s, f in zip(["__key__", *names], frames, strict=True)])
+    vocab = vocab_from_counts(counts, {})
+    shard = ShardWords(frames[0], frames[1:], 0, max(sent) + 1,
+                       np.bincount(sent, minlength=max(sent) + 1), "conllu")
+    pairs = all_pairs(n)
+    got = []
+    for block in (pairs, pairs[:5], []):  # every pair, a first block, none (incremental)
+        c = tokens.shard_counts(shard, ["upos"], vocab, block, True)[("upos", True)]
+        got.append(tokens.view_tables(c, "upos", names, vocab, 20, 0)["oracles"])
+    for other in got[1:]:
+        assert other.sort("systems").equals(got[0].sort("systems"))
+    table = {tuple(r["systems"]): r["n_correct"] for r in got[0].to_dicts()}
+    assert len(table) == n + n * (n - 1) // 2 + n + 1
+    for subset, right in table.items():
+        assert right == sum(any(systems[s][t] == key[t] for s in subset) for t in range(units))

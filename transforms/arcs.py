@@ -20,6 +20,7 @@ import itertools
 import numpy as np
 import polars as pl
 
+from sysdiff.schemas.vocabulary import ARCS_CLASSES, ARCS_CORRECT, CRITERIA
 from sysdiff.transforms.coref import coref_counts, coref_scores
 from sysdiff.transforms.engine import (
     MAX_ALL_SUBSETS,
@@ -31,9 +32,6 @@ from sysdiff.transforms.engine import (
 )
 from sysdiff.transforms.reduce import mcnemar_column, oracle_correct, ratio
 
-CLASSES = ["TP", "FP", "FN", "WL", "TN"]
-CORRECT = ["TP", "TN"]
-CRITERIA = ["any", "nom"]
 NOMINAL = "NOUN"
 PRONOUNS = ["PRP", "PRP$", "WP", "WP$", "PRON"]
 WORD_TYPES = [*PRONOUNS, "UNKNOWN"]   # per-word transitions (UNKNOWN: files without POS)
@@ -139,7 +137,7 @@ def arcs_scores(classes: pl.DataFrame) -> pl.DataFrame:
     those columns are present.
     """
     by = _present(classes, _GROUPS)
-    counts = [(pl.col("cls") == c).sum().cast(pl.Int64).alias(c.lower()) for c in CLASSES]
+    counts = [(pl.col("cls") == c).sum().cast(pl.Int64).alias(c.lower()) for c in ARCS_CLASSES]
     per_type = classes.group_by(*by, "mtype").agg(counts)
     overall = classes.group_by(by or pl.lit(0).alias("_g")).agg(counts).with_columns(
         mtype=pl.lit("ALL"))
@@ -151,9 +149,9 @@ def arcs_scores(classes: pl.DataFrame) -> pl.DataFrame:
 
 # ------------------------------------------------------------------------ many responses
 
-_CORRECT = np.array([c in CORRECT for c in CLASSES])
-_TP = CLASSES.index("TP")
-_N_CLASSES = len(CLASSES)
+_CORRECT = np.array([c in ARCS_CORRECT for c in ARCS_CLASSES])
+_TP = ARCS_CLASSES.index("TP")
+_N_CLASSES = len(ARCS_CLASSES)
 
 
 def mention_types(classes_by_system: dict[str, pl.DataFrame]) -> list[str]:
@@ -178,10 +176,10 @@ def mention_matrix(classes_by_system: dict[str, pl.DataFrame], mtypes: list[str]
              .agg(pl.col("mtype").first(), pl.col("word").first(), pl.col("in_key").any())
              .sort(_SPAN).with_columns(u=pl.int_range(pl.len(), dtype=pl.Int64)))
     j = allc.join(units.select(*_SPAN, "u"), on=_SPAN)
-    code = j["cls"].replace_strict(CLASSES, list(range(_N_CLASSES)),
+    code = j["cls"].replace_strict(ARCS_CLASSES, list(range(_N_CLASSES)),
                                    return_dtype=pl.UInt8).to_numpy()
     uu, ss = j["u"].to_numpy(), j["sys"].to_numpy()
-    values = np.full((len(names), units.height), CLASSES.index("TN"), np.uint8)
+    values = np.full((len(names), units.height), ARCS_CLASSES.index("TN"), np.uint8)
     values[ss, uu] = code
     present = np.zeros((len(names), units.height), bool)
     present[ss, uu] = j["in_resp"].to_numpy()
@@ -292,7 +290,7 @@ def _transitions(total: dict, arr: np.ndarray, i: np.ndarray, j: np.ndarray, cri
     sys1 = np.concatenate([arr[i], arr[j]])
     sys2 = np.concatenate([arr[j], arr[i]])
     p, g, c1, c2 = np.indices(both.shape).reshape(4, -1)
-    classes = pl.Series(CLASSES, dtype=pl.String)
+    classes = pl.Series(ARCS_CLASSES, dtype=pl.String)
     type_names = pl.Series(["ALL", *(mtypes[k] for k in keep)], dtype=pl.String)
     rows = [pl.DataFrame({
         "sys1": sys1[p].tolist(), "sys2": sys2[p].tolist(), "mtype": type_names.gather(g),

@@ -1,6 +1,6 @@
 """From summed engine counts to the published tables: ratios, oracle subsets, p-values.
 
-Every function takes the :class:`~sysdiff.transforms.engine.Counts` of a whole corpus (the
+Every function takes the :class:`~sysdiff.transforms.counts.Counts` of a whole corpus (the
 sum over its shards) and the names of the systems, labels and groups its codes stand for.
 Pair tables hold both directions of every pair: (sys1, sys2) and (sys2, sys1).
 """
@@ -13,15 +13,14 @@ from itertools import combinations
 import numpy as np
 import polars as pl
 
-from sysdiff.transforms.engine import (
-    CLASSES,
-    MAX_ALL_SUBSETS,
+from sysdiff.schemas.vocabulary import CLASSES
+from sysdiff.transforms.counts import (
     Counts,
     OracleCounts,
     PairCounts,
     decode_sentence_differences,
-    settle_majority,
 )
+from sysdiff.transforms.engine import MAX_ALL_SUBSETS, settle_majority
 from sysdiff.transforms.significance import AR_TRIALS, mcnemar_exact, randomization_from_histogram
 
 #: Rows of pair tables built at once (bounded memory with many systems).
@@ -293,13 +292,17 @@ def _label_subsets(subs: list[tuple[int, ...]], total: np.ndarray, n: int) -> li
     return [s for s in range(len(subs)) if size[s] == 1 or size[s] >= n - 1] + best_pair
 
 
-def union_from_classes(labels: np.ndarray, by_group: np.ndarray, pairs: list[tuple[int, int]],
-                       n: int) -> np.ndarray:
-    """(pairs in combinations order, G) units either system gets right, from each pair's
-    corrections per group: |right_i or right_j| = right_i + corrections(i -> j)."""
-    index = {p: k for k, p in enumerate(pairs)}
-    return np.stack([labels[i] + by_group[index[(i, j)], 0]
-                     for i, j in combinations(range(n), 2)])
+def union_from_classes(labels: np.ndarray, pc: PairCounts, oc: OracleCounts, n_groups: int,
+                       n_labels: int) -> np.ndarray:
+    """(pairs in combinations order, G) units either system gets right: from each counted
+    pair's corrections per group (right_i + corrections(i -> j)), else from the oracle's own
+    union counts."""
+    counted = {p: k for k, p in enumerate(pc.pairs)} if pc is not None else {}
+    by_group = class_counts_by_group(pc, n_groups, n_labels) if counted else None
+    stored = {p: k for k, p in enumerate(oc.union_pairs)}
+    return np.stack([labels[i] + by_group[counted[(i, j)], 0] if (i, j) in counted
+                     else oc.union[stored[(i, j)]]
+                     for i, j in combinations(range(oc.n_systems), 2)])
 
 
 def difficulty_frame(oc: OracleCounts, groups: Sequence[str]) -> pl.DataFrame:

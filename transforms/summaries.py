@@ -13,8 +13,7 @@ import polars as pl
 from scipy.cluster.hierarchy import leaves_list, linkage, optimal_leaf_ordering
 from scipy.spatial.distance import squareform
 
-from sysdiff.transforms.arcs import CORRECT as ARCS_CORRECT
-from sysdiff.transforms.views import DEP_VIEWS, default_punct
+from sysdiff.schemas.vocabulary import ARCS_CORRECT, DEP_VIEWS, VIEWS
 
 #: Above this many systems, per-label and oracle tables show only the subsets people read.
 MANY_SYSTEMS = 10
@@ -40,7 +39,7 @@ def score_name(view: str, punct: bool | None = None, task: str | None = None) ->
     if task in ("unl", "nl"):
         return f"F1 ({view})"
     name = {"head": "UAS", "deprel": "LS", "las": "LAS"}.get(view, view.upper())
-    if punct is None or punct == default_punct(view):
+    if punct is None or punct == VIEWS[view].default_punct:
         return name + (" (no punct)" if view in DEP_VIEWS else "")
     return name + (" (with punct)" if punct else " (no punct)")
 

@@ -1,58 +1,195 @@
-"""Token tasks (pos, dep): the counts of one shard for every view, and the published tables.
+"""Token tasks (pos, dep): views over words, their label matrix, and their tables.
+
+A view gives every word of the key a *value* per source (two sources agree on a word iff
+their values are equal) and a *display* label (shown in change tables, and the gold label
+that groups per-label counts); the views are declared in :mod:`sysdiff.schemas.vocabulary`.
+Labels are coded once per corpus (:class:`Vocab`, from the label counts taken at ingest), so
+the codes of every shard agree and shard counts add up. Systems are aligned with the key at
+ingest (same words, same order): the matrix is N rows stacked, never a join.
 
 ``shard_counts`` maps one shard (whole sentences) to engine counts per (view, punctuation
-setting); the flow sums them over shards; ``view_tables`` turns the sums into tables. Sharding
-cannot change a result: every count is additive and every ratio is taken after the sum.
+setting); the flow sums them over shards; ``view_tables`` turns the sums into tables.
+Sharding cannot change a result: every count is additive and every ratio is taken after the
+sum.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
+from sysdiff.schemas.formats.conllu import PTB_PUNCT
+from sysdiff.schemas.vocabulary import KEY_ID, LABEL_FIELDS, VIEWS, view
 from sysdiff.transforms import engine, reduce
+from sysdiff.transforms.counts import Counts
+from sysdiff.transforms.engine import Bucketing, LabelMatrix, smallest_uint
 from sysdiff.transforms.significance import AR_TRIALS
-from sysdiff.transforms.views import (
-    BUCKET_NAMES,
-    FREQ_EDGES,
-    LABEL_COLUMN,
-    ShardWords,
-    Vocab,
-    apply_mapping,
-    label_counts,
-    punct_mask,
-    punct_settings,
-    view_matrix,
-    vocab_from_counts,
-)
+
+WORD_COLUMNS = ["sent", "id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel"]
+LENGTH_EDGES = np.array([10, 20, 30, 40, 50])
+DISTANCE_EDGES = np.array([1, 2, 3, 4, 7, 11])
+FREQ_EDGES = np.array([10, 100, 1000, 10000])
+BLANK = "_"
+
+
+def punct_mask(key_words: pl.DataFrame, fmt: str) -> np.ndarray:
+    """True for words whose *gold* tag marks punctuation (UPOS PUNCT; PTB set for CoNLL-X)."""
+    expr = pl.col("upos") == "PUNCT"
+    if fmt == "conllx":
+        expr = expr | pl.col("xpos").is_in(list(PTB_PUNCT))
+    return key_words.select(expr.fill_null(False))[:, 0].to_numpy()
+
+
+def bucket_names(edges: np.ndarray) -> list[str]:
+    """Fixed names of the buckets cut at ``edges``: '<=10', '11-20', ..., '51+'."""
+    names = [f"<={edges[0]}"]
+    names += [f"{lo + 1}-{hi}" for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+    return [*names, f"{edges[-1] + 1}+"]
+
+
+BUCKET_NAMES = {"sent_length": bucket_names(LENGTH_EDGES),
+                "distance": bucket_names(DISTANCE_EDGES),
+                "label_freq": bucket_names(FREQ_EDGES)}
+
+
+@dataclass(frozen=True)
+class Vocab:
+    """The corpus-wide sorted labels of each label column, after label mappings."""
+
+    labels: dict[str, list[str]]
+
+    def codes(self, column: str, values: pl.Series) -> np.ndarray:
+        """The codes of ``values`` (nulls read as ``_``) in the smallest unsigned type."""
+        labels = self.labels[column]
+        codes = values.fill_null(BLANK).cast(pl.Enum(labels)).to_physical().to_numpy()
+        return codes.astype(smallest_uint(len(labels)), copy=False)
+
+
+def vocab_from_counts(counts: pl.DataFrame, mappings: Mapping[str, Mapping[str, str]]
+                      ) -> Vocab:
+    """The :class:`Vocab` of a corpus from its ``vocab`` rows (system, field, label, n)
+    of the key and every system, each source's labels mapped by its mapping (the key's is
+    ``@key``)."""
+    out: dict[str, set[str]] = {c: {BLANK} for c in LABEL_FIELDS}
+    for (system, column), rows in counts.group_by("system", "field"):
+        if column not in out:
+            continue
+        mapping = mappings.get("@key" if system == KEY_ID else system, {})
+        out[column].update(mapping.get(x, x) for x in rows["label"])
+    return Vocab({c: sorted(v) for c, v in out.items()})
+
+
+def label_counts(words: pl.DataFrame) -> pl.DataFrame:
+    """(field, label, n) of every label column and HEAD of some words (a blank or missing
+    value counts as ``_``; heads as their number): what a file can be scored on."""
+    return pl.concat([
+        words.select(pl.lit(c).alias("field"),
+                     pl.col(c).cast(pl.String).fill_null(BLANK).alias("label"))
+        .group_by("field", "label").agg(pl.len().cast(pl.Int64).alias("n"))
+        for c in (*LABEL_FIELDS, "head")])
+
+
+def apply_mapping(words: pl.DataFrame, mapping: Mapping[str, str]) -> pl.DataFrame:
+    """Rename labels ``old -> new`` in every label column (before comparison); HEAD is a
+    number and is never mapped."""
+    if not mapping:
+        return words
+    return words.with_columns(pl.col(c).replace(dict(mapping)) for c in LABEL_FIELDS)
+
+
+@dataclass(frozen=True)
+class ShardWords:
+    """The key's and the systems' words of one shard, mapped, in the key's order."""
+
+    key: pl.DataFrame
+    systems: list[pl.DataFrame]
+    first_sent: int  # the shard's first sentence number
+    n_sents: int  # sentences of the shard
+    sent_lengths: np.ndarray  # words per sentence of the shard
+    fmt: str
+
+    @property
+    def sent(self) -> np.ndarray:
+        return (self.key["sent"].to_numpy() - self.first_sent).astype(np.int32)
+
+
+def view_matrix(name: str, words: ShardWords, vocab: Vocab) -> LabelMatrix:
+    """The label matrix of a view over every word of the shard (punctuation included;
+    :meth:`LabelMatrix.select` with ``~punct_mask`` excludes it)."""
+    v = view(name)
+    sources = [words.key, *words.systems]
+    display = [vocab.codes(v.label, f[v.label]) for f in sources]
+    n_labels = len(vocab.labels[v.label])
+    heads = [f["head"].fill_null(-1).to_numpy() for f in sources] if v.dependency else []
+    if v.columns == ("head",):
+        values = heads
+    elif "head" in v.columns:
+        values = _pair_codes(heads, display, n_labels)
+    else:
+        values = display
+    n, t = len(words.systems), words.key.height
+    stack = (lambda arrays: np.stack(arrays[1:])) if n else (
+        lambda arrays: np.empty((0, t), arrays[0].dtype))
+    sys_values = stack(values)
+    sent = words.sent
+    buckets = [Bucketing("sent_length", np.searchsorted(
+        LENGTH_EDGES, words.sent_lengths, side="left"), len(LENGTH_EDGES) + 1, True)]
+    if v.dependency:
+        buckets.append(Bucketing("distance", np.searchsorted(
+            DISTANCE_EDGES, _distance(words.key), side="left"), len(DISTANCE_EDGES) + 1))
+    return LabelMatrix(
+        values=sys_values, correct=sys_values == values[0][None, :], display=stack(display),
+        gold=display[0], n_labels=n_labels, n_groups=n_labels, sent=sent,
+        n_sents=words.n_sents, head=stack(heads) if v.columns == ("head", v.label) else None,
+        buckets=tuple(buckets))
+
+
+def _pair_codes(heads: Sequence[np.ndarray], labels: Sequence[np.ndarray], n_labels: int
+                ) -> list[np.ndarray]:
+    """One integer per (HEAD, label) pair (heads from -1 for none)."""
+    top = max(int(h.max(initial=0)) for h in heads) + 2
+    dtype = np.int32 if top * n_labels < 1 << 31 else np.int64
+    return [(h.astype(dtype) + 1) * n_labels + lab for h, lab in zip(heads, labels, strict=True)]
+
+
+def _distance(key: pl.DataFrame) -> np.ndarray:
+    """|head - id| of the gold tree (0 for the root), for dependency-distance buckets."""
+    return key.select(
+        pl.when(pl.col("head") > 0).then((pl.col("head") - pl.col("id")).abs())
+        .otherwise(0).fill_null(0)
+    )[:, 0].to_numpy().astype(np.int32)
+
+
+# ------------------------------------------------------------------------------ tables
 
 ViewKey = tuple[str, bool]
 
 
 def shard_counts(words: ShardWords, views: Sequence[str], vocab: Vocab,
                  pairs: Sequence[tuple[int, int]] | None, with_corpus: bool
-                 ) -> dict[ViewKey, engine.Counts]:
+                 ) -> dict[ViewKey, Counts]:
     """Engine counts of one shard for every view and punctuation setting. ``pairs`` are
     the system pairs to compare; ``with_corpus`` adds what needs every system (oracles,
     difficulty, majority vote)."""
     punct = punct_mask(words.key, words.fmt)
     out = {}
-    for view in views:
-        m = view_matrix(view, words, vocab)
-        for with_punct in punct_settings(view):
+    for name in views:
+        m = view_matrix(name, words, vocab)
+        for with_punct in VIEWS[name].punct_settings:
             sub = m if with_punct else m.select(~punct)
-            out[(view, with_punct)] = engine.shard_counts(sub, pairs, with_corpus, with_corpus)
+            out[(name, with_punct)] = engine.shard_counts(sub, pairs, with_corpus, with_corpus)
     return out
 
 
-def view_tables(c: engine.Counts, view: str, names: Sequence[str], vocab: Vocab,
+def view_tables(c: Counts, view: str, names: Sequence[str], vocab: Vocab,
                 trials: int, seed: int) -> dict[str, pl.DataFrame]:
     """The tables of one view setting from the counts of the whole corpus (without their
     corpus/view/punct/options columns); pair tables only for the pairs counted, corpus
     tables (oracles, difficulty, majority) only when they were counted."""
-    labels = vocab.labels[LABEL_COLUMN[view]]
+    labels = vocab.labels[VIEWS[view].label]
     names = list(names)
     out = {"scores": reduce.scores_frame(c, names),
            "labels": reduce.labels_frame(c, names, labels)}
@@ -62,8 +199,8 @@ def view_tables(c: engine.Counts, view: str, names: Sequence[str], vocab: Vocab,
     if c.oracle is not None:
         union = None
         if c.oracle.masks is None:
-            by_group = reduce.class_counts_by_group(c.pairs, c.gold_n.size, len(labels))
-            union = reduce.union_from_classes(c.labels, by_group, c.pairs.pairs, len(names))
+            union = reduce.union_from_classes(c.labels, c.pairs, c.oracle, c.gold_n.size,
+                                              len(labels))
         out["oracles"], out["oracle_labels"] = reduce.oracle_frames(
             c.oracle, names, labels, c.gold_n, c.labels, union)
         out["difficulty"] = reduce.difficulty_frame(c.oracle, labels)
@@ -71,15 +208,15 @@ def view_tables(c: engine.Counts, view: str, names: Sequence[str], vocab: Vocab,
     return out
 
 
-def change_blocks(c: engine.Counts, view: str, names: Sequence[str], vocab: Vocab
+def change_blocks(c: Counts, view: str, names: Sequence[str], vocab: Vocab
                   ) -> Iterator[pl.DataFrame]:
     """The ``changes`` rows of one view setting, a block of pairs at a time."""
-    labels = vocab.labels[LABEL_COLUMN[view]]
+    labels = vocab.labels[VIEWS[view].label]
     if c.pairs is not None:
         yield from reduce.change_blocks(c.pairs, list(names), labels, len(labels))
 
 
-def _buckets(c: engine.Counts, names: list[str], n_labels: int
+def _buckets(c: Counts, names: list[str], n_labels: int
              ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per-bucket scores and pair classes: sentence length and dependency distance from the
     shards, gold label frequency from the summed per-label counts."""
@@ -103,7 +240,7 @@ def evaluate_words(key: pl.DataFrame, systems: Mapping[str, pl.DataFrame],
     rank = key["sent"].rank("dense").cast(pl.Int32) - 1
     frames = [f.with_columns(sent=rank) for f in [key, *systems.values()]]
     counts = pl.concat([label_counts(f).with_columns(system=pl.lit(s))
-                        for s, f in zip(["__key__", *names], frames, strict=True)])
+                        for s, f in zip([KEY_ID, *names], frames, strict=True)])
     vocab = vocab_from_counts(counts, mappings)
     words = ShardWords(
         key=apply_mapping(frames[0], mappings.get("@key", {})),

@@ -32,8 +32,8 @@ from sysdiff.schemas.formats.unl import (
     factorize,
 )
 from sysdiff.schemas.tables import TABLES
+from sysdiff.schemas.vocabulary import CLASSES
 from sysdiff.transforms.engine import (
-    CLASSES,
     MAX_ALL_SUBSETS,
     LabelMatrix,
     all_pairs,

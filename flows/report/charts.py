@@ -7,10 +7,8 @@ import numpy as np
 import polars as pl
 
 from sysdiff.flows.report.html import esc, json_attr, mix
-from sysdiff.transforms.engine import CLASSES
+from sysdiff.schemas.vocabulary import CLASS_NAMES, CLASSES
 
-CLASS_NAMES = {"correction": "Corrections", "new_error": "New errors",
-               "changed_error": "Changed errors"}
 CLASS_COLORS = {"correction": "#2e7d32", "new_error": "#c62828", "changed_error": "#ef8f00"}
 #: Pairs in a scatter plot that get a number and a legend line (the rest are dots).
 SCATTER_LABELS = 20

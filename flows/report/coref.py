@@ -12,10 +12,9 @@ from sysdiff.flows.report.charts import CLASS_NAMES, class_bars_svg, heatmap
 from sysdiff.flows.report.data import TOP_WORDS, CorefData, Read, load_coref
 from sysdiff.flows.report.html import esc, mix, pct, table_html, td
 from sysdiff.flows.report.tokens import ALL_PAIRS, PAIR_DETAILS, TOP_PAIRS, cls_col
+from sysdiff.schemas.vocabulary import ARCS_CLASSES as ARCS
+from sysdiff.schemas.vocabulary import CLASSES, CRITERIA
 from sysdiff.transforms import summaries as S
-from sysdiff.transforms.arcs import CLASSES as ARCS
-from sysdiff.transforms.arcs import CRITERIA
-from sysdiff.transforms.engine import CLASSES
 from sysdiff.transforms.summaries import mtype_order, transition_class
 
 COREF_METRICS = {"muc": "MUC", "bcub": "B³", "ceafm": "CEAF-m", "ceafe": "CEAF-e",

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import polars as pl
 
-from sysdiff.flows.examples import lit
+from sysdiff.flows.catalog import sql_literal as lit
 from sysdiff.flows.queries import connect
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.vocabulary import DEP_VIEWS, TASK_VIEWS, VIEWS
 from sysdiff.transforms.summaries import MANY_SYSTEMS
-from sysdiff.transforms.views import DEP_VIEWS, TOKEN_VIEWS, VIEWS, default_punct
 
 Read = Callable[[str], pl.DataFrame]
 #: Cells per class and pair in a change table; gold labels in per-label tables.
@@ -74,7 +74,7 @@ def default_rows(corpus: str) -> str:
 def view_rows(corpus: str, view: str) -> str:
     """SQL filter: one corpus and view at the view's default punctuation setting."""
     return (f"corpus = {lit(corpus)} and view = {lit(view)} "
-            f"and punct = {str(default_punct(view)).lower()}")
+            f"and punct = {str(VIEWS[view].default_punct).lower()}")
 
 
 @dataclass(frozen=True)
@@ -98,8 +98,7 @@ class CorpusData:
 
     def not_evaluated(self) -> list[str]:
         """Views of the task with no scores: the key has no data in their column."""
-        task_views = TOKEN_VIEWS + DEP_VIEWS if self.task == "dep" else TOKEN_VIEWS
-        return [v for v in task_views if v not in self.views()]
+        return [v for v in TASK_VIEWS.get(self.task, ()) if v not in self.views()]
 
     def of(self, name: str, view: str) -> pl.DataFrame:
         """One table's rows for one view."""

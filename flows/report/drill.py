@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import polars as pl
 
-from sysdiff.flows.examples import examples_sql, lit, parse_mappings
+from sysdiff.flows.catalog import sql_literal as lit
+from sysdiff.flows.examples import examples_sql, parse_mappings
 from sysdiff.flows.report.charts import CLASS_NAMES
 from sysdiff.flows.report.data import CorpusData, Read
 from sysdiff.flows.report.html import esc
-from sysdiff.transforms.views import DEP_VIEWS
+from sysdiff.schemas.vocabulary import DEP_VIEWS
 
 #: Words shown on each side of an example word.
 CONTEXT = 6

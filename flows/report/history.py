@@ -11,12 +11,12 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from sysdiff.flows.examples import lit
+from sysdiff.flows.catalog import sql_literal as lit
 from sysdiff.flows.report.charts import ticks
 from sysdiff.flows.report.data import MAX_ROWS, Read
 from sysdiff.flows.report.html import esc, p_value, pct, points, table_html, td
+from sysdiff.schemas.vocabulary import VIEWS
 from sysdiff.transforms import summaries as S
-from sysdiff.transforms.views import VIEWS
 
 PALETTE = ("#1f5fa8", "#e07b00", "#2e7d32", "#8e24aa", "#c62828", "#00838f", "#6d4c41",
            "#5c6bc0", "#9e9d24", "#d81b60")

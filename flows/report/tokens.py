@@ -28,9 +28,8 @@ from sysdiff.flows.report.data import (
 )
 from sysdiff.flows.report.drill import Drill, change_name, example_block, pair_examples
 from sysdiff.flows.report.html import Ids, esc, names_html, p_value, pct, points, table_html, td
+from sysdiff.schemas.vocabulary import CLASSES, DEP_VIEWS, VIEWS
 from sysdiff.transforms import summaries as S
-from sysdiff.transforms.engine import CLASSES
-from sysdiff.transforms.views import DEP_VIEWS, default_punct
 
 #: Pairs listed in full up to this many (10 systems), else the top pairs by diff.
 ALL_PAIRS = 45
@@ -189,7 +188,7 @@ def pair_changes_html(view: str, corpus: str, pair: dict, changes: pl.DataFrame,
 def details_html(read: Read, data: CorpusData, view: str, detail: pl.DataFrame,
                  per_cell: int, drill: Drill, ids: Ids) -> str:
     """The drill-down of each pair of ``detail``: top changes per class and examples."""
-    punct = default_punct(view)
+    punct = VIEWS[view].default_punct
     changes = top_changes(read, data.corpus, view, detail)
     parts = []
     for i, pair in enumerate(detail.iter_rows(named=True)):
@@ -228,7 +227,7 @@ def labels_html(read: Read, data: CorpusData, view: str) -> str:
 def view_html(read: Read, data: CorpusData, view: str, per_cell: int, drill: Drill,
               ids: Ids) -> str:
     """Every table and chart of one view of one corpus."""
-    punct, systems = default_punct(view), data.systems
+    punct, systems = VIEWS[view].default_punct, data.systems
     score = S.score_name(view, punct)
     all_pairs = data.of("pairs", view)
     pairs = S.oriented_pairs(all_pairs)

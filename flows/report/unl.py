@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import polars as pl
 
-from sysdiff.flows.examples import lit
+from sysdiff.flows.catalog import sql_literal as lit
 from sysdiff.flows.report.data import MAX_ROWS, Read
 from sysdiff.flows.report.html import esc, pct, table_html, td
 from sysdiff.flows.report.tokens import ALL_PAIRS, PAIR_DETAILS, TOP_PAIRS, cls_col
+from sysdiff.schemas.vocabulary import CLASSES
 from sysdiff.transforms import summaries as S
-from sysdiff.transforms.engine import CLASSES
 
 UNL_TABLES = ("unl_scores", "unl_pairs", "unl_oracle", "unl_moved", "unl_sentences")
 MOVED_ROWS = 20

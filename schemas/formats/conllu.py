@@ -16,11 +16,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import polars as pl
 
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.tables import polars_schema
 
 FORMATS = ("conllu", "conllx", "tsv")
 CONLL_FIELDS = ["id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc"]
@@ -31,16 +33,16 @@ _SEP = "\x1f"  # a separator that never occurs in text: one column of whole line
 CHUNK_BYTES = 32 << 20  # text read at once by iter_conll (about 0.5 GiB of parsed columns)
 HEAD_BYTES = 1 << 20  # checked for binary content before the format is guessed
 
-TOKEN_COLUMNS = {
-    "sent": pl.Int32, "id": pl.Int32, "token_id": pl.String, "kind": pl.Int8,
-    "form": pl.String, "lemma": pl.String, "upos": pl.String, "xpos": pl.String,
-    "feats": pl.String, "head": pl.Int32, "deprel": pl.String, "deps": pl.String,
-    "misc": pl.String, "line": pl.Int32,
-}
-SENT_COLUMNS = {
-    "sent": pl.Int32, "sent_id": pl.String, "doc": pl.Int32, "doc_id": pl.String,
-    "text": pl.String, "n_words": pl.Int32, "line": pl.Int32,
-}
+#: The columns (and polars types) the reader gives: the ``units`` and ``sents`` tables'
+#: without their corpus and system.
+TOKEN_COLUMNS = {c: t for c, t in polars_schema("units").items() if c not in ("corpus", "system")}
+SENT_COLUMNS = {c: t for c, t in polars_schema("sents").items() if c not in ("corpus", "system")}
+
+
+class Hasher(Protocol):
+    """What :func:`iter_conll` feeds the bytes it reads to (``hashlib`` objects)."""
+
+    def update(self, data: bytes | mmap.mmap, /) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -158,7 +160,7 @@ def first_token_line(data: bytes) -> tuple[int, str]:
     return 0, ""
 
 
-def detect_format(path: str | Path, data: bytes) -> str:
+def detect_token_format(path: str | Path, data: bytes) -> str:
     """Guess the format from the first token line's column count and the file's comments."""
     line, text = first_token_line(data)
     if not line:
@@ -427,7 +429,7 @@ def _check_nonempty_sentences(path: str | Path, sents: pl.DataFrame) -> None:
     _first_bad(path, sents, pl.col("n_words") == 0, lambda r: NO_WORDS)
 
 
-def read_table(path: str | Path, data: bytes | mmap.mmap, fmt: str,
+def parse_table(path: str | Path, data: bytes | mmap.mmap, fmt: str,
                fields: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, int]:
     """Token rows and comment rows (see :func:`split_rows`), and the number of lines read;
     bad lines raise an InputError.
@@ -483,7 +485,7 @@ def _parse_chunk(path: str | Path, data: bytes | mmap.mmap, fmt: str, carry: _Ca
     fields = TSV_FIELDS if fmt == "tsv" else CONLL_FIELDS
     if isinstance(data, bytes) and re.search(rb"\S", data) is None:
         return None, data.count(b"\n")
-    toks, comments, n_lines = read_table(path, data, fmt, fields)
+    toks, comments, n_lines = parse_table(path, data, fmt, fields)
     if toks.is_empty():
         if first:
             raise InputError("no token lines (only comments); expected tab-separated tokens",
@@ -514,23 +516,26 @@ def _renumber(doc: ConllDoc, carry: _Carry) -> ConllDoc:
     return ConllDoc(doc.path, doc.fmt, toks, sents)
 
 
-def iter_conll(path: str | Path, fmt: str | None = None, chunk_bytes: int | None = None
-               ) -> Iterator[ConllDoc]:
+def iter_conll(path: str | Path, fmt: str | None = None, chunk_bytes: int | None = None,
+               hasher: Hasher | None = None) -> Iterator[ConllDoc]:
     """Read and validate a CoNLL-U, CoNLL-X or word<TAB>tag file in chunks of whole sentences.
 
     Each chunk is about ``chunk_bytes`` of text (default :data:`CHUNK_BYTES`), so memory
     depends on the chunk size, not the file size. Sentence, document and line numbers are the
-    file's; errors name the file's line.
+    file's; errors name the file's line. ``hasher`` (e.g. ``hashlib.sha256()``) is fed every
+    byte of the file as it is read: the file is read once for both.
     """
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"unknown format '{fmt}'; expected one of {', '.join(FORMATS)}", path)
     size = chunk_bytes or CHUNK_BYTES
     with mapped_file(path) as data:
-        fmt = fmt or detect_format(path, data)
+        fmt = fmt or detect_token_format(path, data)
         carry = _Carry()
         for start, end in chunk_bounds(data, size):
             whole = start == 0 and end == len(data)
             text = data if whole else data[start:end]
+            if hasher is not None:
+                hasher.update(text)
             if not whole:  # pages already copied need not stay resident in this process
                 page = start - start % mmap.PAGESIZE
                 data.madvise(mmap.MADV_DONTNEED, page, end - page)

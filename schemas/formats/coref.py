@@ -29,7 +29,7 @@ import polars as pl
 from sysdiff.schemas.errors import InputError
 
 MENTION_COLUMNS = ["doc", "part", "start", "end", "entity", "mtype", "sent", "head_pos", "word"]
-TOKEN_COLUMNS = ["doc", "part", "n_tokens", "line"]
+DOC_TOKEN_COLUMNS = ["doc", "part", "n_tokens", "line"]
 
 _BRACKET = r"\(\d+\)|\(\d+|\d+\)"
 _FIELD_OK = r"^(?:\(\d+\)|\(\d+|\d+\)|\|)+$"
@@ -62,9 +62,9 @@ def read_coref_with_tokens(
     """(mentions, tokens) of one file; ``text`` replaces reading ``path`` (used in messages)."""
     data = None
     if text is None:
-        data = _read_bytes(path)
-        text = _decode(data, path)
-    fmt = fmt or detect_format(text, path)
+        data = read_bytes(path)
+        text = decode_text(data, path)
+    fmt = fmt or detect_coref_format(text, path)
     parsers = {"conll2012": _parse_conll2012, "corefud": _parse_corefud, "jsonlines": _parse_jsonl}
     if fmt not in parsers:
         raise InputError(f"unknown coreference format {fmt!r} (expected one of {list(parsers)})",
@@ -74,7 +74,7 @@ def read_coref_with_tokens(
     return parsers[fmt](text, path)
 
 
-def detect_format(text: str, path: str | Path) -> str:
+def detect_coref_format(text: str, path: str | Path) -> str:
     """``jsonlines`` if the first non-blank line is a JSON object, ``conll2012`` if a line
     starts with ``#begin document``, ``corefud`` for CoNLL-U (``# newdoc``/``Entity=``)."""
     head = text[:200_000]
@@ -131,10 +131,10 @@ def _docname(row: dict) -> str:
 
 def read_text(path: str | Path) -> str:
     """A file's text; missing, unreadable or non-UTF-8 files are InputErrors."""
-    return _decode(_read_bytes(path), path)
+    return decode_text(read_bytes(path), path)
 
 
-def _read_bytes(path: str | Path) -> bytes:
+def read_bytes(path: str | Path) -> bytes:
     try:
         return Path(path).read_bytes()
     except FileNotFoundError as e:
@@ -143,7 +143,7 @@ def _read_bytes(path: str | Path) -> bytes:
         raise InputError(f"cannot read file: {e.strerror}", path) from e
 
 
-def _decode(data: bytes, path: str | Path) -> str:
+def decode_text(data: bytes, path: str | Path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
