@@ -17,6 +17,7 @@ from sysdiff.flows.report.data import Read, corpora, load_corpus, reader, tables
 from sysdiff.flows.report.drill import Drill
 from sysdiff.flows.report.history import history_html
 from sysdiff.flows.report.html import Ids, esc, json_script
+from sysdiff.flows.report.segmentation import segmentation_html
 from sysdiff.flows.report.tokens import view_html
 from sysdiff.flows.report.unl import unl_html
 from sysdiff.flows.report_assets import CSS, JS
@@ -32,9 +33,12 @@ def corpus_html(read: Read, corpus: str, per_cell: int, drill: Drill,
     empty = data.not_evaluated()
     tables = tables_in(read)
     history = history_html(read, corpus, tables, skip=empty)
+    segmentation = segmentation_html(read, corpus, views[0] if views else None)
     body = "".join(view_html(read, data, v, per_cell, drill, ids) for v in views)
     coref, unl = coref_html(read, corpus, tables), unl_html(read, corpus, tables)
-    anchors = ([f"{corpus}-history"] * bool(history) + [f"{corpus}-{v}" for v in views]
+    anchors = ([f"{corpus}-history"] * bool(history)
+               + [f"{corpus}-segmentation"] * bool(segmentation)
+               + [f"{corpus}-{v}" for v in views]
                + [f"{corpus}-coref"] * bool(coref) + [f"{corpus}-unl"] * bool(unl))
     n = len(data.systems)
     systems = ", ".join(esc(s) for s in data.systems)
@@ -44,7 +48,7 @@ def corpus_html(read: Read, corpus: str, per_cell: int, drill: Drill,
         listing += (f'<p class="note">not evaluated: {", ".join(empty)} (every label of the '
                     "key is <code>_</code>: no data, no score)</p>")
     return (f'<section class="corpus" id="{esc(corpus)}"><h2>Corpus {esc(corpus)}</h2>'
-            f"{listing}{history}{body}{coref}{unl}</section>", anchors)
+            f"{listing}{history}{segmentation}{body}{coref}{unl}</section>", anchors)
 
 
 def page(title: str, body: str, anchors: list[str], data: dict) -> str:
