@@ -309,9 +309,11 @@ def examples(
                                      "changed_error.")],
     view: Annotated[str | None, typer.Option(help=VIEWS_HELP.split(" any,")[0]
                                              + " (token corpora).")] = None,
-    l1: Annotated[str | None, typer.Option(help="Label of sys1.")] = None,
-    l2: Annotated[str | None, typer.Option(help="Label of sys2.")] = None,
-    gold: Annotated[str | None, typer.Option(help="Gold label.")] = None,
+    l1: Annotated[str | None, typer.Option(help="Label of sys1 (ner: its span class).")]
+    = None,
+    l2: Annotated[str | None, typer.Option(help="Label of sys2 (ner: its span class).")]
+    = None,
+    gold: Annotated[str | None, typer.Option(help="Gold label (ner: the span type).")] = None,
     limit: Annotated[int, typer.Option(help="At most this many words (-1: all).")] = 10,
     punct: Annotated[bool | None, typer.Option("--punct/--no-punct")] = None,
     corpus: Annotated[str | None, typer.Option(
@@ -322,19 +324,26 @@ def examples(
     """The words behind a change-table cell, with gold, sys1 and sys2 labels."""
     from sysdiff.flows.examples import examples as find
     from sysdiff.flows.show import (
+        SPAN_TASKS,
         TOKEN_TASKS,
         check_systems,
         check_view,
         corpus_task,
         pick_corpus,
+        span_examples,
     )
 
     _check_format(fmt)
     root = resolve_warehouse(warehouse)
-    corpus = pick_corpus(root, corpus, TOKEN_TASKS, "examples")
-    view = check_view(root, corpus, corpus_task(root, corpus), view)
+    corpus = pick_corpus(root, corpus, TOKEN_TASKS + SPAN_TASKS, "examples")
+    task = corpus_task(root, corpus)
+    view = check_view(root, corpus, task, view)
     check_systems(root, corpus, sys1, sys2)
-    found = find(root, corpus, view, sys1, sys2, cls, l1, l2, limit, punct, gold)
+    if task in SPAN_TASKS:  # span units: --l1/--l2 are span classes, --gold the type
+        found = span_examples(root, corpus, sys1, sys2, cls, l1, l2,
+                              gold or (None if view == "ALL" else view), limit)
+    else:
+        found = find(root, corpus, view, sys1, sys2, cls, l1, l2, limit, punct, gold)
     typer.echo(to_text(found, fmt), nl=False)
 
 
