@@ -213,6 +213,9 @@ def class_rows(classes: pl.DataFrame, spurious: pl.DataFrame) -> pl.DataFrame:
     """The ``span_classes`` rows of one system: its key span classes and its spurious spans,
     in document order (``cls`` by name)."""
     names = pl.Series(SPAN_CLASSES, dtype=pl.String)
+    if "text" not in classes.columns:       # spans without their words
+        classes = classes.with_columns(text=pl.lit(None, pl.String))
+        spurious = spurious.with_columns(text=pl.lit(None, pl.String))
     key = classes.with_columns(in_key=pl.lit(True), cls=names.gather(classes["cls"]))
     sp = spurious.with_columns(in_key=pl.lit(False), cls=pl.lit("spurious"),
                                pred_start="start", pred_end="end", pred_type="type")

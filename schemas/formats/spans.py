@@ -87,6 +87,9 @@ def detect_span_format(path: str | Path, data: bytes) -> str:
     fields = text.split("\t")
     if len(fields) == 5 and fields[0].isdigit():
         return "uner"
+    if fields[0].isdigit() and len(fields) > 2 and data.lstrip().startswith(b"#"):
+        raise InputError(f"line has {len(fields)} columns; expected 5: ID word tag - "
+                         "annotator (UniversalNER)", path, line)
     if len(fields) == 2:
         return "tsv"
     if len(fields) == 4 or (len(fields) == 1 and len(text.split(" ")) == 4):
@@ -214,7 +217,7 @@ def parse_chunk(path: str | Path, data: bytes | mmap.mmap, fmt: str, scheme: str
     rows = lines.with_columns(sent=pl.Series(sent, dtype=pl.Int32))
     comments = rows.filter(comment).select("sent", "line", "text")
     comments = comments.with_columns(_comment_fields(pl.col("text")))
-    comments = pl.concat([comments, _docstart_marks(rows, docstart, sent)], how="vertical")
+    comments = pl.concat([comments, _docstart_marks(docstart, sent)], how="vertical")
     comments = comments.sort("sent", "line")
     sep = _separator(fmt, lines, token)
     parts = _split(path, fmt, rows.filter(token), sep)
@@ -231,16 +234,17 @@ def parse_chunk(path: str | Path, data: bytes | mmap.mmap, fmt: str, scheme: str
         lines.height
 
 
-def _docstart_marks(rows: pl.DataFrame, docstart: pl.Series, sent: np.ndarray
-                    ) -> pl.DataFrame:
-    """A ``newdoc`` comment row for the first sentence after each ``-DOCSTART-`` line."""
+def _docstart_marks(docstart: pl.Series, sent: np.ndarray) -> pl.DataFrame:
+    """A ``newdoc`` comment row for the first sentence after each ``-DOCSTART-`` line (its
+    line is the largest: a sentence starts at its first comment or token, not before)."""
     at = np.flatnonzero(docstart.to_numpy())
     if not at.size:
         return pl.DataFrame(schema={"sent": pl.Int32, "line": pl.Int32, "text": pl.String,
                                     "key": pl.String, "value": pl.String})
     after = (sent[at] + 1).astype(np.int32)  # the next sentence to start
     return pl.DataFrame({
-        "sent": after, "line": rows["line"].gather(at), "text": [DOCSTART] * at.size,
+        "sent": after, "line": np.full(at.size, np.iinfo(np.int32).max, np.int32),
+        "text": [DOCSTART] * at.size,
         "key": ["newdoc"] * at.size, "value": [None] * at.size,
     }, schema={"sent": pl.Int32, "line": pl.Int32, "text": pl.String, "key": pl.String,
                "value": pl.String})
