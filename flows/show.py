@@ -483,16 +483,28 @@ def span_examples(root: Path, corpus: str, sys1: str, sys2: str, cls: str, c1: s
                              f"{', '.join(SPAN_CLASSES)}")
     if span_type is not None:
         check_span_type(root, corpus, span_type)
-    c = sql_literal(corpus)
-    ok = "('correct', 'absent')"
     filters = [f"change = {sql_literal(cls)}"]
     filters += [f"{col} = {sql_literal(v)}" for col, v in (("c1", c1), ("c2", c2),
-                                                           ("u.type", span_type)) if v]
+                                                           ("type", span_type)) if v]
+    return query(root, span_units_sql(corpus, sys1, sys2, " and ".join(filters),
+                                      None if limit < 0 else limit, None))
+
+
+def span_units_sql(corpus: str, sys1: str, sys2: str, where: str, limit: int | None,
+                   per_cell: int | None) -> str:
+    """The one query behind span examples: the units of ``sys1 -> sys2`` whose class
+    differs (columns ``change``, ``c1``, ``c2``, ``type`` filtered by ``where``), in corpus
+    order; ``per_cell`` keeps the first units of each (c1, c2) cell. Each row: sent_id, the
+    unit (type, text, in_key), c1, c2, what each system predicted, the bracketed sentence."""
+    c = sql_literal(corpus)
+    ok = "('correct', 'absent')"
     side = ("select sent, start, \"end\", type, text, in_key, cls, pred_start, pred_end, "
             "pred_type from span_classes where corpus = " + c + " and system = ")
     shown = "case when {p}.cls is null then 'absent' when {p}.pred_type is null then {p}.cls " \
             "else {p}.cls || ' (' || {p}.pred_type || ' ' || ({p}.pred_start + 1) || '-' " \
             "|| ({p}.pred_end + 1) || ')' end"
+    rank = ("row_number() over (partition by c1, c2 order by sent, start, \"end\", type)"
+            if per_cell else "1")
     sql = f"""
         with a as ({side}{sql_literal(sys1)}), b as ({side}{sql_literal(sys2)}),
         u as (select sent, start, "end", type, coalesce(a.text, b.text) as text,
@@ -504,8 +516,10 @@ def span_examples(root: Path, corpus: str, sys1: str, sys2: str, cls: str, c1: s
                              when c1 in {ok} and c2 not in {ok} then 'new_error'
                              else 'changed_error' end as change
               from u where c1 != c2),
-        picked as (select * from d u where {' and '.join(filters)}
-                   order by sent, start {'' if limit < 0 else f'limit {int(limit)}'})
+        picked as (select *, {rank} as rank from d where {where or 'true'}
+                   {f'qualify rank <= {int(per_cell)}' if per_cell else ''}
+                   order by sent, start, "end", type
+                   {'' if limit is None else f'limit {int(limit)}'})
         select s.sent_id, p.type, p.text as span, p.in_key, p.c1, p.c2,
                p.s1 as {_ident(sys1)}, p.s2 as {_ident(sys2)},
                string_agg(case when t.id - 1 = p.start and t.id - 1 = p."end"
@@ -516,8 +530,8 @@ def span_examples(root: Path, corpus: str, sys1: str, sys2: str, cls: str, c1: s
         from picked p
         join sents s on s.corpus = {c} and s.system = '__key__' and s.sent = p.sent
         join span_tokens t on t.corpus = {c} and t.system = '__key__' and t.sent = p.sent
-        group by all order by min(p.sent), min(p.start)"""
-    return query(root, sql)
+        group by all order by min(p.sent), min(p.start), min(p."end"), p.type"""
+    return sql
 
 
 def _ident(name: str) -> str:
