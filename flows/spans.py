@@ -127,7 +127,8 @@ def ingest_span_file(spec: RunSpec, source: Source, role: str, stage: Staging,
                 stats.add_accuracy(toks, kw)
             spans, decoded = T.decode_spans(toks, spec.scheme)
             stats.add(chunk, spans, decoded, toks)
-            writers["span_tokens"](with_literals(toks, corpus=corpus, system=sid))
+            writers["span_tokens"](with_literals(_stored_tokens(toks, key is None),
+                                                 corpus=corpus, system=sid))
             writers["sents"](with_literals(chunk.sents, corpus=corpus, system=sid))
             writers["spans"](with_literals(spans, corpus=corpus, system=sid))
         if check is not None:
@@ -145,6 +146,12 @@ def ingest_span_file(spec: RunSpec, source: Source, role: str, stage: Staging,
     return SpanFile(sid, sig, stage.staged_path("spans", part),
                     stage.staged_path("span_tokens", part), stage.staged_path("sents", part),
                     row, tags)
+
+
+def _stored_tokens(toks: pl.DataFrame, is_key: bool) -> pl.DataFrame:
+    """The ``span_tokens`` rows of a file: a system's forms are the key's (checked), so only
+    the key stores them."""
+    return toks if is_key else toks.with_columns(form=pl.lit(None, pl.String))
 
 
 class _Stats:

@@ -187,7 +187,7 @@ _SPAN_UNIT = [("sent", I32), ("start", I32), ("end", I32), ("type", S)]
 
 SPAN_TABLES: dict[str, pa.Schema] = {
     # Every token of an ingested file: its tag as written and as decoded (``label``, after
-    # the label mapping).
+    # the label mapping); ``form`` only for the key (a system's forms are checked equal).
     "span_tokens": _schema(*OWNER, ("sent", I32), ("id", I32), ("form", S), ("tag", S),
                            ("label", S), ("line", I32)),
     # The spans decoded from a file (``text``: its words joined by spaces).
