@@ -530,7 +530,9 @@ def span_units_sql(corpus: str, sys1: str, sys2: str, where: str, limit: int | N
         from picked p
         join sents s on s.corpus = {c} and s.system = '__key__' and s.sent = p.sent
         join span_tokens t on t.corpus = {c} and t.system = '__key__' and t.sent = p.sent
-        group by all order by min(p.sent), min(p.start), min(p."end"), p.type"""
+        group by p.sent, p.start, p."end", p.type, s.sent_id, p.text, p.in_key, p.c1, p.c2,
+                 p.s1, p.s2
+        order by p.sent, p.start, p."end", p.type"""
     return sql
 
 

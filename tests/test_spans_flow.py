@@ -345,3 +345,29 @@ def test_unchanged_rerun_keeps_every_file(warehouses, prefect_harness):
     assert snapshot(root) == before
     frame = pl.read_parquet(sorted((root / "tables" / "spans").rglob("*.parquet"))[0])
     assert frame.columns == ["corpus", "system", "sent", "start", "end", "type", "text"]
+
+
+def test_examples_keep_two_units_that_look_alike_apart(tmp_path, cli):
+    """Two adjacent key spans 'New York' that one system misses and the other covers with
+    one span: two units with the same type, text and classes, listed once each."""
+    words = ["I", "love", "New", "York", "New", "York", "."]
+    files = {"key": ["O", "O", "B-LOC", "I-LOC", "B-LOC", "I-LOC", "O"],
+             "a": ["O"] * 7, "b": ["O", "O", "B-LOC", "I-LOC", "I-LOC", "I-LOC", "O"]}
+    paths = {}
+    for name, tags in files.items():
+        paths[name] = tmp_path / f"{name}.tsv"
+        paths[name].write_text("".join(f"{w}\t{t}\n" for w, t in zip(words, tags, strict=True))
+                               + "\n")
+    root = tmp_path / "wh"
+    code, _, err = cli("run", "--task", "ner", "--corpus", "ny", "--key", str(paths["key"]),
+                       "--system", f"a={paths['a']}", "--system", f"b={paths['b']}",
+                       "--ar-trials", "10", "-w", str(root))
+    assert code == 0, err
+    code, out, err = cli("examples", "--sys1", "a", "--sys2", "b", "--class", "changed_error",
+                         "--format", "json", "-w", str(root))
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [(r["c1"], r["c2"], r["b"]) for r in rows] == [
+        ("missed", "boundary", "boundary (LOC 3-6)")] * 2
+    assert [r["sentence"] for r in rows] == ["I love [New York] New York .",
+                                             "I love New York [New York] ."]
