@@ -257,6 +257,7 @@ def show(
     from sysdiff.flows.show import show_table
 
     _check_format(fmt)
+    show_warnings()
     typer.echo(show_table(resolve_warehouse(warehouse), table, corpus, view, sys1, sys2, punct,
                           top, fmt, name), nl=False)
 

@@ -41,10 +41,16 @@ def _mapped(column: str, mapping: dict[str, str]) -> str:
 
 
 def _words_cte(name: str, corpus: str, system: str, v: View, mapping: dict[str, str]) -> str:
-    """One source's words: the view's (mapped) label ``lab`` and head ``hd`` (null = -1)."""
-    return (f"{name} as (select sent, id, form, upos, xpos, coalesce(head, -1) as hd, "
-            f"{_mapped(v.label, mapping)} as lab from units where corpus = {lit(corpus)} "
-            f"and system = {lit(system)} and kind = 0)")
+    """One source's words in the key's order: the view's (mapped) label ``lab``, head ``hd``
+    (null = -1) and the source's own word ``form`` (a system tokenised otherwise: the key's
+    words with the system words aligned with them, from ``aligned``)."""
+    cols = (f"sent, id, form, upos, xpos, coalesce(head, -1) as hd, "
+            f"{_mapped(v.label, mapping)} as lab")
+    mine = f"corpus = {lit(corpus)} and system = {lit(system)}"
+    by_chars = (f"exists (select 1 from systems where {mine} "
+                "and alignment = 'characters')")
+    return (f"{name} as (select {cols} from units where {mine} and kind = 0 "
+            f"and not {by_chars} union all select {cols} from aligned where {mine})")
 
 
 def _class_sql(v: View) -> str:
@@ -74,7 +80,8 @@ def examples_sql(corpus: str, view_name: str, punct: bool, sys1: str, sys2: str,
     ctes = [_words_cte(n, corpus, s, v, mappings.get(m, {}))
             for n, s, m in (("k", KEY_ID, "@key"), ("a", sys1, sys1), ("b", sys2, sys2))]
     keep = "" if punct else f"and not {_punct_sql(fmt)}"
-    joined = ("j as (select k.sent, k.id, k.form, k.lab as gold, a.lab as l1, b.lab as l2, "
+    joined = ("j as (select k.sent, k.id, k.form, a.form as form1, b.form as form2, "
+              "k.lab as gold, a.lab as l1, b.lab as l2, "
               "k.hd as gold_head, a.hd as head1, b.hd as head2, "
               f"not {v.same_sql('a', 'b')} as differs, {_class_sql(v)} as class "
               f"from k join a using (sent, id) join b using (sent, id) where true {keep})")
@@ -89,7 +96,8 @@ def examples_sql(corpus: str, view_name: str, punct: bool, sys1: str, sys2: str,
                   f"order by w.id) from j w where w.sent = d.sent and abs(w.id - d.id) <= "
                   f"{int(context)}) as window")
     return (f"with {', '.join(ctes)}, {joined}, {cells} "
-            "select s.sent_id, d.sent, d.id, d.form, d.class, d.gold, d.l1, d.l2, "
+            "select s.sent_id, d.sent, d.id, d.form, d.form1, d.form2, d.class, d.gold, "
+            "d.l1, d.l2, "
             f"d.gold_head, d.head1, d.head2, s.text{window} from d join sents s "
             f"on s.corpus = {lit(corpus)} and s.system = {lit(KEY_ID)} and s.sent = d.sent "
             "order by d.sent, d.id" + (f" limit {int(limit)}" if limit is not None else ""))
@@ -137,7 +145,8 @@ def examples(root: Path, corpus: str, view_name: str, sys1: str, sys2: str, cls:
              context: int = 0) -> pl.DataFrame:
     """Words of class ``cls`` in ``sys1 -> sys2`` (optionally with labels l1/l2/gold).
 
-    ``limit`` < 0 means no limit. Columns: sent_id, sent, id, form, class, gold, l1, l2,
+    ``limit`` < 0 means no limit. Columns: sent_id, sent, id, form (the key's), form1 and
+    form2 (each system's own word aligned with it, null when none), class, gold, l1, l2,
     gold_head, head1, head2, text (and ``window`` when ``context`` > 0).
     """
     v = view(view_name)

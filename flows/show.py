@@ -250,11 +250,31 @@ def show_table(root: Path, table: str, corpus: str | None, view: str | None, sys
                       f"is null order by k_correct",
         "conll18": f"select system, 'CoNLL18 ' || metric as metric, "
                    f"{pct('precision')} as \"P %\", {pct('recall')} as \"R %\", "
-                   f"{pct('f1')} as \"F1 %\" from conll18 "
-                   f"where corpus = {sql_literal(corpus)} order by system",
+                   f"{pct('f1')} as \"F1 %\", {pct('aligned_accuracy')} as \"AligndAcc %\" "
+                   f"from conll18 where corpus = {sql_literal(corpus)} and key_data "
+                   f"order by system, list_position({CONLL18_ORDER}, metric)",
     }[table]
+    if table == "conll18":
+        _blank_metrics_note(root, corpus)
     title = f"{table}: {corpus}" + ("" if table == "conll18" else f", {name}")
     return to_text(query(root, sql), fmt, title=title)
+
+
+#: The official script's metric order, as a SQL list.
+CONLL18_ORDER = "['Tokens', 'Sentences', 'Words', 'UPOS', 'XPOS', 'UFeats', 'AllTags', " \
+    "'Lemmas', 'UAS', 'LAS', 'CLAS', 'MLAS', 'BLEX']"
+
+
+def _blank_metrics_note(root: Path, corpus: str) -> None:
+    """One line naming the CoNLL 2018 metrics left out: the key has no data for them."""
+    blank = query(root, f"select distinct metric from conll18 where corpus = "
+                        f"{sql_literal(corpus)} and not key_data order by 1")["metric"]
+    if blank.len():
+        from sysdiff.flows.progress import notice
+
+        notice(f"CoNLL 2018 {', '.join(blank)}: a column they compare is '_' in every key "
+               "word; not shown (the rows are in table conll18, as the official script "
+               "prints them)")
 
 
 def _gains(root: Path, where: str, corpus: str, name: str, fmt: str) -> str:

@@ -48,6 +48,15 @@ from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.conllu import KIND_WORD, WordCheck, iter_conll
 from sysdiff.schemas.vocabulary import TASK_VIEWS, VIEWS
 from sysdiff.transforms import conll18, tokens
+from sysdiff.transforms.alignment import (
+    Text,
+    align_words,
+    file_text,
+    first_difference,
+    project,
+    token_at,
+    token_count,
+)
 from sysdiff.transforms.plan import Shard, canonical, options_string, plan_shards
 from sysdiff.transforms.tokens import (
     BLANK,
@@ -91,7 +100,7 @@ def ingest_file(spec: RunSpec, source: Source, role: str, stage: Staging,
     part = partition(spec.corpus, sid)
     check = None if key is None else WordCheck(str(spec.key.path), _key_sents(key),
                                                str(source.path))
-    fmt, n_sents, n_units, n_docs = source.fmt, 0, 0, 0
+    fmt, n_sents, n_units, n_docs, n_tokens = source.fmt, 0, 0, 0, 0
     hasher, vocab = hashlib.sha256(), []
     pending = f"read-{uuid.uuid4().hex[:16]}"  # the signature needs the hash: known at the end
     with contextlib.ExitStack() as files:
@@ -106,20 +115,65 @@ def ingest_file(spec: RunSpec, source: Source, role: str, stage: Staging,
             sents(with_literals(chunk.sents, corpus=spec.corpus, system=sid))
             vocab.append(label_counts(chunk.words))
             n_sents, n_units = n_sents + chunk.sents.height, n_units + chunk.words.height
+            n_tokens += token_count(chunk.tokens)
             n_docs = int(chunk.sents["doc"][-1]) + 1
-        if check is not None:
-            check.finish()
     sha = hasher.hexdigest()
     sig = _ingest_signature(sha, fmt, role, key.sha256 if key else None)
     for table in ("units", "sents"):
         stage.sign(table, part, sig)
-    counts = with_literals(pl.concat(vocab).group_by("field", "label").agg(pl.col("n").sum()),
-                           corpus=spec.corpus, system=sid)
-    row = systems_row(spec, source, role, sha, fmt, n_docs, n_sents, n_units)
+    mismatch = None if check is None else check.difference()
+    if mismatch is None:
+        counts = pl.concat(vocab).group_by("field", "label").agg(pl.col("n").sum())
+        words, alignment = stage.staged_path("units", part), "identical"
+    else:  # another tokenisation: aligned with the key on the characters, or an error
+        projected = align_with_key(spec, source, key, stage.staged_path("units", part),
+                                   mismatch, stage, sig)
+        counts, alignment = label_counts(projected), "characters"
+        words = stage.write("aligned", part, sig, with_literals(projected, corpus=spec.corpus,
+                                                                system=sid))
+    counts = with_literals(counts, corpus=spec.corpus, system=sid)
+    row = systems_row(spec, source, role, sha, fmt, n_docs, n_sents, n_units, n_tokens,
+                      alignment)
     stage.write("vocab", part, sig, counts)
     stage.write("systems", part, sig, row)
-    return Ingested(sid, sha, fmt, stage.staged_path("units", part),
-                    stage.staged_path("sents", part), row, counts)
+    return Ingested(sid, sha, fmt, words, stage.staged_path("sents", part), row, counts)
+
+
+def align_with_key(spec: RunSpec, source: Source, key: Ingested, units: Path,
+                   mismatch: InputError, stage: Staging, sig: str) -> pl.DataFrame:
+    """A system whose words differ from the key's: when its text (characters without
+    spaces) is the key's, its words aligned with the key's as the CoNLL 2018 script aligns
+    them (its CoNLL 2018 scores staged now); else an error at the first differing
+    character."""
+    key_tokens = pl.read_parquet(key.units, glob=False)
+    sys_tokens = pl.read_parquet(units, glob=False)
+    key_text, sys_text = file_text(key_tokens), file_text(sys_tokens)
+    at = first_difference(key_text.chars, sys_text.chars)
+    if at is not None:
+        raise text_difference(spec, source, key_text, sys_text, at, mismatch)
+    to_key = align_words(key_text, sys_text)
+    counts = conll18.aligned_counts(key_tokens, sys_tokens, to_key, key_text, sys_text)
+    scores = conll18.task_rows(counts.join(conll18.conll18_scores(counts), on="metric"),
+                               spec.task, _absent_columns(key.vocab).get(KEY_ID, set()))
+    stage.write("conll18", partition(spec.corpus, source.id), sig,
+                with_literals(scores, corpus=spec.corpus, system=source.id))
+    key_words = key_tokens.filter(pl.col("kind") == KIND_WORD)
+    return project(key_words, sys_tokens.filter(pl.col("kind") == KIND_WORD), to_key,
+                   key_text, sys_text)
+
+
+def text_difference(spec: RunSpec, source: Source, key_text: Text, sys_text: Text, at: int,
+                    mismatch: InputError) -> InputError:
+    """The error of a system whose text differs from the key's: the first differing
+    character, with its line, sentence and both strings."""
+    k, s = token_at(key_text, at), token_at(sys_text, at)
+    around = slice(max(0, at - 10), at + 10)
+    return InputError(
+        f"the text differs from the key's at character {at}: the system has "
+        f"'{sys_text.chars[around]}' where the key ({spec.key.path}:"
+        f"{int(key_text.token_line[k])}) has '{key_text.chars[around]}'; expected the key's "
+        f"words, or its text tokenised otherwise ({mismatch.message})", source.path,
+        int(sys_text.token_line[s]) if sys_text.token_line.size else None)
 
 
 def _ingest_signature(sha: str, fmt: str, role: str, key_sha: str | None) -> str:
@@ -127,11 +181,13 @@ def _ingest_signature(sha: str, fmt: str, role: str, key_sha: str | None) -> str
 
 
 def _live(stage: Staging, corpus: str, row: dict) -> Ingested:
-    """A file ingested by an earlier run, as the warehouse holds it."""
+    """A file ingested by an earlier run, as the warehouse holds it (the words a system
+    tokenised otherwise is compared on are its aligned words)."""
     part = partition(corpus, row["system"])
     mine = (pl.col("corpus") == corpus) & (pl.col("system") == row["system"])
+    words = "aligned" if row.get("alignment") == "characters" else "units"
     return Ingested(row["system"], row["sha256"], row["format"],
-                    stage.live_file("units", part), stage.live_file("sents", part),
+                    stage.live_file(words, part), stage.live_file("sents", part),
                     stage.read("systems", mine), stage.read("vocab", mine))
 
 
@@ -208,14 +264,21 @@ class CompareJob:
     pairs: list[tuple[int, int]] | None
     with_corpus: bool
     conll18: list[str]
+    #: systems tokenised otherwise (their words are the key's words aligned with theirs)
+    by_chars: list[str]
+    #: per system of the key's tokenisation: its tokens, sentences and words
+    segments: dict[str, tuple[int, int, int]]
+    #: the key's label columns that are ``_`` in every word
+    key_blank: set[str]
 
 
-def read_shard_words(path: str, shard: Shard) -> pl.DataFrame:
-    """The words of one shard (row groups outside the sentence range are skipped)."""
+def read_shard_words(path: str, shard: Shard, aligned: bool = False) -> pl.DataFrame:
+    """The words of one shard (row groups outside the sentence range are skipped); with
+    ``aligned``, from a system's aligned words, their ``aligned`` flag too."""
     return (pl.scan_parquet(path, glob=False)
             .filter((pl.col("kind") == KIND_WORD)
                     & pl.col("sent").is_between(shard.lo, shard.hi - 1))
-            .select(WORD_COLUMNS).collect())
+            .select(WORD_COLUMNS + ["aligned"] * aligned).collect())
 
 
 def shard_lengths(sents_path: str, shard: Shard) -> np.ndarray:
@@ -230,7 +293,8 @@ def shard_lengths(sents_path: str, shard: Shard) -> np.ndarray:
 def shard_compare(job: CompareJob, shard: Shard) -> dict:
     """Every additive count of one shard (each file read once), for every view setting."""
     key = read_shard_words(job.unit_paths[KEY_ID], shard)
-    words = {s: read_shard_words(job.unit_paths[s], shard) for s in job.systems}
+    words = {s: read_shard_words(job.unit_paths[s], shard, s in job.by_chars)
+             for s in job.systems}
     out: dict[Any, Any] = {}
     if job.conll18:
         out["conll18"] = {s: conll18.conll18_counts(key, words[s]) for s in job.conll18}
@@ -238,8 +302,22 @@ def shard_compare(job: CompareJob, shard: Shard) -> dict:
         key=apply_mapping(key, job.mappings.get("@key", {})),
         systems=[apply_mapping(words[s], job.mappings.get(s, {})) for s in job.systems],
         first_sent=shard.lo, n_sents=shard.hi - shard.lo,
-        sent_lengths=shard_lengths(job.sents_path, shard), fmt=job.fmt)
+        sent_lengths=shard_lengths(job.sents_path, shard), fmt=job.fmt,
+        aligned=aligned_matrix(job, words, key.height))
     out.update(tokens.shard_counts(mapped, job.views, job.vocab, job.pairs, job.with_corpus))
+    return out
+
+
+def aligned_matrix(job: CompareJob, words: dict[str, pl.DataFrame], n_words: int
+                   ) -> np.ndarray | None:
+    """(systems, words): which key words each system has a word aligned with (None when
+    every system has the key's tokenisation)."""
+    if not job.by_chars:
+        return None
+    out = np.ones((len(job.systems), n_words), bool)
+    for i, s in enumerate(job.systems):
+        if s in job.by_chars:
+            out[i] = words[s]["aligned"].to_numpy()
     return out
 
 
@@ -336,14 +414,20 @@ def compare_tokens(spec: RunSpec, stage: Staging, ingested: dict[str, Ingested])
     key_sents = pl.read_parquet(sents_path, columns=["sent", "doc"], glob=False)
     shards = plan_shards(key_sents, spec.shard_sents)
     index = {s: i for i, s in enumerate(systems)}
+    by_chars = rows.filter(pl.col("alignment") == "characters")["system"].to_list()
     job = CompareJob(
         systems=systems,
-        unit_paths={s: _path(stage, "units", corpus, s) for s in [KEY_ID, *systems]},
+        unit_paths={s: _path(stage, "aligned" if s in by_chars else "units", corpus, s)
+                    for s in [KEY_ID, *systems]},
         sents_path=sents_path, fmt=key_row["format"], views=views,
         vocab=vocab_from_counts(vocab_rows, spec.mappings),
         mappings={k: dict(v) for k, v in spec.mappings.items()},
         pairs=[(index[a], index[b]) for a, b in todo_pairs], with_corpus=todo_all,
-        conll18=todo_sys if spec.task == "dep" else [])
+        conll18=[s for s in todo_sys if s not in by_chars],
+        by_chars=by_chars,
+        segments={s: (n_tok, n_sent, n_word) for s, n_tok, n_sent, n_word in rows.select(
+            "system", "n_tokens", "n_sents", "n_units").rows() if s not in by_chars},
+        key_blank=_absent_columns(vocab_rows).get(KEY_ID, set()))
     blocks = pair_blocks(job.pairs, PAIRS_PER_BLOCK)
     with PairWriter(stage, corpus, todo_pairs, pair_sig) as pair_out, \
             progress("compare", len(shards) * len(blocks)) as tick:
@@ -390,8 +474,20 @@ class Outputs:
     def _tag(self, df: pl.DataFrame, view: str, punct: bool) -> pl.DataFrame:
         return df.with_columns(
             pl.lit(self.corpus).alias("corpus"), pl.lit(view).alias("view"),
-            pl.lit(punct).alias("punct"),
-            pl.lit(options_string(view, punct, self.spec.mappings)).alias("options"))
+            pl.lit(punct).alias("punct"), options=self._options(df, view, punct))
+
+    def _options(self, df: pl.DataFrame, view: str, punct: bool) -> pl.Expr:
+        """The options of each row; ``align:characters`` in those of a system tokenised
+        otherwise (of a pair with one; of every row of a table over all systems)."""
+        plain = options_string(view, punct, self.spec.mappings)
+        chars = self.job.by_chars
+        if not chars:
+            return pl.lit(plain)
+        aligned = plain.replace("|map:", "|align:characters|map:", 1)
+        named = [c for c in ("system", "sys1", "sys2") if c in df.columns]
+        touched = (pl.any_horizontal(pl.col(c).is_in(chars) for c in named) if named
+                   else pl.lit(True))
+        return pl.when(touched).then(pl.lit(aligned)).otherwise(pl.lit(plain))
 
     def table(self, name: str) -> pl.DataFrame:
         frames = self.tables.get(name, [])
@@ -412,7 +508,10 @@ class Outputs:
 
     def conll18(self, sigs: dict[str, str]) -> None:
         for s, counts in self.acc["conll18"].items():
-            df = counts.join(conll18.conll18_scores(counts), on="metric").with_columns(
+            counts = pl.concat([conll18.segment_counts(*self.job.segments[s]), counts],
+                               how="vertical_relaxed")
+            df = conll18.task_rows(counts.join(conll18.conll18_scores(counts), on="metric"),
+                                   self.spec.task, self.job.key_blank).with_columns(
                 pl.lit(self.corpus).alias("corpus"), pl.lit(s).alias("system"))
             self.stage.write("conll18", partition(self.corpus, s), sigs[s], df)
 

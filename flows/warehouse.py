@@ -69,7 +69,7 @@ def crash_point(name: str) -> None:
 
 #: Bumped when the shape or the meaning of stored partitions changes: a partition written by
 #: an older sysdiff has another signature and is recomputed by the next run.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 
 def signature(*parts: object) -> str:
@@ -106,9 +106,11 @@ def input_sha256(path: str | Path) -> str:
 
 
 def systems_row(spec: RunSpec, source: Source, role: str, sha: str, fmt: str, n_docs: int,
-                n_sents: int, n_units: int) -> pl.DataFrame:
+                n_sents: int, n_units: int, n_tokens: int | None = None,
+                alignment: str | None = None) -> pl.DataFrame:
     """The ``systems`` table's row of one ingested file (the key's id is ``__key__``), with
-    the file's size and modification time."""
+    the file's size and modification time; ``n_tokens`` and ``alignment`` only for token
+    tasks (null otherwise)."""
     stat = Path(source.path).stat()
     return pl.DataFrame([{
         "corpus": spec.corpus, "system": source.id, "version": source.version,
@@ -116,7 +118,8 @@ def systems_row(spec: RunSpec, source: Source, role: str, sha: str, fmt: str, n_
         "path": str(Path(source.path).absolute()), "sha256": sha, "n_docs": n_docs,
         "n_sents": n_sents, "n_units": n_units, "ingested_at": dt.datetime.now(dt.UTC),
         "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
-    }])
+        "n_tokens": n_tokens, "alignment": alignment,
+    }], schema_overrides={"n_tokens": pl.Int64, "alignment": pl.String})
 
 
 def known_inputs(stage: Staging, corpus: str) -> dict[str, dict]:

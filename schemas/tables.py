@@ -26,6 +26,18 @@ TOKEN_TABLES: dict[str, pa.Schema] = {
         ("corpus", S), ("system", S), ("version", S), ("task", S), ("role", S), ("format", S),
         ("path", S), ("sha256", S), ("n_docs", I64), ("n_sents", I64), ("n_units", I64),
         ("ingested_at", pa.timestamp("us", tz="UTC")), ("size", I64), ("mtime_ns", I64),
+        ("n_tokens", I64), ("alignment", S),
+    ),
+    # A system tokenised otherwise than the key (``systems.alignment = 'characters'``): its
+    # words aligned with the key's on the characters of the text (METRICS 4), in the key's
+    # order: one row per key word with the aligned system word's labels (``<unaligned>``
+    # and ``aligned`` false when none), its HEAD in the key's numbering (-2: the word is not
+    # aligned, -3: its head is not, -4 - n: the head is key word n of another sentence), and
+    # where the system word is in the system's own file (``sys_sent``, ``sys_id``).
+    "aligned": _schema(
+        ("corpus", S), ("system", S), ("sent", I32), ("id", I32), ("kind", pa.int8()),
+        ("form", S), ("lemma", S), ("upos", S), ("xpos", S), ("feats", S), ("head", I32),
+        ("deprel", S), ("aligned", B), ("sys_sent", I32), ("sys_id", I32),
     ),
     "units": _schema(
         ("corpus", S), ("system", S), ("sent", I32), ("id", I32), ("token_id", S),
@@ -53,7 +65,7 @@ TOKEN_TABLES: dict[str, pa.Schema] = {
         *VIEW_KEYS, ("sys1", S), ("sys2", S), ("n_units", I64), ("n_diff", I64),
         ("corrections", I64), ("new_errors", I64), ("changed_errors", I64), ("diff", F64),
         ("delta_acc", F64), ("mcnemar_p", F64), ("ar_p", F64), ("diff_head_only", I64),
-        ("diff_label_only", I64), ("diff_both", I64), ("options", S),
+        ("diff_label_only", I64), ("diff_both", I64), ("seg_diff", I64), ("options", S),
     ),
     "changes": _schema(
         *VIEW_KEYS, ("sys1", S), ("sys2", S), ("class", S), ("gold", S), ("l1", S), ("l2", S),
@@ -87,6 +99,9 @@ TOKEN_TABLES: dict[str, pa.Schema] = {
         ("corpus", S), ("system", S), ("metric", S), ("correct", I64), ("gold_total", I64),
         ("system_total", I64), ("aligned_total", I64), ("precision", F64), ("recall", F64),
         ("f1", F64), ("aligned_accuracy", F64),
+        # false: a column the metric compares is '_' in every key word; the row is what the
+        # official script prints, but it measures nothing (not shown by ``show conll18``)
+        ("key_data", B),
     ),
 }
 

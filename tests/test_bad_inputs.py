@@ -120,16 +120,26 @@ MISMATCHES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(CASES) + sorted(MISMATCHES))
+# The word check's findings above, as ``run`` reports them when the text (non-space
+# characters) differs too: at the line of the system's first differing character. A merged
+# or split word with the same text is aligned on the characters (tests/test_alignment.py).
+TEXT_LINES = {"more_sentences": 14, "fewer_sentences": None, "form_differs": 4,
+              "word_missing": 8}
+
+
+@pytest.mark.parametrize("case", sorted(CASES) + sorted(TEXT_LINES))
 def test_bad_system_file(case, populated, cli):
-    """A bad file, or one that does not match the key: one line, exit 2, nothing written."""
+    """A bad file, or one whose text differs from the key's: one line, exit 2, nothing
+    written."""
     tmp, key = populated
-    content, phrase, line = {**CASES, **MISMATCHES}[case]
+    content, phrase, line = CASES[case] if case in CASES else (
+        *MISMATCHES[case][:2], TEXT_LINES[case])
     bad = write(tmp, case, content)
     before = snapshot(tmp / "wh")
     code, out, err = cli("run", "--key", str(key), "--system", f"b={bad}", "--corpus", "c",
                          "-w", str(tmp / "wh"))
     assert_one_line_error(code, out, err, bad, phrase, line)
+    assert (case in TEXT_LINES) == ("the text differs from the key's at character" in err)
     assert snapshot(tmp / "wh") == before
 
 

@@ -19,8 +19,9 @@ UNL = REPO / "data" / "unl"
 
 def merged_word(src: Path, dst: Path) -> tuple[Path, int]:
     """``src`` with the first two words of its first sentence without multiword tokens
-    merged into one (``a`` + ``b`` -> ``ab``), IDs and heads renumbered; returns the file
-    and the line of the merged word."""
+    merged into one with a stray character (``a`` + ``b`` -> ``abx``: its text differs from
+    the key's, so it cannot be aligned), IDs and heads renumbered; returns the file and the
+    line of the merged word."""
     blocks = src.read_text(encoding="utf-8").split("\n\n")
     k = next(k for k, b in enumerate(blocks) if k and not any(
         "-" in t.split("\t")[0] or "." in t.split("\t")[0]
@@ -28,7 +29,7 @@ def merged_word(src: Path, dst: Path) -> tuple[Path, int]:
     lines = blocks[k].split("\n")
     rows = [i for i, t in enumerate(lines) if t and not t.startswith("#")]
     first, second = lines[rows[0]].split("\t"), lines[rows[1]].split("\t")
-    first[1] += second[1]
+    first[1] += second[1] + "x"
     lines[rows[0]] = "\t".join(first)
     del lines[rows[1]]
     for i in rows[:1] + [r - 1 for r in rows[2:]]:
@@ -78,8 +79,8 @@ def test_keep_going_commits_the_valid_systems(files, tmp_path, cli):
     assert f"{files['empty']}: file is empty" in by_name["empty"]
     assert f"{files['missing']}: no such file" in by_name["gone"]
     merged = by_name["merged"]
-    assert f"{files['merged']}:{files['merged_line']}: sentence " in merged
-    assert "a word is missing (a merged word?)" in merged
+    assert f"{files['merged']}:{files['merged_line']}: the text differs" in merged
+    assert "the text differs from the key's at character" in merged
     assert query(root, "select distinct system from scores")["system"].to_list() == ["good"]
     assert "good" in out  # the summary of what was evaluated
 
@@ -148,7 +149,7 @@ def test_serve_skips_bad_corpora_and_files(files, tmp_path, cli):
     assert any(f"{watch / 'seq' / 'systems' / 'a b.conllu'}: skipped: invalid system name "
                "'a b'" in x for x in lines)
     assert any("system 'empty' skipped: " in x and "file is empty" in x for x in lines)
-    assert any("system 'merged' skipped: " in x and "a merged word" in x for x in lines)
+    assert any("system 'merged' skipped: " in x and "the text differs" in x for x in lines)
     assert any("corpus 'bad name' skipped: invalid corpus name 'bad name'" in x for x in lines)
     assert any("corpus 'seq3' skipped: " in x and "'ar_trials' must be a positive integer"
                in x for x in lines)

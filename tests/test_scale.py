@@ -10,6 +10,7 @@ import pytest
 from sysdiff.flows.warehouse import read_manifest, read_table
 from sysdiff.schemas.tables import TOKEN_TABLES
 from tests.conftest import SEQUOIA
+from tests.retokenise import retokenise
 
 FILES = {"a": "fr_core_news_sm-3.8.0.conllu", "b": "seqsm_local-ud2.16.conllu",
          "c": "fr_core_news_md-3.8.0.conllu"}
@@ -24,10 +25,12 @@ def first_sentences(src: Path, dst: Path, n: int) -> Path:
 
 
 def sample(tmp: Path, n_sentences: int) -> dict[str, Path]:
-    """The key and three systems of the bundled sample, cut to their first sentences."""
+    """The key and three systems of the bundled sample, cut to their first sentences, and
+    a fourth tokenised otherwise (aligned on the characters)."""
     files = {"key": first_sentences(SEQUOIA / "key.conllu", tmp / "key.conllu", n_sentences)}
     for name, f in FILES.items():
         files[name] = first_sentences(SEQUOIA / f, tmp / f, n_sentences)
+    files["r"] = retokenise(files["c"], tmp / "r.conllu", split_rate=0.05)
     return files
 
 

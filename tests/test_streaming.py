@@ -154,7 +154,7 @@ def test_streamed_ingest_reports_a_late_mismatch(tmp_path, cli, monkeypatch):
     code, _, err = cli("run", "--key", str(key), "--system", f"a={bad}", "--corpus", "c",
                        "--task", "pos", "-w", str(tmp_path / "wh"))
     assert code == 2
-    assert f"{bad}:{row + 1}: sentence " in err and f"form '{cols[1]}x' differs" in err
+    assert f"{bad}:{row + 1}: the text differs" in err and f"form '{cols[1]}x' differs" in err
     assert not (tmp_path / "wh").exists()
 
 

@@ -1,8 +1,12 @@
 """The CoNLL 2018 UD shared-task metrics, as the official ``conll18_ud_eval.py`` (v1.2) scores
-identically tokenised key and system words.
+key and system words.
 
 With the same words on both sides every word is aligned, so the script's "aligned parent word"
-is the equal HEAD index (root = 0) and its aligned functional child is the equal word ID.
+is the equal HEAD index (root = 0) and its aligned functional child is the equal word ID:
+``conll18_counts`` (additive over sentence shards). With another tokenisation the words are
+aligned on the characters of the text first (:mod:`sysdiff.transforms.alignment`), and
+``aligned_counts`` maps each system word's head and children through that alignment, as the
+script does; Tokens, Sentences and Words are then below 100.
 Punctuation is counted; DEPREL is compared without its subtype (``obl:arg`` = ``obl``); FEATS
 keeps only the universal features, sorted. A gold lemma ``_`` matches any system lemma.
 CLAS, MLAS and BLEX count content words only: recall over the key's, precision over the
@@ -13,9 +17,11 @@ Counts come first (additive over sentence shards), scores last, as in the offici
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from sysdiff.schemas.errors import InputError
+from sysdiff.transforms.alignment import Text, span_matches
 
 # The official script's relation and feature sets.
 CONTENT_DEPRELS = (
@@ -30,9 +36,30 @@ UNIVERSAL_FEATURES = (
     "Polarity", "Person", "Polite",
 )  # fmt: skip
 
+SEGMENT_METRICS = ("Tokens", "Sentences", "Words")
 WORD_METRICS = ("UPOS", "XPOS", "UFeats", "AllTags", "Lemmas", "UAS", "LAS")
 CONTENT_METRICS = ("CLAS", "MLAS", "BLEX")
 METRICS = WORD_METRICS + CONTENT_METRICS
+#: The metrics a task reports: a tagger has no tree (no UAS ... BLEX).
+TASK_METRICS = {"dep": SEGMENT_METRICS + METRICS,
+                "pos": SEGMENT_METRICS + ("UPOS", "XPOS", "UFeats", "AllTags", "Lemmas")}
+
+
+#: The key columns each metric compares.
+METRIC_COLUMNS = {
+    "Tokens": (), "Sentences": (), "Words": (), "UPOS": ("upos",), "XPOS": ("xpos",),
+    "UFeats": ("feats",), "AllTags": ("upos", "xpos", "feats"), "Lemmas": ("lemma",),
+    "UAS": ("head",), "LAS": ("head", "deprel"), "CLAS": ("head", "deprel"),
+    "MLAS": ("head", "deprel", "upos", "feats"), "BLEX": ("head", "deprel", "lemma"),
+}
+
+
+def task_rows(scores: pl.DataFrame, task: str, key_blank: set[str]) -> pl.DataFrame:
+    """The rows of the metrics ``task`` reports, each with ``key_data``: false when a column
+    it compares is ``_`` in every key word (``key_blank``)."""
+    blank = [m for m, cols in METRIC_COLUMNS.items() if set(cols) & key_blank]
+    return scores.filter(pl.col("metric").is_in(TASK_METRICS[task])).with_columns(
+        key_data=~pl.col("metric").is_in(blank))
 COUNT_COLUMNS = ("correct", "gold_total", "system_total", "aligned_total")
 
 _UNIT_COLUMNS = ("sent", "id", "head", "lemma", "upos", "xpos", "feats", "deprel")
@@ -177,6 +204,92 @@ def conll18_counts(key: pl.DataFrame, system: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def segment_counts(n_tokens: int, n_sents: int, n_words: int) -> pl.DataFrame:
+    """Tokens, Sentences and Words of a system with the key's tokenisation: all correct."""
+    totals = (n_tokens, n_sents, n_words)
+    return pl.DataFrame({"metric": list(SEGMENT_METRICS), "correct": totals,
+                         "gold_total": totals, "system_total": totals,
+                         "aligned_total": [None] * 3},
+                        schema={"metric": pl.String, **dict.fromkeys(COUNT_COLUMNS, pl.Int64)})
+
+
+def _words(units: pl.DataFrame) -> pl.DataFrame:
+    """The words of a file in order, with ``parent``: the index of the head word (-1 root,
+    -2 no head) and the normalised columns the metrics compare."""
+    words = units.filter(pl.col("kind") == 0).with_row_index("i").with_columns(
+        pl.col("i").cast(pl.Int64))
+    parent = (pl.when(pl.col("head").is_null()).then(-2).when(pl.col("head") == 0).then(-1)
+              .otherwise(pl.col("i") - pl.col("id") + pl.col("head")))
+    return (_normalised(words.select(_UNIT_COLUMNS)).collect()
+            .with_columns(i=words["i"], parent=words.select(parent.cast(pl.Int64))[:, 0]))
+
+
+def aligned_counts(key_units: pl.DataFrame, sys_units: pl.DataFrame, to_key: np.ndarray,
+                   key_text: Text, sys_text: Text) -> pl.DataFrame:
+    """Counts of every metric (Tokens ... BLEX) of a system aligned with the key on the
+    characters: ``to_key[s]`` is the key word aligned with system word s (-1: none)."""
+    gold, system = _words(key_units), _words(sys_units)
+    pairs = np.flatnonzero(to_key >= 0)
+    g_idx = to_key[pairs]
+    g = gold[g_idx]
+    s = system[pairs]
+    s_parent = s["parent"].to_numpy()
+    mapped = np.where(s_parent == -1, -1, np.where(s_parent < 0, -3, to_key[np.maximum(
+        s_parent, 0)]))
+    mapped = np.where((s_parent >= 0) & (mapped < 0), -4, mapped)  # head not aligned
+    children_ok = ~np.isin(g_idx, _children_mismatch_aligned(gold, system, to_key))
+    cmp = pl.DataFrame({
+        "UPOS": (g["upos"] == s["upos"]).to_numpy(),
+        "XPOS": (g["xpos"] == s["xpos"]).to_numpy(),
+        "UFeats": (g["ufeats"] == s["ufeats"]).to_numpy(),
+        "Lemmas": ((g["lemma"] == "_") | (g["lemma"] == s["lemma"])).to_numpy(),
+        "UAS": mapped == g["parent"].to_numpy(),
+        "same_deprel": (g["udeprel"] == s["udeprel"]).to_numpy(),
+        "content": g["content"].to_numpy(), "children_ok": children_ok,
+    }).with_columns(pl.exclude("content", "children_ok").fill_null(False)).with_columns(
+        AllTags=pl.col("UPOS") & pl.col("XPOS") & pl.col("UFeats"),
+        LAS=pl.col("UAS") & pl.col("same_deprel"),
+    ).with_columns(CLAS=pl.col("LAS") & pl.col("content")).with_columns(
+        MLAS=pl.col("CLAS") & pl.col("UPOS") & pl.col("UFeats") & pl.col("children_ok"),
+        BLEX=pl.col("CLAS") & pl.col("Lemmas"))
+    correct = cmp.select(pl.col(*METRICS).sum()).row(0, named=True)
+    n_aligned, aligned_content = pairs.size, int(cmp["content"].sum())
+    gold_content, sys_content = int(gold["content"].sum()), int(system["content"].sum())
+    rows = [
+        ("Tokens", span_matches(key_text.token_start, key_text.token_end,
+                                sys_text.token_start, sys_text.token_end),
+         key_text.token_start.size, sys_text.token_start.size, None),
+        ("Sentences", span_matches(key_text.sent_start, key_text.sent_end,
+                                   sys_text.sent_start, sys_text.sent_end),
+         key_text.sent_start.size, sys_text.sent_start.size, None),
+        ("Words", n_aligned, gold.height, system.height, None),
+    ]
+    rows += [(m, correct[m], gold.height, system.height, n_aligned) for m in WORD_METRICS]
+    rows += [(m, correct[m], gold_content, sys_content, aligned_content)
+             for m in CONTENT_METRICS]
+    return pl.DataFrame(rows, schema={"metric": pl.String, **dict.fromkeys(COUNT_COLUMNS,
+                                                                          pl.Int64)},
+                        orient="row")
+
+
+def _children_mismatch_aligned(gold: pl.DataFrame, system: pl.DataFrame,
+                               to_key: np.ndarray) -> np.ndarray:
+    """Key words whose functional children differ from their aligned system word's: the
+    system's children mapped into key words (an unaligned child matches nothing)."""
+    cols = ["parent", "child", "udeprel", "upos", "ufeats"]
+    g = gold.filter(pl.col("functional") & (pl.col("parent") >= 0)).select(
+        "parent", pl.col("i").alias("child"), "udeprel", "upos", "ufeats")
+    s = system.filter(pl.col("functional") & (pl.col("parent") >= 0))
+    parent = to_key[s["parent"].to_numpy()]
+    child = to_key[s["i"].to_numpy()]
+    s = s.select(pl.Series("parent", parent), pl.Series("child", np.where(child < 0, -9,
+                                                                          child)),
+                 "udeprel", "upos", "ufeats").filter(pl.col("parent") >= 0)
+    one_sided = pl.concat([g.join(s, on=cols, how="anti", nulls_equal=True),
+                           s.join(g, on=cols, how="anti", nulls_equal=True)])
+    return one_sided["parent"].unique().to_numpy()
+
+
 def _ratio(numerator: pl.Expr, denominator: pl.Expr) -> pl.Expr:
     """numerator / denominator, 0.0 when the denominator is 0 (as the official script)."""
     return pl.when(denominator > 0).then(numerator / denominator).otherwise(0.0)
@@ -186,14 +299,17 @@ def conll18_scores(counts: pl.DataFrame) -> pl.DataFrame:
     """``metric, precision, recall, f1, aligned_accuracy`` from counts, summed per metric first
     (so ``counts`` may hold one block per shard)."""
     c, g, s = pl.col("correct"), pl.col("gold_total"), pl.col("system_total")
+    aligned = pl.col("aligned_total")
     return (
         counts.group_by("metric", maintain_order=True)
-        .agg(pl.col(COUNT_COLUMNS).sum())
+        .agg(pl.col(COUNT_COLUMNS[:3]).sum(),
+             pl.when(aligned.is_not_null().any()).then(aligned.sum()).alias("aligned_total"))
         .select(
             "metric",
             precision=_ratio(c, s),
             recall=_ratio(c, g),
             f1=_ratio(2 * c, s + g),
-            aligned_accuracy=_ratio(c, pl.col("aligned_total")),
+            # Tokens, Sentences and Words have none (the official script leaves it blank)
+            aligned_accuracy=pl.when(aligned.is_not_null()).then(_ratio(c, aligned)),
         )
     )

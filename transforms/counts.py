@@ -72,10 +72,12 @@ class PairCounts:
     cells: list[Sparse]  # per pair: ((cls * G + gold) * L + l_i) * L + l_j
     sent_diffs: list[Sparse]  # per pair: d + offset -> sentences (d = correct_j - correct_i)
     buckets: dict[str, np.ndarray]  # name -> (P, 3, K) class counts per bucket
+    segmentation: np.ndarray  # (P,) units aligned in one system of the pair only
 
     def merge(self, other: PairCounts) -> PairCounts:
         self.n_units += other.n_units
         self.classes += other.classes
+        self.segmentation += other.segmentation
         if self.decomposition is not None:
             self.decomposition += other.decomposition
         for mine, theirs in zip(self.cells + self.sent_diffs, other.cells + other.sent_diffs,

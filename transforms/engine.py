@@ -62,7 +62,9 @@ class LabelMatrix:
     - ``buckets``: partitions of the units for per-bucket scores and change classes;
     - ``present``/``in_key``: when units are the union of the key's and the responses'
       (coreference mentions), a pair's units are those in the key or in either response
-      (a unit outside both agrees by construction, so only the pair's unit count needs it).
+      (a unit outside both agrees by construction, so only the pair's unit count needs it);
+    - ``aligned``: whether each system has a word aligned with the unit (systems tokenised
+      otherwise than the key): a pair counts the units segmented differently.
 
     Two systems that both get a unit right agree on it (their values are equal).
     """
@@ -79,6 +81,7 @@ class LabelMatrix:
     buckets: tuple[Bucketing, ...] = ()
     present: np.ndarray | None = None
     in_key: np.ndarray | None = None
+    aligned: np.ndarray | None = None
 
     @property
     def n_systems(self) -> int:
@@ -97,7 +100,8 @@ class LabelMatrix:
             buckets=tuple(b if b.per_sentence else replace(b, codes=b.codes[mask])
                           for b in self.buckets),
             present=None if self.present is None else self.present[:, mask],
-            in_key=None if self.in_key is None else self.in_key[mask])
+            in_key=None if self.in_key is None else self.in_key[mask],
+            aligned=None if self.aligned is None else self.aligned[:, mask])
 
     def pair_units(self, i: int, j: int) -> np.ndarray | None:
         """The units of pair (i, j) as a mask, or None when every unit counts."""
@@ -158,6 +162,7 @@ def pair_counts(m: LabelMatrix, pairs: Sequence[tuple[int, int]],
     gold = m.gold.astype(key_type) * (l_n * l_n)
     classes = np.zeros((p_n, 4), np.int64)
     decomposition = np.zeros((p_n, 3), np.int64) if m.head is not None else None
+    segmentation = np.zeros(p_n, np.int64)
     buckets = {b.name: np.zeros((p_n, 3, b.n), np.int64) for b in m.buckets}
     unit_codes = {b.name: (b.codes[m.sent] if b.per_sentence else b.codes)
                   .astype(smallest_uint(3 * b.n)) for b in m.buckets}
@@ -187,6 +192,8 @@ def pair_counts(m: LabelMatrix, pairs: Sequence[tuple[int, int]],
         for b in m.buckets:
             buckets[b.name][p] = np.bincount(cls * np.uint8(b.n) + unit_codes[b.name][idx],
                                              minlength=3 * b.n).reshape(3, b.n)
+        if m.aligned is not None:
+            segmentation[p] = np.count_nonzero(m.aligned[i] != m.aligned[j])
         if decomposition is not None:
             same_label = m.display[i, idx] == m.display[j, idx]
             same_head = m.head[i, idx] == m.head[j, idx]
@@ -196,7 +203,8 @@ def pair_counts(m: LabelMatrix, pairs: Sequence[tuple[int, int]],
     units = np.full(p_n, n_units, np.int64)
     if m.present is not None:
         units = np.array([np.count_nonzero(m.pair_units(i, j)) for i, j in pairs], np.int64)
-    return PairCounts(list(pairs), units, classes, decomposition, cells, sent_diffs, buckets)
+    return PairCounts(list(pairs), units, classes, decomposition, cells, sent_diffs, buckets,
+                      segmentation)
 
 
 def _sentence_differences(d: np.ndarray, longest: int) -> Sparse:

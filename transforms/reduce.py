@@ -94,6 +94,7 @@ def pair_rows(pc: PairCounts, names: Sequence[str], correct: np.ndarray, n_units
         "diff": np.tile(ratio(n_diff, pc.n_units), 2),
         "delta_acc": np.concatenate([acc[j] - acc[i], acc[i] - acc[j]]),
         "mcnemar_p": np.tile(mcnemar, 2), "ar_p": np.tile(ar, 2),
+        "seg_diff": np.tile(pc.segmentation, 2),
     }
     for k, name in enumerate(("diff_head_only", "diff_label_only", "diff_both")):
         cols[name] = (np.tile(decomposition[:, k], 2) if decomposition is not None

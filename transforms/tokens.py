@@ -110,6 +110,9 @@ class ShardWords:
     n_sents: int  # sentences of the shard
     sent_lengths: np.ndarray  # words per sentence of the shard
     fmt: str
+    #: (systems, words): the system has a word aligned with the key word; None when every
+    #: system has the key's tokenisation
+    aligned: np.ndarray | None = None
 
     @property
     def sent(self) -> np.ndarray:
@@ -144,7 +147,7 @@ def view_matrix(name: str, words: ShardWords, vocab: Vocab) -> LabelMatrix:
         values=sys_values, correct=sys_values == values[0][None, :], display=stack(display),
         gold=display[0], n_labels=n_labels, n_groups=n_labels, sent=sent,
         n_sents=words.n_sents, head=stack(heads) if v.columns == ("head", v.label) else None,
-        buckets=tuple(buckets))
+        buckets=tuple(buckets), aligned=words.aligned)
 
 
 def _pair_codes(heads: Sequence[np.ndarray], labels: Sequence[np.ndarray], n_labels: int

@@ -154,11 +154,13 @@ def steps_html(rows: pl.DataFrame) -> str:
 
 
 def history_html(read: Read, corpus: str, tables: set[str], skip: list[str] = ()) -> str:
-    """The version-history section of a corpus, or '' without history rows; views in
-    ``skip`` (no data in the key) are left out."""
+    """The version-history section of a corpus, or '' when no NAME has two versions;
+    views in ``skip`` (no data in the key) are left out."""
     rows = S.history_rows(load_history(read, corpus, tables))
     if rows.height and skip:
         rows = rows.filter(~pl.col("view").is_in(list(skip)))
+    if rows.height:
+        rows = rows.filter(pl.len().over("task", "view", "name") > 1)
     if rows.is_empty():
         return ""
     rank = {v: i for i, v in enumerate(VIEWS)}

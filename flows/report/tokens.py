@@ -58,7 +58,9 @@ def scores_html(board: pl.DataFrame, score: str) -> str:
 
 
 def pairs_html(df: pl.DataFrame, numbered: bool = False) -> str:
-    """Pairs S1 -> S2 with diff, change classes, Δacc and both tests."""
+    """Pairs S1 -> S2 with diff, change classes, Δacc and both tests (and the key words
+    segmented differently when a system is tokenised otherwise)."""
+    segmented = "seg_diff" in df.columns and bool((df["seg_diff"].fill_null(0) > 0).any())
     rows = []
     for i, r in enumerate(df.iter_rows(named=True)):
         d = max(r["n_diff"], 1)
@@ -68,9 +70,11 @@ def pairs_html(df: pl.DataFrame, numbered: bool = False) -> str:
             td(f"{r['n_diff']}/{r['n_units']}"),
             *(td(f"{r[cls_col(c)]} ({pct(r[cls_col(c)] / d, 1)}%)", c) for c in CLASSES),
             td(points(r["delta_acc"])), td(p_value(r["mcnemar_p"])), td(p_value(r["ar_p"])),
+            *([td(str(r["seg_diff"]))] if segmented else []),
         ])
     head = [*(["#"] if numbered else []), "S1", "S2", "diff %", "differing", "corrections",
-            "new errors", "changed errors", "Δacc (points)", "McNemar p", "AR p"]
+            "new errors", "changed errors", "Δacc (points)", "McNemar p", "AR p",
+            *(["segmented differently"] if segmented else [])]
     return table_html(head, rows, cls="pairs", left=0,
                       left_cols=(1, 2) if numbered else (0, 1))
 

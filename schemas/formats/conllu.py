@@ -657,6 +657,19 @@ class WordCheck:
 
     def finish(self) -> None:
         """Raise the first difference from the key, if any."""
+        error = self.difference()
+        if error is not None:
+            raise error
+
+    def difference(self) -> InputError | None:
+        """The first difference from the key (as an error to raise), or None."""
+        try:
+            self._check()
+        except InputError as e:
+            return e
+        return None
+
+    def _check(self) -> None:
         n = np.concatenate(self.n_words) if self.n_words else np.zeros(0, np.int32)
         lines = np.concatenate(self.lines) if self.lines else np.zeros(0, np.int32)
         k = self.key_n.size
