@@ -1,30 +1,53 @@
-"""Benchmark: UNLization scoring end to end on a synthetic corpus.
+"""Benchmark: UNLization at scale, files in -> tables out (issue 13 item 4).
 
-Builds an expected UNL document of N sentences (graphs of 5-30 relations with constraint
+Writes an expected UNL document of N sentences (graphs of 5-30 relations with constraint
 lists, node ids, scopes and attributes) and an actual document with controlled perturbations
 (relabelled relations, replaced UWs, added/dropped attributes, dropped relations, natural-
-language words, disconnected graphs, unparsable lines). Each run reads both texts
-(``read_unl``), scores them (``score_unlization``) and computes corpus scores (``unl_scores``).
-Reports sentences per second, median over the runs.
+language words, disconnected graphs, unparsable lines), then times, each in a fresh process
+(so that its peak RSS is its own):
 
-    python benchmarks/unl.py --sentences 100000 --runs 3
+- ``new``: the reader and scorer of the package as the flow runs them, without Prefect
+  (timed after the imports, as ``old``):
+  index both files, align, parse and score shard by shard (``--shard-sents``, on as many
+  threads as the flow's task runner), concatenate, corpus scores;
+- ``old``: the reader and scorer as they were before (``benchmarks/unl_baseline.py``, kept
+  only for this): ``read_unl`` both files, ``score_unlization``, ``unl_scores``;
+- ``run``: the whole ``sysdiff run --task unl`` (Prefect flow, Parquet warehouse), timed from
+  the start of the process, imports included; its peak RSS is the sysdiff process
+  (Prefect's temporary server, if one is started, is another process);
+- ``fixed``: ``sysdiff run --task unl`` of a one-sentence corpus (the run's fixed cost).
+
+Prints the median over ``--runs`` runs of each and the median peak RSS, and the speed-up of
+``new`` over ``old`` at the sizes where both ran (``--old-sizes``) in the same invocation::
+
+    python benchmarks/unl.py --sizes 10k,100k,1M --runs 3 --old-sizes 10k
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import resource
+import shutil
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
-from sysdiff.schemas.formats.unl import read_unl
-from sysdiff.transforms.unl import score_unlization, unl_scores
+START = time.perf_counter()
+ROOT = Path(__file__).resolve().parents[1]
 
 LABELS = ["agt", "obj", "aoj", "mod", "plc", "tim", "man", "ins", "ben", "gol", "src", "pur"]
 HEADS = [f"concept{k}" for k in range(400)] + [f"to act {k}" for k in range(100)]
 CONSTRAINTS = ["icl>thing", "icl>do,agt>thing,obj>thing", "equ>other", "iof>person", "icl>be"]
 ATTRS = ["@past", "@pl", "@def", "@indef", "@entry", "@not", "@future", "@1"]
+
+
+# ------------------------------------------------------------------------------- data
 
 
 def make_graph(rng: random.Random) -> list[list]:
@@ -93,52 +116,212 @@ def perturb(rels: list[list], rng: random.Random) -> str:
     return graph_text(rels)
 
 
-def make_corpus(n: int, seed: int) -> tuple[str, str]:
+def sentence_pairs(n: int, seed: int):
+    """(expected block, actual block) of each sentence."""
     rng = random.Random(seed)
-    exp, act = [], []
     for k in range(n):
         g = make_graph(rng)
         head = f"[S:{k + 1}]\n{{org:en}}\nsentence {k + 1}\n{{/org}}\n{{unl}}\n"
-        exp.append(head + graph_text(g) + "\n{/unl}\n[/S]\n")
-        act.append(head + perturb(g, rng) + "\n{/unl}\n[/S]\n")
+        yield (head + graph_text(g) + "\n{/unl}\n[/S]\n",
+               head + perturb(g, rng) + "\n{/unl}\n[/S]\n")
+
+
+def make_corpus(n: int, seed: int) -> tuple[str, str]:
+    """The two documents as texts (small sizes; tests and quick checks)."""
+    exp, act = zip(*sentence_pairs(n, seed), strict=True) if n else ((), ())
     return "[D]\n" + "".join(exp) + "[/D]\n", "[D]\n" + "".join(act) + "[/D]\n"
 
 
-def run_once(expected: str, actual: str) -> dict[str, float]:
-    t0 = time.perf_counter()
-    e, a = read_unl(expected), read_unl(actual)
-    t1 = time.perf_counter()
-    sentences = score_unlization(e, a)
-    scores = unl_scores(sentences)
-    t2 = time.perf_counter()
-    return {"read_s": t1 - t0, "score_s": t2 - t1, "total_s": t2 - t0,
-            "f1": scores["f1"].item(), "n": sentences.height}  # fmt: skip
+def write_corpus(folder: Path, n: int, seed: int) -> tuple[Path, Path]:
+    """Write (once) the expected and actual documents of ``n`` sentences."""
+    exp, act = folder / f"expected-{n}-{seed}.unl", folder / f"actual-{n}-{seed}.unl"
+    if exp.exists() and act.exists():
+        return exp, act
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp_e, tmp_a = exp.with_suffix(".tmp"), act.with_suffix(".tmp")
+    with tmp_e.open("w", encoding="utf-8") as fe, tmp_a.open("w", encoding="utf-8") as fa:
+        fe.write("[D]\n")
+        fa.write("[D]\n")
+        for e, a in sentence_pairs(n, seed):
+            fe.write(e)
+            fa.write(a)
+        fe.write("[/D]\n")
+        fa.write("[/D]\n")
+    tmp_e.rename(exp)
+    tmp_a.rename(act)
+    return exp, act
+
+
+# ------------------------------------------------------------------------------- workers
+
+
+def work_new(expected: str, actual: str, shard_sents: int) -> dict:
+    """The flow's reading and scoring (its task functions), on a thread pool as wide as
+    the flow's task runner, without Prefect."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+    import polars as pl
+
+    from sysdiff.flows.shards import Opaque
+    from sysdiff.flows.unl import Version, score_shard
+    from sysdiff.schemas.formats.unl import index_unl
+    from sysdiff.transforms.plan import plan_ranges
+    from sysdiff.transforms.unl import (
+        UnlOptions,
+        align_ids,
+        merge_warning_parts,
+        unl_scores,
+        warning_lines,
+    )
+
+    options = UnlOptions()
+    e, a = index_unl(expected), index_unl(actual)
+    al = align_ids(e.ids, a.ids, options.align)
+    versions = {"v1": Version.of(None, "", a, al)}  # type: ignore[arg-type]
+    ranges = plan_ranges(np.ones(len(e), np.int64), shard_sents)
+    with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
+        results = list(pool.map(lambda r: score_shard.fn(Opaque((e, versions, r[1])), r[0],
+                                                         "unl", options), ranges))
+    rows = pl.concat([r["rows"]["v1"] for r in results])
+    warnings = warning_lines(al, a.ids, merge_warning_parts([r["parts"][""] for r in results]),
+                             merge_warning_parts([r["parts"]["v1"] for r in results]))
+    scores = unl_scores(rows)
+    return {"rows": rows.height, "f1": scores["f1"].item(), "warnings": len(warnings)}
+
+
+def work_old(expected: str, actual: str) -> dict:
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.unl_baseline import read_unl, score_unlization, unl_scores
+
+    rows = score_unlization(read_unl(expected), read_unl(actual))
+    return {"rows": rows.height, "f1": unl_scores(rows)["f1"].item()}
+
+
+def work_run(expected: str, actual: str, shard_sents: int) -> dict:
+    from sysdiff.flows.cli import main
+
+    wh = tempfile.mkdtemp(prefix="unl-bench-wh-")
+    sys.argv = ["sysdiff", "run", "--task", "unl", "--corpus", "bench", "--key", expected,
+                "--system", f"v1={actual}", "--shard-sents", str(shard_sents), "-w", wh]
+    try:
+        try:
+            main()
+        except SystemExit as exc:
+            if exc.code:
+                raise
+        import polars as pl
+
+        files = list(Path(wh).rglob("*.parquet"))
+        n = sum(pl.scan_parquet(f).select(pl.len()).collect().item() for f in files
+                if "unl_sentences" in str(f))
+        return {"rows": n}
+    finally:
+        shutil.rmtree(wh, ignore_errors=True)
+
+
+def preload(mode: str) -> None:
+    """Import what a mode needs before its clock starts (imports are not reading or scoring;
+    ``run`` is timed whole, like a user's command, imports included)."""
+    if mode == "new":
+        import sysdiff.flows.unl  # noqa: F401
+        import sysdiff.transforms.unl  # noqa: F401
+    elif mode == "old":
+        sys.path.insert(0, str(ROOT))
+        import benchmarks.unl_baseline  # noqa: F401
+
+
+def worker(args: argparse.Namespace) -> None:
+    preload(args.worker)
+    t0 = time.perf_counter() if args.worker != "run" else START
+    if args.worker == "new":
+        out = work_new(args.expected, args.actual, args.shard_sents)
+    elif args.worker == "old":
+        out = work_old(args.expected, args.actual)
+    else:
+        out = work_run(args.expected, args.actual, args.shard_sents)
+    out["seconds"] = time.perf_counter() - t0
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+def measure(mode: str, exp: Path, act: Path, shard_sents: int) -> dict:
+    """One run of ``mode`` in a fresh process."""
+    env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", mode, "--expected",
+           str(exp), "--actual", str(act), "--shard-sents", str(shard_sents)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    if proc.returncode or not lines:
+        raise SystemExit(f"{mode} failed ({proc.returncode}): {proc.stderr[-3000:]}")
+    return json.loads(lines[-1][7:])
+
+
+def parse_size(s: str) -> int:
+    s = s.strip().lower()
+    mult = {"k": 1_000, "m": 1_000_000}.get(s[-1], 1)
+    return int(float(s[:-1] if s[-1] in "km" else s) * mult)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sentences", type=int, default=100_000)
+    ap.add_argument("--sizes", default="10k,100k,1M")
+    ap.add_argument("--old-sizes", default="10k", help="sizes at which the old code also runs")
+    ap.add_argument("--modes", default="new,run", help="modes at every size (new, run)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--shard-sents", type=int, default=5000)
+    ap.add_argument("--data", default=str(ROOT / "benchmarks" / "_data" / "unl"))
+    ap.add_argument("--worker", choices=["new", "old", "run"], help=argparse.SUPPRESS)
+    ap.add_argument("--expected", help=argparse.SUPPRESS)
+    ap.add_argument("--actual", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    t = time.perf_counter()
-    expected, actual = make_corpus(args.sentences, args.seed)
-    gen_s = time.perf_counter() - t
-    runs = [run_once(expected, actual) for _ in range(args.runs)]
-    med = {k: statistics.median(r[k] for r in runs) for k in ("read_s", "score_s", "total_s")}
-    n_rel = expected.count("(") - expected.count("((")  # rough, for the report only
-    print(json.dumps({
-        "sentences": args.sentences,
-        "runs": args.runs,
-        "generate_s": round(gen_s, 2),
-        "median_read_s": round(med["read_s"], 2),
-        "median_score_s": round(med["score_s"], 2),
-        "median_total_s": round(med["total_s"], 2),
-        "sentences_per_s": round(args.sentences / med["total_s"]),
-        "f1": round(runs[0]["f1"], 4),
-        "expected_chars": len(expected),
-        "approx_parens": n_rel,
-    }))  # fmt: skip
+    if args.worker:
+        worker(args)
+        return
+    old_sizes = {parse_size(s) for s in args.old_sizes.split(",") if s}
+    table = []
+    one = write_corpus(Path(args.data), 1, args.seed)
+    fixed = [measure("run", *one, args.shard_sents) for _ in range(args.runs)]
+    table.append({"sentences": 1, "mode": "run (fixed cost)",
+                  "median_s": statistics.median(r["seconds"] for r in fixed),
+                  "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in fixed)})
+    print(json.dumps(table[-1]), flush=True)
+    for size in args.sizes.split(","):
+        n = parse_size(size)
+        t0 = time.perf_counter()
+        exp, act = write_corpus(Path(args.data), n, args.seed)
+        gen = time.perf_counter() - t0
+        modes = [m for m in args.modes.split(",") if m] + (["old"] if n in old_sizes else [])
+        res: dict[str, list[dict]] = {}
+        for _ in range(args.runs):  # interleaved, so that load changes hit every mode alike
+            for mode in modes:
+                res.setdefault(mode, []).append(measure(mode, exp, act, args.shard_sents))
+        for mode in modes:
+            rs = res[mode]
+            row = {"sentences": n, "mode": mode, "generate_s": round(gen, 1),
+                   "runs_s": [round(r["seconds"], 2) for r in rs],
+                   "median_s": statistics.median(r["seconds"] for r in rs),
+                   "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in rs),
+                   "rows": rs[0]["rows"], "f1": rs[0].get("f1")}
+            row["sentences_per_s"] = round(n / row["median_s"])
+            table.append(row)
+            print(json.dumps(row), flush=True)
+        if "old" in res and "new" in res:
+            ratio = (statistics.median(r["seconds"] for r in res["old"])
+                     / statistics.median(r["seconds"] for r in res["new"]))
+            same = res["old"][0]["f1"] == res["new"][0]["f1"]
+            table.append({"sentences": n, "mode": "old / new", "median_s": ratio,
+                          "peak_rss_mb": None, "same_f1": same})
+            print(json.dumps(table[-1]), flush=True)
+    print(f"\n{'sentences':>10} {'mode':>18} {'median s':>9} {'sent/s':>8} {'peak RSS MB':>12}")
+    for r in table:
+        if r["mode"] == "old / new":
+            print(f"{r['sentences']:>10} {'old / new':>18} {r['median_s']:>8.1f}x"
+                  f" {'':>8} {'':>12}  (same F1: {r['same_f1']})")
+            continue
+        print(f"{r['sentences']:>10} {r['mode']:>18} {r['median_s']:9.2f} "
+              f"{r.get('sentences_per_s', ''):>8} {r['peak_rss_mb']:12.0f}")
 
 
 if __name__ == "__main__":

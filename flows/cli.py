@@ -93,14 +93,14 @@ def use_prefect_api(forward: bool = False) -> None:
 
 
 def parse_mappings(items: list[str]) -> dict[str, dict[str, str]]:
-    """``--map SYSTEM:OLD=NEW`` (SYSTEM may be @key) into {system: {old: new}}."""
+    """``--map SYSTEM:OLD=NEW`` (SYSTEM may be @key), ``OLD=NEW`` (every system) or
+    ``[SYSTEM:]FILE`` (OLD<TAB>NEW lines) into {system: {old: new}} (``*``: every system)."""
+    from sysdiff.flows.spec import parse_map_item
+
     out: dict[str, dict[str, str]] = {}
     for item in items:
-        who, sep, rule = item.partition(":")
-        old, eq, new = rule.partition("=")
-        if not (sep and eq and who and old):
-            raise InputError(f"--map '{item}': expected SYSTEM:OLD=NEW (SYSTEM may be @key)")
-        out.setdefault(who, {})[old] = new
+        who, rules = parse_map_item(item)
+        out.setdefault(who, {}).update(rules)
     return out
 
 
@@ -134,13 +134,18 @@ def run(
     system: Annotated[list[str] | None, typer.Option(
         help="NAME=FILE or NAME@VERSION=FILE; repeat for each system.")] = None,
     corpus: Annotated[str | None, typer.Option(help="Corpus name.")] = None,
-    task: Annotated[str | None, typer.Option(help="pos, dep, coref, unl or nl (default: "
-                                             "dep).")] = None,
+    task: Annotated[str | None, typer.Option(help="pos, dep, coref, unl, nl or ner "
+                                             "(default: dep).")] = None,
     fmt: Annotated[str | None, typer.Option("--format", help="Input format (default: "
                    "detected): conllu, conllx, tsv (pos, dep); conll2012, corefud, jsonlines "
-                   "(coref); unl (unl, nl).")] = None,
+                   "(coref); unl (unl, nl); tsv, conll2003, uner (ner).")] = None,
     mapping: Annotated[list[str] | None, typer.Option(
-        "--map", help="Label mapping SYSTEM:OLD=NEW (SYSTEM may be @key); repeatable.")] = None,
+        "--map", help="Label mapping SYSTEM:OLD=NEW (SYSTEM may be @key), OLD=NEW (every "
+        "system), or [SYSTEM:]FILE of OLD<TAB>NEW lines; ner maps entity types (TYPE=O drops "
+        "them); repeatable.")] = None,
+    scheme: Annotated[str | None, typer.Option(
+        help="ner: span decoding: auto (default; conlleval rules, any of IOB1/IOB2/BIOES), "
+        "iob1, iob2 (seqeval strict) or bioes (strict).")] = None,
     ar_trials: Annotated[int | None, typer.Option(
         min=1, help="Approximate randomization trials (default 10000).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the randomization test "
@@ -174,7 +179,8 @@ def run(
     from sysdiff.flows.spec import build_spec, load_config
 
     overrides = {k: v for k, v in (("ar_trials", ar_trials), ("seed", seed),
-                                   ("shard_sents", shard_sents)) if v is not None}
+                                   ("shard_sents", shard_sents), ("scheme", scheme))
+                 if v is not None}
     if config:
         given = [f"--{n}" for n, v in (("key", key), ("system", system), ("corpus", corpus),
                                        ("task", task), ("format", fmt), ("map", mapping))
@@ -323,9 +329,11 @@ def examples(
                                      "changed_error.")],
     view: Annotated[str | None, typer.Option(help=VIEWS_HELP.split(" any,")[0]
                                              + " (token corpora).")] = None,
-    l1: Annotated[str | None, typer.Option(help="Label of sys1.")] = None,
-    l2: Annotated[str | None, typer.Option(help="Label of sys2.")] = None,
-    gold: Annotated[str | None, typer.Option(help="Gold label.")] = None,
+    l1: Annotated[str | None, typer.Option(help="Label of sys1 (ner: its span class).")]
+    = None,
+    l2: Annotated[str | None, typer.Option(help="Label of sys2 (ner: its span class).")]
+    = None,
+    gold: Annotated[str | None, typer.Option(help="Gold label (ner: the span type).")] = None,
     limit: Annotated[int, typer.Option(help="At most this many words (-1: all).")] = 10,
     punct: Annotated[bool | None, typer.Option("--punct/--no-punct")] = None,
     corpus: Annotated[str | None, typer.Option(
@@ -337,20 +345,27 @@ def examples(
     from sysdiff.flows.examples import examples as find
     from sysdiff.flows.queries import one_connection
     from sysdiff.flows.show import (
+        SPAN_TASKS,
         TOKEN_TASKS,
         check_systems,
         check_view,
         corpus_task,
         pick_corpus,
+        span_examples,
     )
 
     _check_format(fmt)
     root = resolve_warehouse(warehouse)
     with one_connection():
-        corpus = pick_corpus(root, corpus, TOKEN_TASKS, "examples")
-        view = check_view(root, corpus, corpus_task(root, corpus), view)
+        corpus = pick_corpus(root, corpus, TOKEN_TASKS + SPAN_TASKS, "examples")
+        task = corpus_task(root, corpus)
+        view = check_view(root, corpus, task, view)
         check_systems(root, corpus, sys1, sys2)
-        found = find(root, corpus, view, sys1, sys2, cls, l1, l2, limit, punct, gold)
+        if task in SPAN_TASKS:  # span units: --l1/--l2 are span classes, --gold the type
+            found = span_examples(root, corpus, sys1, sys2, cls, l1, l2,
+                                  gold or (None if view == "ALL" else view), limit)
+        else:
+            found = find(root, corpus, view, sys1, sys2, cls, l1, l2, limit, punct, gold)
     typer.echo(to_text(found, fmt), nl=False)
 
 

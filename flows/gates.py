@@ -7,6 +7,10 @@ Every task has the same two gates:
   criterion ``--view any|nom``); UNL corpora count sentences the candidate newly fails.
 - ``--min-delta X`` (points): token corpora compare accuracy (with ``--label``, the accuracy
   on one gold label); coreference corpora the CoNLL F1; UNL corpora the F-measure.
+
+Span corpora (ner) count new errors over span units (key spans the candidate gets wrong that
+the baseline got right, and spans it newly invents) and compare span F1; ``--view TYPE``
+restricts both to one entity type.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from sysdiff.flows.queries import query
 from sysdiff.flows.show import (
     COREF_TASKS,
     DEP_VIEWS,
+    SPAN_TASKS,
     UNL_TASKS,
     check_systems,
     check_view,
@@ -138,6 +143,14 @@ def check(root: Path, corpus: str | None, baseline: str | None, candidate: str,
         metric = "CoNLL F1"
         sql = f"select f1 from coref_scores where corpus = {c} and metric = 'conll' and "
         sql += "system = {}"
+    elif task in SPAN_TASKS:
+        p = _pair(root, "span_pairs", f"corpus = {c}", baseline, candidate)
+        if view != "ALL":
+            p = dict(p, new_errors=_span_new_errors(root, c, view, baseline, candidate))
+        errors = "new errors (span units" + ("" if view == "ALL" else f", type {view}") + ")"
+        metric = "span F1" + ("" if view == "ALL" else f" ({view})")
+        sql = f"select f1 from span_scores where corpus = {c} and type = {sql_literal(view)} "
+        sql += "and system = {}"
     elif task in UNL_TASKS:
         p = _pair(root, "unl_pairs", f"corpus = {c}", baseline, candidate)
         errors = "new errors (newly failed sentences)"
@@ -172,14 +185,23 @@ def check(root: Path, corpus: str | None, baseline: str | None, candidate: str,
     return gates
 
 
+def _span_new_errors(root: Path, c: str, span_type: str, a: str, b: str) -> int:
+    """Span units of one type right under ``a`` (correct, absent) and wrong under ``b``."""
+    ok = "('correct', 'absent')"
+    rows = query(root, f"""select coalesce(sum(count), 0) as n from span_transitions
+        where corpus = {c} and sys1 = {sql_literal(a)} and sys2 = {sql_literal(b)}
+        and type = {sql_literal(span_type)} and c1 in {ok} and c2 not in {ok}""")
+    return int(rows["n"][0])
+
+
 def latest_steps(root: Path, corpus: str, alpha: float = 0.05) -> list[str]:
     """The newest version of every history of a corpus against its previous version, at the
     corpus' default view: one line each, starting with ``REGRESSION`` when the score fell
     significantly (McNemar p < ``alpha``). What ``sysdiff serve`` reports after a pass."""
     task = corpora(root)[corpus]
     view = check_view(root, corpus, task, None)
-    which = "true" if task in UNL_TASKS else f"view = {sql_literal(view)}"
-    if task not in UNL_TASKS + COREF_TASKS:
+    which = "true" if task in UNL_TASKS + SPAN_TASKS else f"view = {sql_literal(view)}"
+    if task not in UNL_TASKS + COREF_TASKS + SPAN_TASKS:
         which += f" and punct = {str(view not in DEP_VIEWS).lower()}"
     rows = query(root, f"""select * from history where corpus = {sql_literal(corpus)} and
         {which} and previous is not null

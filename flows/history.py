@@ -15,6 +15,7 @@ SOURCES = {
     "tokens": ("scores", "accuracy", None, "view", "pairs"),
     "coref": ("arcs_scores", "f1", pl.col("mtype") == "ALL", "criterion", "coref_pairs"),
     "unl": ("unl_scores", "f1", None, "task", "unl_pairs"),
+    "spans": ("span_scores", "f1", pl.col("type") == "ALL", "scheme", "span_pairs"),
 }
 
 

@@ -14,6 +14,7 @@ FORMATS = ("table", "csv", "tsv", "json", "markdown", "latex")  # output formats
 DEFAULT_WAREHOUSE = Path("data") / "warehouse"
 MANIFEST = "manifest.json"
 TOKEN_TASKS, COREF_TASKS, UNL_TASKS = ("pos", "dep"), ("coref",), ("unl", "nl")
+SPAN_TASKS = ("ner",)
 # table -> (tasks whose corpora have it, what it shows): ``sysdiff show --help`` lists these.
 SHOWABLE: dict[str, tuple[tuple[str, ...], str]] = {
     "scores": (TOKEN_TASKS, "accuracy and sentence exact match of each system"),
@@ -31,12 +32,21 @@ SHOWABLE: dict[str, tuple[tuple[str, ...], str]] = {
     "coref_oracles": (COREF_TASKS, "ARCS recall oracle of every response combination"),
     "agreement": (COREF_TASKS, "CoNLL F1 of each response scored against another"),
     "unl": (UNL_TASKS, "UNL precision, recall and F-measure of each version"),
-    "history": (TOKEN_TASKS + COREF_TASKS + UNL_TASKS,
+    "span_scores": (SPAN_TASKS, "span precision, recall and F1 per system and type (ALL: "
+                    "micro average), with token accuracy"),
+    "span_classes": (SPAN_TASKS, "key spans by class (correct, type, boundary, missed) and "
+                     "spurious spans, per system"),
+    "span_pairs": (SPAN_TASKS, "every pair over span units (one pair, --sys1 --sys2: with its "
+                   "class transitions)"),
+    "span_oracles": (SPAN_TASKS, "oracle recall of every system combination (key spans some "
+                     "member gets right)"),
+    "history": (TOKEN_TASKS + COREF_TASKS + UNL_TASKS + SPAN_TASKS,
                 "the versions of one NAME@VERSION (--name): each against the previous one "
                 "and the best before it, with McNemar's p"),
 }
 VIEWS_HELP = ("View: upos, xpos, feats, lemma (pos and dep corpora), head, deprel, las (dep); "
-              "any, nom (coreference: the ARCS criterion). Default: las, upos or nom.")
+              "any, nom (coreference: the ARCS criterion); an entity type or ALL (ner). "
+              "Default: las, upos, nom or ALL.")
 
 
 def resolve_warehouse(option: str | None) -> Path:

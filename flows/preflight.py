@@ -27,7 +27,8 @@ HEAD_BYTES = 1 << 20  # the head of a file that format detection reads
 EXPECTED = {"pos": "tab-separated token lines (CoNLL-U, CoNLL-X or word<TAB>tag)",
             "dep": "tab-separated token lines (CoNLL-U or CoNLL-X)",
             "coref": "CoNLL-2012, CorefUD or JSON lines", "unl": "a UNL document",
-            "nl": "a UNL document with target-language sentences"}
+            "nl": "a UNL document with target-language sentences",
+            "ner": "tag lines (word<TAB>tag, CoNLL-2003 or UniversalNER)"}
 
 
 def check_file(source: Source, task: str) -> str | None:
@@ -61,6 +62,10 @@ def detect(path: Path, head: bytes, fmt: str | None, task: str, whole: bool) -> 
         from sysdiff.schemas.formats.coref import detect_coref_format
 
         return detect_coref_format(head.decode("utf-8", errors="replace"), path)
+    if task == "ner":
+        from sysdiff.schemas.formats.spans import detect_span_format
+
+        return detect_span_format(path, head)
     from sysdiff.schemas.formats.conllu import detect_token_format
 
     try:

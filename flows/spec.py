@@ -10,14 +10,19 @@ from pathlib import Path
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import KEY_ID
 
-TASKS = ("pos", "dep", "coref", "unl", "nl")
+TASKS = ("pos", "dep", "coref", "unl", "nl", "ner")
 # Input formats of each task (``format`` in a run file, ``--format`` of ``sysdiff run``).
 TASK_FORMATS = {"pos": ("conllu", "conllx", "tsv"), "dep": ("conllu", "conllx", "tsv"),
-                "coref": ("conll2012", "corefud", "jsonlines"), "unl": ("unl",), "nl": ("unl",)}
+                "coref": ("conll2012", "corefud", "jsonlines"), "unl": ("unl",), "nl": ("unl",),
+                "ner": ("tsv", "conll2003", "uner")}
+#: Span decoding schemes (task ner): conlleval rules (auto, iob1) or seqeval strict.
+SCHEMES = ("auto", "iob1", "iob2", "bioes")
+#: The systems a mapping without a SYSTEM applies to (every system, not the key).
+ALL_SYSTEMS = "*"
 # The options a run file (and a watched corpus's corpus.toml) may set, and their types.
 OPTION_TYPES = {"format": "string", "ar_trials": "positive integer", "seed": "integer",
                 "shard_sents": "positive integer", "mappings": "table", "unl": "table",
-                "versions": "table"}
+                "versions": "table", "scheme": "string", "map": "string"}
 RUN_FILE_KEYS = ("corpus", "task", "key", "systems", *OPTION_TYPES)
 UNL_KEYS = {"multiset": "boolean", "keep_scope_ids": "boolean", "legacy_2013": "boolean",
             "optional_attrs": "list of strings"}
@@ -53,6 +58,15 @@ class RunSpec:
     unl: dict = field(default_factory=dict)
     versions: dict[str, list[str]] = field(default_factory=dict)
     keep_going: bool = False  # skip a system whose file is bad instead of stopping
+    scheme: str = "auto"  # span decoding (task ner)
+
+    def __post_init__(self) -> None:
+        if self.scheme not in SCHEMES:
+            raise InputError(f"unknown scheme '{self.scheme}'; expected one of "
+                             f"{', '.join(SCHEMES)}")
+        if self.scheme != "auto" and self.task != "ner":
+            raise InputError(f"--scheme applies to task ner (span decoding), not to task "
+                             f"{self.task}")
 
     @property
     def sources(self) -> list[tuple[Source, str]]:
@@ -96,7 +110,40 @@ def build_spec(corpus: str, task: str, key: str | Path, systems: list[str],
             raise InputError(f"system '{s.id}' is given twice; each system name (and version) "
                              "must be unique")
         seen.add(s.id)
+    if "mappings" in options:
+        options["mappings"] = expand_mappings(options["mappings"], [s.id for s in parsed])
     return RunSpec(corpus, task, Source(KEY_ID, Path(key), None, fmt), parsed, **options)
+
+
+def expand_mappings(mappings: dict[str, dict[str, str]], systems: list[str]
+                    ) -> dict[str, dict[str, str]]:
+    """The rules given for every system (``*``) added to each system's own (its own win)."""
+    common = mappings.get(ALL_SYSTEMS)
+    if not common:
+        return {k: v for k, v in mappings.items() if k != ALL_SYSTEMS}
+    out = {k: dict(v) for k, v in mappings.items() if k != ALL_SYSTEMS}
+    for s in systems:
+        out[s] = {**common, **out.get(s, {})}
+    return out
+
+
+def parse_map_item(item: str) -> tuple[str, dict[str, str]]:
+    """One ``--map`` value: ``SYSTEM:OLD=NEW`` (SYSTEM may be @key), ``OLD=NEW`` (every
+    system), ``SYSTEM:FILE`` or ``FILE`` (a file of OLD<TAB>NEW lines)."""
+    from sysdiff.schemas.formats.spans import read_mapping_file
+
+    who, sep, rule = item.partition(":")
+    if not sep:
+        who, rule = ALL_SYSTEMS, item
+    old, eq, new = rule.partition("=")
+    if eq and old and who:
+        return who, {old: new}
+    if not eq and rule and Path(rule).is_file():
+        return who or ALL_SYSTEMS, read_mapping_file(rule)
+    if not eq and Path(item).is_file():
+        return ALL_SYSTEMS, read_mapping_file(item)
+    raise InputError(f"--map '{item}': expected SYSTEM:OLD=NEW (SYSTEM may be @key), OLD=NEW "
+                     "(every system), or [SYSTEM:]FILE of OLD<TAB>NEW lines")
 
 
 def load_config(path: str | Path) -> RunSpec:
@@ -118,8 +165,10 @@ def load_config(path: str | Path) -> RunSpec:
         legacy_2013 = false          # the older overall threshold (< 0.5)
         optional_attrs = ["@pl"]     # ignored besides @def and @indef
 
-    Also ``format``, ``ar_trials``, ``seed`` and ``shard_sents``. Relative paths are relative
-    to the TOML file. Every key and value is checked: a wrong one is one line naming the
+    Also ``format``, ``ar_trials``, ``seed`` and ``shard_sents``; for task ner ``scheme``
+    (auto, iob1, iob2, bioes) and ``map`` (a file of OLD<TAB>NEW label lines applied to every
+    system; ``[mappings.NAME]`` rules win). Relative paths are relative to the TOML file.
+    Every key and value is checked: a wrong one is one line naming the
     file, the line and what was expected.
     """
     p = Path(path)
@@ -142,6 +191,7 @@ def load_config(path: str | Path) -> RunSpec:
     base = p.parent
     systems = [f"{n}={base / f}" for n, f in cfg["systems"].items()]
     fmt = options.pop("format", None)
+    map_file_option(options, base)
     return build_spec(cfg["corpus"], cfg["task"], base / cfg["key"], systems, fmt, **options)
 
 
@@ -163,6 +213,16 @@ def read_toml(p: Path) -> tuple[str, dict]:
         line = getattr(e, "lineno", None) or (int(found[1]) if found else None)
         msg = str(e).split(" (at line")[0]
         raise InputError(f"not valid TOML: {msg}", p, line) from None
+
+
+def map_file_option(options: dict, base: Path) -> None:
+    """Replace the ``map`` option (a mapping file, relative to ``base``) by its rules for
+    every system, under the per-system ``[mappings.NAME]`` rules (which win)."""
+    if "map" in options:
+        from sysdiff.schemas.formats.spans import read_mapping_file
+
+        rules = read_mapping_file(base / options.pop("map"))
+        options["mappings"] = {ALL_SYSTEMS: rules, **options.get("mappings", {})}
 
 
 def check_options(cfg: dict, p: Path, text: str) -> dict:
@@ -232,7 +292,7 @@ def key_line(text: str, name: str) -> int | None:
 
 # The watched-folder layout of ``sysdiff serve`` (see flows/watch.py).
 TASK_BY_SUFFIX = {".conllu": "dep", ".conllx": "dep", ".tsv": "pos", ".txt": "pos",
-                  ".jsonlines": "coref", ".jsonl": "coref", ".unl": "unl"}
+                  ".jsonlines": "coref", ".jsonl": "coref", ".unl": "unl", ".iob2": "ner"}
 CORPUS_FILE_KEYS = ("task", *OPTION_TYPES)
 
 
@@ -279,6 +339,7 @@ def corpus_spec(corpus_dir: Path) -> tuple[RunSpec | None, list[str]]:
         cfg = options
     task = cfg.pop("task", TASK_BY_SUFFIX.get(keys[0].suffix.lower(), "dep"))
     fmt = cfg.pop("format", None)
+    map_file_option(cfg, corpus_dir)
     systems, skipped = [], []
     for p in files:
         try:

@@ -1,16 +1,21 @@
 """UNLization (``--task unl``) and NLization (``--task nl``) runs: score every grammar
 version against the expected file, then compare the versions.
 
-Both steps are mapped over shards of ``shard_sents`` consecutive expected sentences: a version
-is aligned with the expected file once (alignment is global: by id or by position), then each
-shard scores its sentences (rows concatenated in sentence order); the comparison maps over the
-same shards (additive pair and oracle counts, per-sentence moved rows) and reduces last.
+Both steps are mapped over shards of ``shard_sents`` consecutive expected sentences. A UNL
+file is first indexed in one streaming pass (ids, lines, where each ``[S]`` block starts), so
+each version is aligned with the expected file globally (by id or by position) without
+parsing it; then each shard parses its expected sentences once and, for every version, only
+the actual sentences aligned with them, and scores them (rows concatenated in sentence order):
+memory depends on the shard size, not the file size. Warnings are collected per shard and
+merged. The comparison maps over the same shards (additive pair and oracle counts,
+per-sentence moved rows) and reduces last.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -57,23 +62,99 @@ def unl_options(spec: RunSpec):
 
 
 @task(name="read", task_run_name="read {source.id}", cache_policy=NONE)
-def read_sentences(source: Source, task_name: str) -> list:
-    """UNL graphs (``unl``) or target-language sentences (``nl``) of one file."""
-    from sysdiff.schemas.formats.unl import read_nl, read_unl
+def read_sentences(source: Source, task_name: str) -> Opaque:
+    """UNL: the index of the file (ids, lines and where each ``[S]`` block starts: one
+    streaming pass; the graphs are parsed shard by shard); NL: its target-language
+    sentences."""
+    from sysdiff.schemas.formats.unl import index_unl, read_nl
 
-    return read_nl(source.path) if task_name == "nl" else read_unl(source.path)
+    return Opaque(read_nl(source.path) if task_name == "nl" else index_unl(source.path))
+
+
+@dataclass
+class Version:
+    """One system file to score: its sentences (UNL: an index), their alignment with the
+    expected file, and for each actual sentence the first expected sentence aligned with it
+    (-1: none), so that a shard reports the warnings of the actual sentences it owns."""
+
+    source: Source
+    sha: str
+    sentences: object
+    alignment: object
+    owner: np.ndarray
+
+    @classmethod
+    def of(cls, source: Source, sha: str, sentences, alignment) -> Version:
+        partner = alignment.partner
+        owner = np.full(len(sentences), np.iinfo(np.int64).max, np.int64)
+        has = np.flatnonzero(partner >= 0)
+        np.minimum.at(owner, partner[has], has)  # the first expected sentence wins
+        owner[owner == np.iinfo(np.int64).max] = -1
+        return cls(source, sha, sentences, alignment, owner)
 
 
 @task(name="score", task_run_name="score {task_name} sentences {first}+", cache_policy=NONE,
       retries=2)
-def score_shard(pairs: Opaque, first: int, task_name: str, options) -> pl.DataFrame:
-    """The map of scoring: ``unl_sentences`` rows of expected sentences ``first``, ... of one
-    version; ``pairs`` holds (expected sentences, the actual sentence aligned with each or
-    None)."""
-    from sysdiff.transforms.unl import score_nl_rows, score_unl_rows
+def score_shard(inputs: Opaque, first: int, task_name: str, options) -> dict:
+    """The map of scoring over expected sentences ``first``, ... (``inputs``: the expected
+    sentences, the versions, the end of the shard): the ``unl_sentences`` rows of every
+    version and, for UNL, the warning parts of the sentences read. The expected sentences
+    are parsed once for all versions; each version reads only their partners."""
+    from sysdiff.transforms.unl import score_nl_rows, score_unl_chunk, warning_parts
 
-    rows = score_nl_rows if task_name == "nl" else score_unl_rows
-    return rows(*pairs.value, options, first)
+    expected, versions, hi = inputs.value
+    rows: dict[str, pl.DataFrame] = {}
+    if task_name == "nl":
+        for name, v in versions.items():
+            partners = [v.sentences[k] if k >= 0 else None
+                        for k in v.alignment.partner[first:hi].tolist()]  # fmt: skip
+            rows[name] = score_nl_rows(expected[first:hi], partners, options, first)
+        return {"rows": rows, "parts": {}}
+    exp = expected.read(np.arange(first, hi))
+    parts = {"": warning_parts(exp, "expected")}
+    for name, v in versions.items():
+        partner = v.alignment.partner[first:hi]
+        wanted = np.unique(partner[partner >= 0])
+        act = v.sentences.read(wanted)
+        local = np.where(partner >= 0, np.searchsorted(wanted, partner), -1)
+        rows[name] = score_unl_chunk(exp, act, local, options)
+        owned = (v.owner[wanted] >= first) & (v.owner[wanted] < hi)
+        parts[name] = warning_parts(act, "actual", np.flatnonzero(owned))
+    return {"rows": rows, "parts": parts}
+
+
+@task(name="unmatched", task_run_name="read unmatched {name}", cache_policy=NONE, retries=2)
+def unmatched_parts(index: Opaque, rows: np.ndarray, size: int, name: str) -> list[dict]:
+    """Warning parts of the actual sentences aligned with no expected sentence (read
+    ``size`` at a time)."""
+    from sysdiff.transforms.unl import warning_parts
+
+    return [warning_parts(index.value.read(rows[k : k + size]), "actual")
+            for k in range(0, rows.size, size)]  # fmt: skip
+
+
+def score_versions(expected, versions: dict[str, Version], ranges: list[tuple[int, int]],
+                   task_name: str, options, tick: Callable[[], None]) -> dict:
+    """Score every version shard by shard: rows concatenated in sentence order, warning
+    parts merged (``""``: the expected file)."""
+    from sysdiff.transforms.unl import merge_warning_parts
+
+    def ticks() -> None:
+        for _ in versions:
+            tick()
+
+    results = map_collect(lambda r: score_shard.submit(
+        Opaque((expected, versions, r[1])), r[0], task_name, options), ranges, ticks)
+    rows = {name: pl.concat([res["rows"][name] for res in results]) for name in versions}
+    if task_name == "nl":
+        return {"rows": rows, "parts": {}}
+    parts = {name: [res["parts"][name] for res in results] for name in ["", *versions]}
+    for name, v in versions.items():
+        rest = v.alignment.unmatched_actual
+        if rest.size:
+            parts[name] += unmatched_parts(Opaque(v.sentences), rest,
+                                           max(1, ranges[0][1] - ranges[0][0]), name)
+    return {"rows": rows, "parts": {k: merge_warning_parts(p) for k, p in parts.items()}}
 
 
 @task(name="compare", task_run_name="compare sentences {first}+", cache_policy=NONE,
@@ -83,18 +164,6 @@ def compare_shard(sentences: dict[str, pl.DataFrame], first: int) -> dict:
     from sysdiff.transforms.unl import compare_partials
 
     return compare_partials(sentences)
-
-
-def score_version(expected: list, actual: list, ranges: list[tuple[int, int]], task_name: str,
-                  options, tick: Callable[[], None]) -> pl.DataFrame:
-    """Align one version with the expected file, score it shard by shard, concatenate."""
-    from sysdiff.transforms.unl import aligned_partners
-
-    partners = aligned_partners(expected, actual, options.align)
-    rows = map_collect(lambda r: score_shard.submit(
-        Opaque((expected[r[0]:r[1]], partners[r[0]:r[1]])), r[0], task_name, options),
-        ranges, tick)
-    return pl.concat(rows)
 
 
 def compare_all(sentences: dict[str, pl.DataFrame], ranges: list[tuple[int, int]]
@@ -110,38 +179,45 @@ def compare_all(sentences: dict[str, pl.DataFrame], ranges: list[tuple[int, int]
 
 
 def run_unl(spec: RunSpec, stage: Staging) -> None:
-    """Score each version, then compare all versions (pairs, oracle, moved sentences)."""
-    from sysdiff.transforms.unl import unl_scores, unl_warnings
+    """Index the files, score every version shard by shard, then compare all versions
+    (pairs, oracle, moved sentences)."""
+    from sysdiff.transforms.unl import align_ids, unl_scores, warning_lines
 
     corpus, options = spec.corpus, unl_options(spec)
     opt_sig = options.signature() if hasattr(options, "signature") else repr(options)
     key_sha = input_sha256(spec.key.path)
     shas = {s.id: input_sha256(s.path) for s in spec.systems}
-    expected = read_sentences(spec.key, spec.task)
+    expected = read_sentences(spec.key, spec.task).value
     stage_system(stage, spec, spec.key, "key", key_sha, len(expected), expected)
     ranges = plan_ranges(np.ones(len(expected), np.int64), spec.shard_sents) or [(0, 0)]
+    versions: dict[str, Version] = {}
+    for source in spec.systems:
+        try:
+            actual = read_sentences(source, spec.task).value
+        except InputError as e:
+            skip_system(spec, stage, source, "system", e)
+            shas.pop(source.id)
+            continue
+        al = align_ids(_ids(expected), _ids(actual), options.align)
+        versions[source.id] = Version.of(source, shas[source.id], actual, al)
+    with progress("score", len(versions) * len(ranges)) as tick:
+        scored = score_versions(expected, versions, ranges, spec.task, options, tick)
     sentences: dict[str, pl.DataFrame] = {}
-    with progress("score", len(spec.systems) * len(ranges)) as tick:
-        for source in spec.systems:
-            sha = shas[source.id]
-            try:
-                actual = read_sentences(source, spec.task)
-            except InputError as e:
-                skip_system(spec, stage, source, "system", e)
-                shas.pop(source.id)
-                continue
-            if spec.task == "unl":
-                for w in unl_warnings(expected, actual):
-                    log.warning("%s: %s", source.path, w)
-            sig = signature(key_sha, sha, opt_sig, spec.task)
-            df = score_version(expected, actual, ranges, spec.task, options, tick)
-            sentences[source.id] = df
-            if not stage.has("unl_sentences", partition(corpus, source.id), sig):
-                stage_system(stage, spec, source, "system", sha, len(actual), actual, sig)
-                stage.write("unl_sentences", partition(corpus, source.id), sig,
-                            with_literals(df, corpus=corpus, system=source.id))
-                stage.write("unl_scores", partition(corpus, source.id), sig,
-                            with_literals(unl_scores(df), corpus=corpus, system=source.id))
+    for name, v in versions.items():
+        source, df = v.source, scored["rows"][name]
+        if spec.task == "unl":
+            for w in warning_lines(v.alignment, _ids(v.sentences), scored["parts"][""],
+                                   scored["parts"][name]):
+                log.warning("%s: %s", source.path, w)
+        sig = signature(key_sha, v.sha, opt_sig, spec.task)
+        sentences[name] = df
+        if not stage.has("unl_sentences", partition(corpus, name), sig):
+            stage_system(stage, spec, source, "system", v.sha, len(v.sentences), v.sentences,
+                         sig)
+            stage.write("unl_sentences", partition(corpus, name), sig,
+                        with_literals(df, corpus=corpus, system=name))
+            stage.write("unl_scores", partition(corpus, name), sig,
+                        with_literals(unl_scores(df), corpus=corpus, system=name))
     check_some_left(spec, stage)
     all_sig = signature(key_sha, sorted(shas.items()), opt_sig)
     if len(sentences) > 1 and not stage.has("unl_oracle", f"corpus={corpus}", all_sig):
@@ -151,6 +227,11 @@ def run_unl(spec: RunSpec, stage: Staging) -> None:
                 stage.write(f"unl_{name}", corpus_partition(corpus), all_sig,
                             with_literals(compared[name], corpus=corpus))
     stage_history(spec, stage, "unl", all_sig)
+
+
+def _ids(sentences) -> list[str | None]:
+    """Sentence ids of an index (UNL) or of a list of sentences (NL)."""
+    return sentences.ids if hasattr(sentences, "ids") else [s.sent_id for s in sentences]
 
 
 def stage_system(stage: Staging, spec: RunSpec, source: Source, role: str, sha: str,

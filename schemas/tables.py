@@ -195,9 +195,61 @@ UNL_TABLES: dict[str, pa.Schema] = {
 }
 
 
+# ------------------------------------------------------------------------------ spans (ner)
+# Positions are 0-based token indexes in the sentence, ``end`` inclusive. ``scheme``: the
+# decoding of the run (auto, iob1, iob2, bioes); ``options``: scheme and label mappings.
+_SPAN_UNIT = [("sent", I32), ("start", I32), ("end", I32), ("type", S)]
+
+SPAN_TABLES: dict[str, pa.Schema] = {
+    # Every token of an ingested file: its tag as written and as decoded (``label``, after
+    # the label mapping); ``form`` only for the key (a system's forms are checked equal).
+    "span_tokens": _schema(*OWNER, ("sent", I32), ("id", I32), ("form", S), ("tag", S),
+                           ("label", S), ("line", I32)),
+    # The spans decoded from a file (``text``: its words joined by spaces).
+    "spans": _schema(*OWNER, *_SPAN_UNIT, ("text", S)),
+    # Per file: the scheme its tags follow (``detected``), segments the strict rule of that
+    # scheme drops (``n_ill_formed``: an I-X that starts a span, ...), token accuracy of the
+    # (mapped) tags against the key's (conlleval's accuracy; null for the key).
+    "span_tags": _schema(
+        *OWNER, ("scheme", S), ("detected", S), ("n_sents", I64), ("n_tokens", I64),
+        ("n_tokens_correct", I64), ("token_accuracy", F64), ("n_spans", I64),
+        ("n_ill_formed", I64), ("options", S),
+    ),
+    # Per system and type (``ALL``: micro average over every type).
+    "span_scores": _schema(
+        *OWNER, ("type", S), ("n_gold", I64), ("n_pred", I64), ("n_correct", I64),
+        ("precision", F64), ("recall", F64), ("f1", F64), ("scheme", S), ("options", S),
+    ),
+    # Span units of each system: every key span (in_key) with its class under the system
+    # (correct, type, boundary, missed), and the system's spurious spans; ``pred_*``: the
+    # system's span behind the class (the first overlapping one).
+    "span_classes": _schema(
+        *OWNER, *_SPAN_UNIT, ("text", S), ("in_key", B), ("cls", S), ("pred_start", I32),
+        ("pred_end", I32), ("pred_type", S),
+    ),
+    # Ordered pairs over their units (key spans and the spurious spans of either system);
+    # ``delta_f1`` = F1(sys2) - F1(sys1); ``ar_p``: paired randomization of F1 by sentence.
+    "span_pairs": _schema(
+        ("corpus", S), ("sys1", S), ("sys2", S), ("n_units", I64), ("n_diff", I64),
+        ("corrections", I64), ("new_errors", I64), ("changed_errors", I64), ("diff", F64),
+        ("delta_f1", F64), ("mcnemar_p", F64), ("ar_p", F64), ("scheme", S), ("options", S),
+    ),
+    # Full class transition matrices (c1 under sys1 -> c2 under sys2) per type and ``ALL``.
+    "span_transitions": _schema(
+        ("corpus", S), ("sys1", S), ("sys2", S), ("type", S), ("c1", S), ("c2", S),
+        ("count", I64), ("scheme", S),
+    ),
+    # Oracle recall of every subset: key spans that at least one member gets correct.
+    "span_oracles": _schema(
+        ("corpus", S), ("systems", LIST_S), ("n_systems", I64), ("type", S), ("n_gold", I64),
+        ("n_correct", I64), ("recall", F64), ("best_single", I64), ("gain", F64),
+        ("scheme", S),
+    ),
+}
+
 # Every task: each version of NAME@VERSION against the previous one and the best one before
-# it. ``view``: a token view, a coreference criterion, or the UNL task; ``score``: accuracy,
-# ARCS F1 or UNL F1 (fractions).
+# it. ``view``: a token view, a coreference criterion, the UNL task or the span scheme;
+# ``score``: accuracy, ARCS F1, UNL F1 or span F1 (fractions).
 HISTORY_TABLES: dict[str, pa.Schema] = {
     "history": _schema(
         ("corpus", S), ("task", S), ("view", S), ("punct", B), ("name", S), ("version", S),
@@ -209,7 +261,7 @@ HISTORY_TABLES: dict[str, pa.Schema] = {
 }
 
 TABLES: dict[str, pa.Schema] = {**TOKEN_TABLES, **COREF_TABLES, **UNL_TABLES,
-                                **HISTORY_TABLES}
+                                **SPAN_TABLES, **HISTORY_TABLES}
 
 
 def all_tables() -> dict[str, pa.Schema]:

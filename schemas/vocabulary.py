@@ -15,6 +15,10 @@ CLASS_NAMES = {"correction": "Corrections", "new_error": "New errors",
 #: ARCS mention classes (METRICS 2.3): correct classes are TP and TN.
 ARCS_CLASSES = ("TP", "FP", "FN", "WL", "TN")
 ARCS_CORRECT = ("TP", "TN")
+#: Span classes (METRICS 5.2): of a key span under a system (correct, type, boundary,
+#: missed) and of a spurious span (spurious where the system predicts it, else absent).
+SPAN_CLASSES = ("correct", "type", "boundary", "missed", "spurious", "absent")
+SPAN_CORRECT = ("correct", "absent")
 #: ARCS criteria: a shared antecedent (any), or the closest nominal antecedent (nom).
 CRITERIA = ("any", "nom")
 #: The key's name among the systems of a corpus.

@@ -38,6 +38,8 @@ def score_name(view: str, punct: bool | None = None, task: str | None = None) ->
         return f"ARCS F1 ({view})"
     if task in ("unl", "nl"):
         return f"F1 ({view})"
+    if task == "ner":
+        return f"span F1 ({view})"
     name = {"head": "UAS", "deprel": "LS", "las": "LAS"}.get(view, view.upper())
     if punct is None or punct == VIEWS[view].default_punct:
         return name + (" (no punct)" if view in DEP_VIEWS else "")

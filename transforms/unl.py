@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -21,8 +20,17 @@ from fractions import Fraction
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from sysdiff.schemas.formats.unl import KNOWN_RELATIONS, NlSentence, UnlSentence, gc_paused
+from sysdiff.schemas.formats.unl import (
+    KNOWN_RELATIONS,
+    NlSentence,
+    UnlChunk,
+    UnlSentence,
+    chunk_from_sentences,
+    factorize,
+)
 from sysdiff.schemas.tables import TABLES
 from sysdiff.schemas.vocabulary import CLASSES
 from sysdiff.transforms.engine import (
@@ -112,11 +120,12 @@ class NlOptions:
 
 @dataclass
 class Alignment:
-    """``partner[i]`` = index of the actual sentence aligned with expected sentence i."""
+    """``partner[i]`` = index of the actual sentence aligned with expected sentence i (-1:
+    none); ``unmatched_actual``: the actual sentences no expected sentence is aligned with."""
 
-    partner: list[int | None]
+    partner: np.ndarray
     by: str
-    unmatched_actual: list[int]
+    unmatched_actual: np.ndarray
     notes: list[str] = field(default_factory=list)
 
 
@@ -131,39 +140,50 @@ def align_sentences(
 ) -> Alignment:
     """Align by id when every sentence of both sides has a unique id (``auto``), else by
     position. ``id``/``position`` force a mode."""
-    eids, aids = _ids(expected), _ids(actual)
+    return align_ids(_ids(expected), _ids(actual), mode)
+
+
+def align_ids(expected_ids: Sequence[str | None] | pl.Series,
+              actual_ids: Sequence[str | None] | pl.Series, mode: str = "auto") -> Alignment:
+    """:func:`align_sentences` over the sentence ids alone (columns; an id repeated in the
+    actual file aligns with its last occurrence)."""
+    eids = pl.Series("id", expected_ids, dtype=pl.String)
+    aids = pl.Series("id", actual_ids, dtype=pl.String)
+    ne, na = eids.len(), aids.len()
     notes: list[str] = []
-    have_ids = all(eids) and all(aids) and bool(eids) and bool(aids)
-    unique = len(set(eids)) == len(eids) and len(set(aids)) == len(aids)
+    have_ids = eids.null_count() == 0 and aids.null_count() == 0 and ne > 0 and na > 0
+    unique = eids.n_unique() == ne and aids.n_unique() == na
     if mode == "auto" and have_ids and not unique:
         notes.append("duplicate sentence ids: aligned by position instead of id")
-    if mode == "auto" and not have_ids and any(eids) and any(aids):
+    if mode == "auto" and not have_ids and eids.null_count() < ne and aids.null_count() < na:
         notes.append("some sentences have no id: aligned by position instead of id")
     if mode == "id" or (mode == "auto" and have_ids and unique):
-        index = {sid: k for k, sid in enumerate(aids) if sid is not None}
-        partner = [index.get(sid) if sid is not None else None for sid in eids]
-        matched = {p for p in partner if p is not None}
-        unmatched = [k for k in range(len(actual)) if k not in matched]
-        missing = [eids[i] for i, p in enumerate(partner) if p is None]
-        if missing:
-            notes.append(
-                f"{len(missing)} expected sentence id(s) not found in actual: " + _preview(missing)
-            )
-        if expected and actual and not matched:
+        last = (pl.DataFrame({"id": aids, "k": np.arange(na, dtype=np.int64)})
+                .filter(pl.col("id").is_not_null()).group_by("id").agg(pl.col("k").max()))
+        partner = (eids.to_frame().join(last, on="id", how="left", maintain_order="left")["k"]
+                   .fill_null(-1).to_numpy().astype(np.int64))  # fmt: skip
+        matched = np.zeros(na, bool)
+        matched[partner[partner >= 0]] = True
+        missing = eids.filter(pl.Series(partner < 0))
+        if missing.len():
+            notes.append(f"{missing.len()} expected sentence id(s) not found in actual: "
+                         + _preview(missing.head(6).to_list(), total=missing.len()))  # fmt: skip
+        if ne and na and not matched.any():
             notes.append(
                 "no sentence id matches between expected and actual; "
                 "use align='position' if the files are in the same order"
             )
-        return Alignment(partner, "id", unmatched, notes)
-    partner = [i if i < len(actual) else None for i in range(len(expected))]
-    if len(actual) != len(expected):
-        notes.append(f"aligned by position: {len(expected)} expected, {len(actual)} actual")
-    return Alignment(partner, "position", list(range(len(expected), len(actual))), notes)
+        return Alignment(partner, "id", np.flatnonzero(~matched), notes)
+    partner = np.where(np.arange(ne) < na, np.arange(ne), -1).astype(np.int64)
+    if na != ne:
+        notes.append(f"aligned by position: {ne} expected, {na} actual")
+    return Alignment(partner, "position", np.arange(ne, max(na, ne), dtype=np.int64), notes)
 
 
-def _preview(xs: Sequence[object], k: int = 5) -> str:
+def _preview(xs: Sequence[object], k: int = 5, total: int | None = None) -> str:
+    total = len(xs) if total is None else total
     head = ", ".join(str(x) for x in xs[:k])
-    return head + (f", ... ({len(xs)} in all)" if len(xs) > k else "")
+    return head + (f", ... ({total} in all)" if total > k else "")
 
 
 def _sent_ids(expected: Sequence[UnlSentence | NlSentence], first: int = 0) -> list[str]:
@@ -178,31 +198,11 @@ def aligned_partners(
 ) -> list:
     """For each expected sentence, the aligned actual sentence (None without a partner)."""
     al = align_sentences(expected, actual, mode)
-    return [actual[p] if p is not None else None for p in al.partner]
+    return [actual[p] if p >= 0 else None for p in al.partner.tolist()]
 
 
 # --------------------------------------------------------------------------------------------
-# RETURNED verdicts (per sentence, Python)
-
-
-def unl_status(s: UnlSentence | None) -> tuple[bool, str | None, int | None]:
-    """(returned, reason, line) of an actual UNL sentence (METRICS 3.2 RETURNED)."""
-    if s is None:
-        return False, "no actual sentence", None
-    if s.error is not None:
-        return False, f"parse error: {s.error}", s.error_line
-    g = s.graph
-    if g is None:
-        return False, "no graph", s.line
-    if not g.relations and not g.nodes:
-        return False, "empty graph", s.line
-    words = g.nl_words()
-    if words:
-        return False, "natural-language word in graph: " + ", ".join(words[:3]), s.line
-    k = g.n_components()
-    if k > 1:
-        return False, f"graph not connected ({k} components)", s.line
-    return True, None, None
+# RETURNED verdicts of NLization (per sentence, Python)
 
 
 def nl_words(text: str) -> list[str]:
@@ -249,83 +249,202 @@ def nl_status(text: str | None, error: str | None) -> tuple[bool, str | None]:
 # Items
 
 
-def _scope_key(node_id: str | None, keep: bool) -> str:
-    return f"[scope:{node_id}]" if keep else "[scope]"
+def dict_encode(*columns: pl.Series) -> tuple[list[np.ndarray], pl.Series]:
+    """Exact integer codes of string columns, shared between them, and the dictionary
+    (``dictionary[code]`` is the string): one dictionary encoding of all of them."""
+    both = pl.concat([c.cast(pl.String) for c in columns])
+    arr = both.to_arrow()
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    enc = pc.dictionary_encode(arr)
+    codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    out, at = [], 0
+    for c in columns:
+        out.append(codes[at : at + c.len()])
+        at += c.len()
+    return out, pl.Series(enc.dictionary).cast(pl.String)
 
 
-def unl_item_rows(
-    graphs: Sequence[tuple[int, UnlSentence]], side: int, options: UnlOptions
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Relations and relation-less nodes of the given (sent, sentence) pairs as two frames;
-    attributes are joined with ``.`` (``@entry.@past``) and exploded in polars."""
+def _bits(x: int) -> int:
+    return max(int(x).bit_length(), 1)
+
+
+_POS = pl.Series(["S", "T", "N"], dtype=pl.String)
+_KINDS = "RUA"
+
+
+@dataclass
+class Items:
+    """Integer items of both sides of some sentences: ``erow`` (expected row), ``kind``
+    (0 R relation, 1 U UW, 2 A attribute), ``x``/``y``/``z`` (R: label, source, target;
+    U: position S/T/N, UW; A: position, node, attribute) and ``side`` (1 expected, 0 actual);
+    ``labels``, ``keys``, ``attrs`` decode the codes."""
+
+    erow: np.ndarray
+    kind: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    z: np.ndarray
+    side: np.ndarray
+    labels: pl.Series
+    keys: pl.Series
+    attrs: pl.Series
+
+
+def unl_items(rels: pl.DataFrame, nodes: pl.DataFrame, options: UnlOptions) -> Items:
+    """METRICS 3.2 items of relations (``erow``, ``side``, ``label``, ``scope``, ``s_``/``t_``
+    uw, kind, id, attrs) and of the lone nodes of relation-less graphs (``erow``, ``side``,
+    uw, attrs): R (label[:scope], source, target; a scope reference is ``[scope]``, or
+    ``[scope:XX]`` with ``keep_scope_ids``), U (UWs by position, scope references excepted)
+    and A (non-optional attributes by position and node)."""
     keep = options.keep_scope_ids
-    flat = [(i, r) for i, s in graphs if s.graph is not None for r in s.graph.relations]
-    srcs = [r.source for _, r in flat]
-    tgts = [r.target for _, r in flat]
-    labels = [r.label for _, r in flat]
+
+    def key(p: str) -> pl.Expr:
+        scope = (pl.concat_str([pl.lit("[scope:"), pl.col(f"{p}_id"), pl.lit("]")])
+                 if keep else pl.lit("[scope]"))  # fmt: skip
+        return pl.when(pl.col(f"{p}_kind") == "scope").then(scope).otherwise(f"{p}_uw")
+
+    label = pl.col("label")
     if keep:
-        labels = [f"{r.label}:{r.scope}" if r.scope else r.label for _, r in flat]
-
-    def keys(ns: list) -> list[str]:
-        return [_scope_key(n.node_id, keep) if n.kind == "scope" else n.uw for n in ns]
-
-    rs = {
-        "sent": [i for i, _ in flat],
-        "label": labels,
-        "src": keys(srcs),
-        "tgt": keys(tgts),
-        "sref": [n.kind == "scope" for n in srcs],
-        "tref": [n.kind == "scope" for n in tgts],
-        "sattr": [".".join(n.attrs) for n in srcs],
-        "tattr": [".".join(n.attrs) for n in tgts],
-    }
-    lone = [(i, n) for i, s in graphs if s.graph is not None and not s.graph.relations
-            for n in s.graph.nodes]  # fmt: skip
-    ns = {
-        "sent": [i for i, _ in lone],
-        "uw": [n.uw for _, n in lone],
-        "attr": [".".join(n.attrs) for _, n in lone],
-    }
-    st = pl.String
-    rel = pl.DataFrame(
-        rs,
-        schema={"sent": pl.Int32, "label": st, "src": st, "tgt": st,
-                "sref": pl.Boolean, "tref": pl.Boolean, "sattr": st, "tattr": st},
-    )  # fmt: skip
-    nodes = pl.DataFrame(ns, schema={"sent": pl.Int32, "uw": st, "attr": st})
-    side_col = pl.lit(side, dtype=pl.Int8).alias("side")
-    return rel.with_columns(side_col), nodes.with_columns(side_col)
-
-
-def unl_items(rel: pl.DataFrame, nodes: pl.DataFrame, options: UnlOptions) -> pl.DataFrame:
-    """Explode relations/nodes into ``(sent, side, kind, item)``; kind R (relations),
-    U (UWs, by position S/T/N) and A (non-optional attributes, by position)."""
-    opt = sorted(options.optional_attrs)
-
-    def tagged(kind: str, *parts: pl.Expr | str) -> list[pl.Expr]:
-        exprs = [pl.lit(p) if isinstance(p, str) else p for p in parts]
-        return [
-            pl.col("sent"),
-            pl.col("side"),
-            pl.lit(kind).alias("kind"),
-            pl.concat_str(exprs, separator=SEP).alias("item"),
-        ]
-
-    def attrs(frame: pl.DataFrame, pos: str, key: str, col: str) -> pl.DataFrame:
-        ex = frame.filter(pl.col(col) != "").select("sent", "side", key, pl.col(col).str.split("."))
-        ex = ex.explode(col).filter(~pl.col(col).is_in(opt))
-        return ex.select(tagged("A", pos, pl.col(key), pl.col(col)))
-
+        label = (pl.when(pl.col("scope").is_not_null())
+                 .then(pl.concat_str([label, pl.lit(":"), pl.col("scope")])).otherwise(label))
+    r = rels.select("erow", "side", label.alias("lab"), key("s").alias("skey"),
+                    key("t").alias("tkey"), (pl.col("s_kind") == "scope").alias("sref"),
+                    (pl.col("t_kind") == "scope").alias("tref"), "s_attrs", "t_attrs")
+    (lab,), labels = dict_encode(r["lab"])
+    (sk, tk, nk), keys = dict_encode(r["skey"], r["tkey"], nodes["uw"])
+    erow_r, side_r = r["erow"].to_numpy(), r["side"].to_numpy()
+    erow_n, side_n = nodes["erow"].to_numpy(), nodes["side"].to_numpy()
+    sref, tref = r["sref"].to_numpy(), r["tref"].to_numpy()
+    # attributes: (erow, side, position, node key, attribute), optional ones dropped; each
+    # distinct attribute string (``@a.@b``) is split once
+    (sa, ta, na), distinct = dict_encode(*(c.fill_null("") for c in (
+        r["s_attrs"], r["t_attrs"], nodes["attrs"])))
+    names: dict[str, int] = {}
+    split = [[names.setdefault(a, len(names)) for a in text.split(".")
+              if text and a not in options.optional_attrs] for text in distinct.to_list()]
+    lens = np.array([len(x) for x in split] or [0], np.int64)
+    starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    flat = np.array([a for x in split for a in x] or [0], np.int64)
+    att = [_expand(codes, lens, starts, flat, erow, side, pos, key)
+           for codes, erow, side, pos, key in (
+               (sa, erow_r, side_r, 0, sk), (ta, erow_r, side_r, 1, tk),
+               (na, erow_n, side_n, 2, nk))]
+    ae, asd, ap, ak, ac = (np.concatenate([x[k] for x in att]) for k in range(5))
+    attrs = pl.Series(list(names), dtype=pl.String)
+    zero = np.zeros
     parts = [
-        rel.select(tagged("R", pl.col("label"), pl.col("src"), pl.col("tgt"))),
-        rel.filter(~pl.col("sref")).select(tagged("U", "S", pl.col("src"))),
-        rel.filter(~pl.col("tref")).select(tagged("U", "T", pl.col("tgt"))),
-        nodes.select(tagged("U", "N", pl.col("uw"))),
-        attrs(rel, "S", "src", "sattr"),
-        attrs(rel, "T", "tgt", "tattr"),
-        attrs(nodes, "N", "uw", "attr"),
+        (erow_r, 0, lab, sk, tk, side_r),
+        (erow_r[~sref], 1, zero((~sref).sum(), np.int64), sk[~sref], 0, side_r[~sref]),
+        (erow_r[~tref], 1, np.ones((~tref).sum(), np.int64), tk[~tref], 0, side_r[~tref]),
+        (erow_n, 1, np.full(erow_n.size, 2, np.int64), nk, 0, side_n),
+        (ae, 2, ap, ak, ac, asd),
     ]
-    return pl.concat(parts, how="vertical")
+
+    def cat(k: int) -> np.ndarray:
+        return np.concatenate([np.broadcast_to(np.asarray(p[k], np.int64), p[0].shape)
+                               for p in parts])  # fmt: skip
+
+    return Items(cat(0), cat(1), cat(2), cat(3), cat(4), cat(5).astype(np.int8),
+                 labels, keys, attrs)
+
+
+def _expand(codes: np.ndarray, lens: np.ndarray, starts: np.ndarray, flat: np.ndarray,
+            erow: np.ndarray, side: np.ndarray, pos: int, key: np.ndarray) -> tuple:
+    """One (erow, side, pos, key, attribute) per attribute of each node: node ``i`` has the
+    ``lens[codes[i]]`` attributes ``flat[starts[codes[i]]:...]``."""
+    n = lens[codes] if codes.size else np.zeros(0, np.int64)
+    rep = np.repeat(np.arange(codes.size), n)
+    first = np.repeat(np.cumsum(n) - n, n)
+    attr = flat[starts[codes[rep]] + np.arange(rep.size) - first] if rep.size else rep
+    return erow[rep], side[rep], np.full(rep.size, pos, np.int64), key[rep], attr
+
+
+@dataclass
+class ItemCounts:
+    """Per distinct item (``erow``, ``kind``, ``x``, ``y``, ``z``): its exceeding, missing and
+    total contributions."""
+
+    erow: np.ndarray
+    kind: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    z: np.ndarray
+    exc: np.ndarray
+    miss: np.ndarray
+    tot: np.ndarray
+
+
+def count_items(it: Items, multiset: bool) -> ItemCounts:
+    """Count each distinct item on both sides (sets: at most once per side). Items are
+    packed into one 64-bit key when their codes fit, else grouped column by column."""
+    cols = [it.erow, it.kind, it.x, it.y, it.z]
+    widths = [_bits(c.max()) if c.size else 1 for c in cols]
+    if sum(widths) <= 64:
+        shifts = np.cumsum([0, *widths[::-1]])[:-1][::-1]
+        key = np.zeros(it.erow.size, np.uint64)
+        for c, sh in zip(cols, shifts, strict=True):
+            key |= c.astype(np.uint64) << np.uint64(sh)
+        uniq, inv = factorize(key)
+        n = np.bincount(inv, minlength=uniq.size)
+        e = np.bincount(inv, weights=it.side, minlength=uniq.size).astype(np.int64)
+        mask = [(1 << w) - 1 for w in widths]
+        dec = [((uniq >> np.uint64(sh)) & np.uint64(mk)).astype(np.int64)
+               for sh, mk in zip(shifts, mask, strict=True)]  # fmt: skip
+    else:
+        g = (pl.DataFrame({"c0": cols[0], "c1": cols[1], "c2": cols[2], "c3": cols[3],
+                           "c4": cols[4], "side": it.side})
+             .group_by("c0", "c1", "c2", "c3", "c4")
+             .agg(n=pl.len().cast(pl.Int64), e=pl.col("side").cast(pl.Int64).sum()))  # fmt: skip
+        dec = [g[f"c{k}"].to_numpy() for k in range(5)]
+        n, e = g["n"].to_numpy(), g["e"].to_numpy()
+    a = n - e
+    if not multiset:
+        a, e = np.minimum(a, 1), np.minimum(e, 1)
+    return ItemCounts(*dec, exc=np.maximum(a - e, 0), miss=np.maximum(e - a, 0), tot=a + e)
+
+
+def item_sums(c: ItemCounts, n_rows: int) -> dict[str, np.ndarray]:
+    """``rel_/uw_/attr_`` ``exc/miss/tot`` per expected row."""
+    idx = c.erow * 3 + c.kind
+    out = {}
+    for k, prefix in enumerate(("rel", "uw", "attr")):
+        for what in ("exc", "miss", "tot"):
+            v = np.bincount(idx, weights=getattr(c, what), minlength=3 * n_rows)
+            out[f"{prefix}_{what}"] = v[k::3][:n_rows].astype(np.int64)
+    return out
+
+
+def item_digests(c: ItemCounts, it: Items) -> pl.DataFrame:
+    """Per expected row with an exceeding or missing item: a stable 16-hex fingerprint of
+    them (the same strings as :func:`error_digests` over string items)."""
+    wrong = np.flatnonzero((c.exc > 0) | (c.miss > 0))
+    if not wrong.size:
+        return pl.DataFrame(schema={"erow": pl.Int64, "error_digest": pl.String})
+    w = pl.DataFrame({"erow": c.erow[wrong], "kind": c.kind[wrong], "x": c.x[wrong],
+                      "y": c.y[wrong], "z": c.z[wrong], "exc": c.exc[wrong],
+                      "miss": c.miss[wrong]})  # fmt: skip
+    kind = w["kind"].to_numpy()
+    r, a = kind == 0, kind == 2
+    x = w["x"].to_numpy()
+    z = w["z"].to_numpy()
+    lab = it.labels.gather(np.where(r, x, 0)) if it.labels.len() else pl.Series([""] * len(w))
+    pos = _POS.gather(np.where(r, 0, np.minimum(x, 2)))
+    head = pl.select(pl.when(pl.Series(r)).then(lab).otherwise(pos))[:, 0]
+    y = it.keys.gather(w["y"].to_numpy())
+    zr = it.keys.gather(np.where(r, z, 0)) if it.keys.len() else y
+    za = it.attrs.gather(np.where(a, z, 0)) if it.attrs.len() else y
+    last = pl.select(pl.when(pl.Series(r)).then(zr).when(pl.Series(a)).then(za)
+                     .otherwise(None))[:, 0]  # fmt: skip
+    tags = w.select(
+        "erow",
+        pl.concat_str([pl.Series(list(_KINDS)).gather(kind), pl.col("exc").cast(pl.String),
+                       pl.col("miss").cast(pl.String), head, y, last],
+                      separator=SEP, ignore_nulls=True).alias("tag"))  # fmt: skip
+    joined = tags.group_by("erow").agg(pl.col("tag").sort().str.join("\x1e"))
+    digests = [hashlib.blake2b(t.encode(), digest_size=8).hexdigest()
+               for t in joined["tag"].to_list()]  # fmt: skip
+    return joined.select("erow").with_columns(error_digest=pl.Series(digests, dtype=pl.String))
 
 
 def item_counts(items: pl.DataFrame, multiset: bool) -> pl.DataFrame:
@@ -440,14 +559,60 @@ def score_unl_rows(
     """The ``unl_sentences`` rows of expected sentences ``first``, ``first + 1``, ... given
     their aligned actual sentences: each row depends on its own sentence pair only, so a
     file can be scored in shards of sentences and the rows concatenated."""
-    with gc_paused():
-        base = _base_frame(expected, partners, unl_status, first)
-        pairs_a = [(first + i, a) for i, a in enumerate(partners) if a is not None]
-        rel_a, nodes_a = unl_item_rows(pairs_a, ACTUAL, options)
-        rel_e, nodes_e = unl_item_rows(list(enumerate(expected, first)), EXPECTED, options)
-    items = unl_items(pl.concat([rel_a, rel_e]), pl.concat([nodes_a, nodes_e]), options)
-    counts = item_counts(items, options.multiset)
-    df = _join_counts(base, counts, "RUA")
+    exp = _positioned(chunk_from_sentences(expected), first)
+    index: dict[int, int] = {}
+    for a in partners:
+        if a is not None:
+            index.setdefault(id(a), len(index))
+    unique = {k: a for a in partners if a is not None for k in [index[id(a)]]}
+    act = chunk_from_sentences([unique[k] for k in range(len(unique))])
+    partner = np.array([index[id(a)] if a is not None else -1 for a in partners], np.int64)
+    return score_unl_chunk(exp, act, partner, options)
+
+
+def score_unl_chunk(exp: UnlChunk, act: UnlChunk, partner: np.ndarray,
+                    options: UnlOptions) -> pl.DataFrame:
+    """The ``unl_sentences`` rows of the expected sentences of ``exp`` (``sent_index`` =
+    their position); ``partner[i]`` is the row of ``act`` aligned with expected row ``i``
+    (-1: none). Verdicts, items and counts are column operations over both chunks."""
+    partner = np.asarray(partner, np.int64)
+    n = exp.height
+    base = unl_status_frame(exp.sents, act.sents, partner)
+    has = np.flatnonzero(partner >= 0)
+    pairs = pl.DataFrame({"erow": has, "arow": partner[has]}, schema={"erow": pl.Int64,
+                                                                        "arow": pl.Int64})
+    rel_cols = ["label", "scope", *(f"{p}_{c}" for p in "st" for c in ("uw", "id", "kind",
+                                                                          "attrs"))]
+    rels = pl.concat([
+        exp.rels.select(pl.col("row").cast(pl.Int64).alias("erow"),
+                        pl.lit(1, pl.Int8).alias("side"), *rel_cols),
+        act.rels.with_columns(pl.col("row").cast(pl.Int64))
+        .join(pairs, left_on="row", right_on="arow", how="inner")
+        .select("erow", pl.lit(0, pl.Int8).alias("side"), *rel_cols),
+    ])
+    lone_e = exp.sents.filter(pl.col("n_rel") == 0)["row"]
+    lone_a = act.sents.filter(pl.col("n_rel") == 0)["row"]
+    nodes = pl.concat([
+        exp.nodes.filter(pl.col("row").is_in(lone_e.implode()))
+        .select(pl.col("row").cast(pl.Int64).alias("erow"), pl.lit(1, pl.Int8).alias("side"),
+                "uw", "attrs"),
+        act.nodes.filter(pl.col("row").is_in(lone_a.implode()))
+        .with_columns(pl.col("row").cast(pl.Int64))
+        .join(pairs, left_on="row", right_on="arow", how="inner")
+        .select("erow", pl.lit(0, pl.Int8).alias("side"), "uw", "attrs"),
+    ])
+    items = unl_items(rels, nodes, options)
+    counts = count_items(items, options.multiset)
+    sums = item_sums(counts, n)
+    df = base.with_columns(**{k: pl.Series(v) for k, v in sums.items()})
+    df = df.join(item_digests(counts, items).rename({"erow": "row"}).with_columns(
+        pl.col("row").cast(pl.Int32)), on="row", how="left", maintain_order="left")
+    df = df.drop("row").sort("sent")
+    return _unl_verdicts(df, options)
+
+
+def _unl_verdicts(df: pl.DataFrame, options: UnlOptions) -> pl.DataFrame:
+    """Discrepancies, CORRECT and the reason from the counts (METRICS 3.2)."""
     nr = pl.col("rel_exc") + pl.col("rel_miss")
     nu = pl.col("uw_exc") + pl.col("uw_miss")
     na = pl.col("attr_exc") + pl.col("attr_miss")
@@ -466,6 +631,42 @@ def score_unl_rows(
         reason=pl.coalesce(pl.col("reason"), _reason_expr(tests)),
     )
     return _finalise(df, "unlization", options.signature())
+
+
+def unl_status_frame(exp: pl.DataFrame, act: pl.DataFrame, partner: np.ndarray) -> pl.DataFrame:
+    """row, sent (position), sent_id, returned, reason, reason_line per expected row
+    (METRICS 3.2 RETURNED of the aligned actual sentence, as :func:`unl_status`; a malformed
+    expected sentence is named first in the reason)."""
+    a = act.select(pl.col("row").cast(pl.Int64).alias("arow"),
+                   *[pl.col(c).alias(f"a_{c}") for c in ("line", "error", "error_line",
+                     "has_graph", "n_rel", "n_nodes", "n_components", "nl_words")])  # fmt: skip
+    df = exp.select("row", "position", "sent_id", "error").with_columns(
+        arow=pl.Series(partner, dtype=pl.Int64))
+    df = df.join(a, on="arow", how="left", maintain_order="left")
+    k = pl.col("a_n_components")
+    why = (pl.when(pl.col("arow") < 0).then(pl.lit("no actual sentence"))
+           .when(pl.col("a_error").is_not_null())
+           .then(pl.concat_str([pl.lit("parse error: "), pl.col("a_error")]))
+           .when(~pl.col("a_has_graph")).then(pl.lit("no graph"))
+           .when((pl.col("a_n_rel") == 0) & (pl.col("a_n_nodes") == 0)).then(pl.lit("empty graph"))
+           .when(pl.col("a_nl_words").is_not_null())
+           .then(pl.concat_str([pl.lit("natural-language word in graph: "), pl.col("a_nl_words")]))
+           .when(k > 1)
+           .then(pl.concat_str([pl.lit("graph not connected ("), k.cast(pl.String),
+                                pl.lit(" components)")])))  # fmt: skip
+    line = (pl.when(pl.col("arow") < 0).then(None)
+            .when(pl.col("a_error").is_not_null()).then(pl.col("a_error_line"))
+            .when(why.is_not_null()).then(pl.col("a_line")))  # fmt: skip
+    malformed = pl.concat_str([pl.lit("expected sentence malformed: "), pl.col("error"),
+                               pl.when(why.is_not_null()).then(pl.concat_str([pl.lit("; "), why]))
+                               .otherwise(pl.lit(""))])  # fmt: skip
+    return df.select(
+        "row", pl.col("position").alias("sent"),
+        pl.coalesce("sent_id", pl.concat_str([pl.lit("#"),
+                                              (pl.col("position") + 1).cast(pl.String)])),
+        why.is_null().alias("returned"),
+        pl.when(pl.col("error").is_not_null()).then(malformed).otherwise(why).alias("reason"),
+        line.cast(pl.Int32).alias("reason_line"))
 
 
 def _base_frame(expected, partners, status, first: int) -> pl.DataFrame:
@@ -596,6 +797,114 @@ def unl_scores(sentences: pl.DataFrame) -> pl.DataFrame:
     )
     names = [n for n in TABLES["unl_scores"].names if n in agg.columns]
     return agg.select(names)
+
+
+# --------------------------------------------------------------------------------------------
+# Warnings
+
+
+def warning_parts(chunk: UnlChunk, side: str, rows: np.ndarray | None = None) -> dict:
+    """What :func:`unl_warnings` says about some sentences of one side (``rows`` of the
+    chunk, default all), to be merged over shards by :func:`merge_warning_parts`: reader
+    warnings and malformed expected sentences (``lines``: position, order, text), unknown
+    relation labels (count and first occurrence) and the UW encodings (UCL/UCN nodes)."""
+    sents, rels, nodes = chunk.sents, chunk.rels, chunk.nodes
+    if rows is not None:
+        keep = pl.Series(np.asarray(rows, np.int64)).cast(pl.Int32).implode()
+        sents = sents.filter(pl.col("row").is_in(keep))
+        rels = rels.filter(pl.col("row").is_in(keep))
+        nodes = nodes.filter(pl.col("row").is_in(keep))
+    shown = pl.coalesce("sent_id", pl.concat_str([pl.lit("#"),
+                                                  (pl.col("position") + 1).cast(pl.String)]))
+    lines = (sents.select("position", w="warnings").explode("w").drop_nulls("w")
+             .with_columns(order=pl.int_range(pl.len()).over("position"),
+                           text=pl.concat_str([pl.lit(f"{side}: "), pl.col("w")]))
+             .select("position", pl.col("order").cast(pl.Int64), "text"))  # fmt: skip
+    if side == "expected":
+        bad = sents.filter(pl.col("error").is_not_null()).select(
+            "position", order=pl.lit(1 << 40, pl.Int64), text=pl.concat_str([
+                pl.lit("expected sentence "), shown, pl.lit(" (line "),
+                pl.coalesce("error_line", "line").cast(pl.String),
+                pl.lit(") is malformed: "), pl.col("error")]))  # fmt: skip
+        lines = pl.concat([lines, bad])
+    labels = (rels.filter(~pl.col("label").is_in(sorted(KNOWN_RELATIONS)))
+              .join(sents.select("row", "position", shown.alias("shown")), on="row")
+              .select("label", "position", "r", desc=pl.concat_str([
+                  pl.col("shown"), pl.lit(" line "), pl.col("line").cast(pl.String)])))
+    kinds = pl.concat([rels["s_kind"], rels["t_kind"], nodes["kind"]])
+    return {"side": side, "lines": lines, "labels": labels,
+            "ucl": int((kinds == "ucl").sum()), "ucn": int((kinds == "uw").sum())}
+
+
+def merge_warning_parts(parts: list[dict]) -> dict:
+    """The parts of all shards of one side as one."""
+    lines = pl.concat([p["lines"] for p in parts]).sort("position", "order")
+    labels = (pl.concat([p["labels"] for p in parts]).sort("position", "r")
+              .group_by("label", maintain_order=True)
+              .agg(n=pl.len(), position=pl.first("position"), r=pl.first("r"),
+                   desc=pl.first("desc")))  # fmt: skip
+    labels = labels.select("label", "position", "r", "desc", "n")
+    return {"side": parts[0]["side"], "lines": lines,
+            "labels": labels,
+            "ucl": sum(p["ucl"] for p in parts), "ucn": sum(p["ucn"] for p in parts)}
+
+
+def warning_lines(al: Alignment, actual_ids: Sequence[str | None] | pl.Series,
+                  expected: dict, actual: dict) -> list[str]:
+    """Things a user should know before trusting the scores: alignment problems, actual
+    sentences with no expected partner, malformed expected sentences, reader warnings,
+    unknown relation labels and different UW encodings (numeric UCL ids vs readable UCN)."""
+    out = list(al.notes)
+    n = al.unmatched_actual.size
+    if n:
+        ids = pl.Series(actual_ids, dtype=pl.String).gather(al.unmatched_actual[:6]).to_list()
+        shown = [x or f"#{k + 1}" for x, k in zip(ids, al.unmatched_actual[:6].tolist(),
+                                                   strict=True)]  # fmt: skip
+        out.append(f"{n} actual sentence(s) have no expected partner (ignored): "
+                   + _preview(shown, total=n))  # fmt: skip
+    out += expected["lines"]["text"].to_list() + actual["lines"]["text"].to_list()
+    for part in (expected, actual):
+        for lab, n_lab, desc in part["labels"].sort("label").select("label", "n", "desc").rows():
+            out.append(f"{part['side']}: unknown relation label {lab!r} ({n_lab}x, "
+                       f"first in sentence {desc})")
+    return out + _encoding_warnings((expected["ucl"], expected["ucn"]),
+                                    (actual["ucl"], actual["ucn"]))
+
+
+def _encoding_warnings(e: tuple[int, int], a: tuple[int, int]) -> list[str]:
+    (eu, en), (au, an) = e, a
+
+    def name(ucl: int, ucn: int) -> str | None:
+        if ucl + ucn == 0:
+            return None
+        return "numeric UCL ids" if ucl > ucn else "readable UCN UWs"
+
+    ne, na = name(eu, en), name(au, an)
+    if ne and na and ne != na:
+        return [
+            f"UW encodings differ: expected uses {ne} ({eu} UCL / {en} UCN), actual uses {na} "
+            f"({au} UCL / {an} UCN); UWs will not match (near 100% discrepancy)"
+        ]
+    return []
+
+
+def unl_warnings(
+    expected: Sequence[UnlSentence | NlSentence],
+    actual: Sequence[UnlSentence | NlSentence],
+    align: str = "auto",
+) -> list[str]:
+    """:func:`warning_lines` of two lists of parsed sentences."""
+    al = align_sentences(expected, actual, align)
+    parts = [merge_warning_parts([warning_parts(_positioned(chunk_from_sentences(xs)), side)])
+             for side, xs in (("expected", expected), ("actual", actual))]
+    return warning_lines(al, _ids(actual), parts[0], parts[1])
+
+
+def _positioned(chunk: UnlChunk, first: int = 0) -> UnlChunk:
+    """The chunk with positions ``first``, ``first + 1``, ... (its rows in a list)."""
+    sents = chunk.sents.with_columns(
+        position=pl.int_range(first, first + chunk.height, dtype=pl.Int64))
+    return UnlChunk(sents, chunk.rels, chunk.nodes)
 
 
 # --------------------------------------------------------------------------------------------
@@ -770,83 +1079,6 @@ _MIRROR = np.array([1, 0, 2])
 def _cast_to(df: pl.DataFrame, table: str) -> pl.DataFrame:
     schema = pl.Schema(TABLES[table])
     return df.select([pl.col(c).cast(schema[c]) for c in schema.names() if c in df.columns])
-
-
-# --------------------------------------------------------------------------------------------
-# Warnings
-
-
-def _encoding(sentences: Sequence[UnlSentence]) -> tuple[int, int]:
-    """(numeric UCL UWs, readable UWs) over all node occurrences."""
-    c: Counter[str] = Counter()
-    for s in sentences:
-        if s.graph is not None:
-            c.update(n.kind for n in s.graph.all_nodes)
-    return c["ucl"], c["uw"]
-
-
-def _label_warnings(side: str, sentences: Sequence[UnlSentence]) -> list[str]:
-    unknown: Counter[str] = Counter()
-    first: dict[str, str] = {}
-    for k, s in enumerate(sentences):
-        if s.graph is None:
-            continue
-        for r in s.graph.relations:
-            if r.label not in KNOWN_RELATIONS:
-                unknown[r.label] += 1
-                first.setdefault(r.label, f"{s.sent_id or '#' + str(k + 1)} line {r.line}")
-    return [
-        f"{side}: unknown relation label {lab!r} ({n}x, first in sentence {first[lab]})"
-        for lab, n in sorted(unknown.items())
-    ]
-
-
-def unl_warnings(
-    expected: Sequence[UnlSentence | NlSentence],
-    actual: Sequence[UnlSentence | NlSentence],
-    align: str = "auto",
-) -> list[str]:
-    """Things a user should know before trusting the scores: alignment problems, actual
-    sentences with no expected partner, malformed expected sentences, reader warnings,
-    unknown relation labels and different UW encodings (numeric UCL ids vs readable UCN)."""
-    al = align_sentences(expected, actual, align)
-    out = list(al.notes)
-    if al.unmatched_actual:
-        ids = [actual[k].sent_id or f"#{k + 1}" for k in al.unmatched_actual]
-        out.append(
-            f"{len(ids)} actual sentence(s) have no expected partner (ignored): {_preview(ids)}"
-        )
-    for side, xs in (("expected", expected), ("actual", actual)):
-        for k, s in enumerate(xs):
-            out.extend(f"{side}: {w}" for w in getattr(s, "warnings", ()))
-            if side == "expected" and s.error is not None:
-                line = getattr(s, "error_line", None) or s.line
-                out.append(
-                    f"expected sentence {s.sent_id or '#' + str(k + 1)} (line {line}) "
-                    f"is malformed: {s.error}"
-                )
-    unl_e = [s for s in expected if isinstance(s, UnlSentence)]
-    unl_a = [s for s in actual if isinstance(s, UnlSentence)]
-    out += _label_warnings("expected", unl_e) + _label_warnings("actual", unl_a)
-    out += _encoding_warnings(unl_e, unl_a)
-    return out
-
-
-def _encoding_warnings(expected: Sequence[UnlSentence], actual: Sequence[UnlSentence]) -> list[str]:
-    (eu, en), (au, an) = _encoding(expected), _encoding(actual)
-
-    def name(ucl: int, ucn: int) -> str | None:
-        if ucl + ucn == 0:
-            return None
-        return "numeric UCL ids" if ucl > ucn else "readable UCN UWs"
-
-    ne, na = name(eu, en), name(au, an)
-    if ne and na and ne != na:
-        return [
-            f"UW encodings differ: expected uses {ne} ({eu} UCL / {en} UCN), actual uses {na} "
-            f"({au} UCL / {an} UCN); UWs will not match (near 100% discrepancy)"
-        ]
-    return []
 
 
 __all__ = [

@@ -1,11 +1,13 @@
 """One self-contained HTML report per warehouse: tables, charts, drill-down (issues #7, #11).
 
 Token tasks get one section per view (``tokens``); a corpus with coreference rows gets a
-coreference section (``coref``), one with UNL rows a UNL section (``unl``), and one with a
-version history a history section (``history``). Figures come from ``transforms.summaries``;
-``data`` holds the bounded queries, ``drill`` the examples (stored once, drawn on demand),
-``charts`` and ``html`` the building blocks. Every name and label is HTML-escaped; the page
-has no external resources (inline CSS, JS, SVG and JSON).
+coreference section (``coref``), one with UNL rows a UNL section (``unl``), a ner corpus a
+span section (``spans``), one with a version history a history section (``history``), and
+one with systems tokenised otherwise than the key a tokenisation section (``segmentation``).
+Figures come from ``transforms.summaries``; ``data`` holds the bounded queries, ``drill``
+the examples (stored once, drawn on demand), ``charts`` and ``html`` the building blocks.
+Every name and label is HTML-escaped; the page has no external resources (inline CSS, JS,
+SVG and JSON).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from sysdiff.flows.report.drill import Drill
 from sysdiff.flows.report.history import history_html
 from sysdiff.flows.report.html import Ids, esc, json_script
 from sysdiff.flows.report.segmentation import segmentation_html
+from sysdiff.flows.report.spans import spans_html
 from sysdiff.flows.report.tokens import view_html
 from sysdiff.flows.report.unl import unl_html
 from sysdiff.flows.report_assets import CSS, JS
@@ -27,7 +30,8 @@ __all__ = ["build_report", "corpus_html", "page"]
 
 def corpus_html(read: Read, corpus: str, per_cell: int, drill: Drill,
                 ids: Ids) -> tuple[str, list[str]]:
-    """The section of one corpus and its anchors (history, token views, coreference, UNL)."""
+    """The section of one corpus and its anchors (history, token views, coreference, UNL,
+    spans)."""
     data = load_corpus(read, corpus)
     views = data.views()
     empty = data.not_evaluated()
@@ -36,10 +40,12 @@ def corpus_html(read: Read, corpus: str, per_cell: int, drill: Drill,
     segmentation = segmentation_html(read, corpus, views[0] if views else None)
     body = "".join(view_html(read, data, v, per_cell, drill, ids) for v in views)
     coref, unl = coref_html(read, corpus, tables), unl_html(read, corpus, tables)
+    spans = spans_html(read, corpus, tables)
     anchors = ([f"{corpus}-history"] * bool(history)
                + [f"{corpus}-segmentation"] * bool(segmentation)
                + [f"{corpus}-{v}" for v in views]
-               + [f"{corpus}-coref"] * bool(coref) + [f"{corpus}-unl"] * bool(unl))
+               + [f"{corpus}-coref"] * bool(coref) + [f"{corpus}-unl"] * bool(unl)
+               + [f"{corpus}-spans"] * bool(spans))
     n = len(data.systems)
     systems = ", ".join(esc(s) for s in data.systems)
     listing = (f'<p class="note">{n} systems: {systems}</p>' if n <= 12 else
@@ -48,7 +54,7 @@ def corpus_html(read: Read, corpus: str, per_cell: int, drill: Drill,
         listing += (f'<p class="note">not evaluated: {", ".join(empty)} (every label of the '
                     "key is <code>_</code>: no data, no score)</p>")
     return (f'<section class="corpus" id="{esc(corpus)}"><h2>Corpus {esc(corpus)}</h2>'
-            f"{listing}{history}{segmentation}{body}{coref}{unl}</section>", anchors)
+            f"{listing}{history}{segmentation}{body}{coref}{unl}{spans}</section>", anchors)
 
 
 def page(title: str, body: str, anchors: list[str], data: dict) -> str:

@@ -1,0 +1,365 @@
+"""Prefect flow of the span task (ner; chunks or any BIO labels): ingest files, compare all
+systems over span units (METRICS 5).
+
+Ingest reads each file once, in chunks of whole sentences: validates it (a system against
+the key's sentences and forms), maps its labels, decodes its spans with the run's scheme,
+computes its token accuracy against the key, and stages its tokens (``span_tokens``),
+sentences (``sents``) and spans (``spans``) while hashing it. Compare maps one task over
+shards of whole documents of the key: each returns the additive span counts and the engine's
+pair, transition and oracle counts (:mod:`sysdiff.transforms.spans`), and the classes of its
+spans, which are streamed into ``span_classes``; the fold sums the counts in shard order, so
+every table is the same whatever the shard size. Signatures carry the content hashes and
+options, so an unchanged file is not read again and unchanged results are not recomputed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+from prefect import task
+from prefect.cache_policies import NONE
+
+from sysdiff.flows.history import stage_history
+from sysdiff.flows.preflight import check_some_left, skip_system
+from sysdiff.flows.progress import notice, progress
+from sysdiff.flows.shards import map_fold
+from sysdiff.flows.spec import KEY_ID, RunSpec, Source
+from sysdiff.flows.warehouse import (
+    Staging,
+    corpus_partition,
+    crash_point,
+    known_inputs,
+    partition,
+    signature,
+    systems_row,
+    unchanged,
+    with_literals,
+)
+from sysdiff.schemas.errors import InputError
+from sysdiff.transforms import spans as T
+from sysdiff.transforms.plan import Shard, plan_shards
+
+log = logging.getLogger("sysdiff")
+SPAN_READ = ["sent", "start", "end", "type", "text"]
+
+
+def options_string(spec: RunSpec) -> str:
+    """What produced a row: the scheme and the label mappings (as the token tables say)."""
+    maps = ";".join(f"{s}:" + ",".join(f"{a}>{b}" for a, b in sorted(m.items()))
+                    for s, m in sorted(spec.mappings.items()) if m)
+    return f"scheme:{spec.scheme}|map:{maps or 'none'}"
+
+
+@dataclass(frozen=True)
+class SpanFile:
+    """One ingested file: where its tables lie, its ``systems`` and ``span_tags`` rows, and
+    the signature of its ingest (content, format, scheme, mapping and, for a system, the
+    key's)."""
+
+    system: str
+    sig: str
+    spans: Path
+    tokens: Path
+    sents: Path
+    row: pl.DataFrame
+    tags: pl.DataFrame
+
+
+def _mapping(spec: RunSpec, sid: str) -> dict[str, str]:
+    return dict(spec.mappings.get("@key" if sid == KEY_ID else sid, {}))
+
+
+def ingest_signature(spec: RunSpec, sid: str, sha: str, fmt: str, key_sig: str | None) -> str:
+    return signature(sha, fmt, spec.scheme, sorted(_mapping(spec, sid).items()), key_sig)
+
+
+class KeyTokens:
+    """The key's staged tokens, read back one chunk's sentences at a time (forms for the
+    check, mapped tags for token accuracy)."""
+
+    def __init__(self, key: SpanFile) -> None:
+        self.path = key.tokens
+        self.sents = pl.read_parquet(key.sents, columns=["sent", "sent_id", "n_words", "line"],
+                                     glob=False)
+
+    def words(self, lo: int, hi: int) -> pl.DataFrame:
+        return (pl.scan_parquet(self.path, glob=False)
+                .filter(pl.col("sent").is_between(lo, hi))
+                .select("sent", "id", "form", "label").collect())
+
+
+@task(name="ingest", task_run_name="ingest {spec.corpus} {source.id}", cache_policy=NONE)
+def ingest_span_file(spec: RunSpec, source: Source, role: str, stage: Staging,
+                     key: SpanFile | None) -> SpanFile:
+    """Read, validate, map, decode and stage one tag file in one pass (see the module)."""
+    from sysdiff.schemas.formats.conllu import WordCheck
+    from sysdiff.schemas.formats.spans import iter_tags
+
+    sid, corpus = source.id, spec.corpus
+    part = partition(corpus, sid)
+    mapping = _mapping(spec, sid)
+    key_tokens = KeyTokens(key) if key is not None else None
+    check = None if key is None else WordCheck(str(spec.key.path), key_tokens.sents,
+                                               str(source.path))
+    hasher = hashlib.sha256()
+    pending = f"read-{uuid.uuid4().hex[:16]}"
+    stats = _Stats()
+    fmt = source.fmt
+    with contextlib.ExitStack() as files:
+        writers: dict[str, Callable[[pl.DataFrame], None]] = {}
+        for chunk in iter_tags(source.path, source.fmt, spec.scheme, hasher=hasher):
+            if not writers:
+                fmt = chunk.fmt
+                writers = {t: files.enter_context(stage.writer(t, part, pending))
+                           for t in ("span_tokens", "sents", "spans")}
+            toks = T.map_types(chunk.tokens, mapping).with_columns(label=T.label_expr())
+            lo, hi = int(chunk.sents["sent"][0]), int(chunk.sents["sent"][-1])
+            if check is not None:
+                kw = key_tokens.words(lo, hi)
+                check.add(chunk, kw)
+                stats.add_accuracy(toks, kw)
+            spans, decoded = T.decode_spans(toks, spec.scheme)
+            stats.add(chunk, spans, decoded, toks)
+            writers["span_tokens"](with_literals(_stored_tokens(toks, key is None),
+                                                 corpus=corpus, system=sid))
+            writers["sents"](with_literals(chunk.sents, corpus=corpus, system=sid))
+            writers["spans"](with_literals(spans, corpus=corpus, system=sid))
+        if check is not None:
+            check.finish()
+    sha = hasher.hexdigest()
+    sig = ingest_signature(spec, sid, sha, fmt, key.sig if key else None)
+    for table in ("span_tokens", "sents", "spans"):
+        stage.sign(table, part, sig)
+    stats.notices(source, mapping, role)
+    row = systems_row(spec, source, role, sha, fmt, stats.n_docs, stats.n_sents,
+                      stats.n_tokens)
+    tags = stats.tags_row(spec, sid, key is not None)
+    stage.write("systems", part, sig, row)
+    stage.write("span_tags", part, sig, tags)
+    return SpanFile(sid, sig, stage.staged_path("spans", part),
+                    stage.staged_path("span_tokens", part), stage.staged_path("sents", part),
+                    row, tags)
+
+
+def _stored_tokens(toks: pl.DataFrame, is_key: bool) -> pl.DataFrame:
+    """The ``span_tokens`` rows of a file: a system's forms are the key's (checked), so only
+    the key stores them."""
+    return toks if is_key else toks.with_columns(form=pl.lit(None, pl.String))
+
+
+class _Stats:
+    """What an ingest counts over its chunks."""
+
+    def __init__(self) -> None:
+        self.n_sents = self.n_tokens = self.n_spans = self.n_ill = self.n_docs = 0
+        self.n_right = 0
+        self.has_es = self.has_i_start = False
+        self.raw_types: set[str] = set()
+
+    def add(self, chunk, spans: pl.DataFrame, d: T.Decoded, toks: pl.DataFrame) -> None:
+        self.n_sents += chunk.sents.height
+        self.n_tokens += chunk.tokens.height
+        self.n_spans += spans.height
+        self.n_ill += d.n_ill_formed
+        self.has_es |= d.has_es
+        self.has_i_start |= d.has_i_start
+        self.n_docs = int(chunk.sents["doc"][-1]) + 1
+        self.raw_types.update(chunk.tokens["type"].drop_nulls().unique().to_list())
+
+    def add_accuracy(self, toks: pl.DataFrame, key_words: pl.DataFrame) -> None:
+        """Tokens whose mapped tag equals the key's (when the chunk has the key's shape; a
+        shape that differs is reported by the word check)."""
+        mine = toks["label"]
+        if key_words.height == mine.len():
+            self.n_right += int((key_words["label"] == mine).sum())
+
+    @property
+    def detected(self) -> str:
+        return "bioes" if self.has_es else "iob1" if self.has_i_start else "iob2"
+
+    def tags_row(self, spec: RunSpec, sid: str, scored: bool) -> pl.DataFrame:
+        acc = self.n_right / self.n_tokens if scored and self.n_tokens else None
+        return pl.DataFrame([{
+            "corpus": spec.corpus, "system": sid, "scheme": spec.scheme,
+            "detected": self.detected, "n_sents": self.n_sents, "n_tokens": self.n_tokens,
+            "n_tokens_correct": self.n_right if scored else None, "token_accuracy": acc,
+            "n_spans": self.n_spans, "n_ill_formed": self.n_ill,
+            "options": options_string(spec)}],
+            schema_overrides={"n_tokens_correct": pl.Int64, "token_accuracy": pl.Float64})
+
+    def notices(self, source: Source, mapping: dict[str, str], role: str) -> None:
+        unused = sorted(set(mapping) - set(self.raw_types))
+        who = "the key" if role == "key" else f"system '{source.id}'"
+        if unused:
+            notice(f"{who}: the mapping names types its file does not have: "
+                   f"{', '.join(unused[:8])}{' ...' if len(unused) > 8 else ''}")
+        if self.n_ill:
+            notice(f"{who}: {self.n_ill} span(s) are ill-formed for {self.detected.upper()} "
+                   "(e.g. I-X after O); scheme auto reads them as conlleval does, "
+                   "--scheme iob2/bioes drops them (seqeval strict)")
+
+
+def _live(stage: Staging, corpus: str, row: dict, sig: str) -> SpanFile:
+    """A file ingested by an earlier run, as the warehouse holds it."""
+    part = partition(corpus, row["system"])
+    mine = (pl.col("corpus") == corpus) & (pl.col("system") == row["system"])
+    return SpanFile(row["system"], sig, stage.live_file("spans", part),
+                    stage.live_file("span_tokens", part), stage.live_file("sents", part),
+                    stage.read("systems", mine), stage.read("span_tags", mine))
+
+
+def ingest_spans(spec: RunSpec, stage: Staging) -> dict[str, SpanFile]:
+    """Ingest the key, then every system: an unchanged file (same path, size, time, and the
+    same options and key) is not read again."""
+    out: dict[str, SpanFile] = {}
+    known = known_inputs(stage, spec.corpus)
+    with progress("ingest", len(spec.sources)) as tick:
+        for source, role in spec.sources:
+            sid = source.id
+            try:
+                key = out.get(KEY_ID) if role == "system" else None
+                row = known.get(sid)
+                sig = None if row is None else ingest_signature(
+                    spec, sid, row["sha256"], row["format"], key.sig if key else None)
+                part = partition(spec.corpus, sid)
+                reuse = (unchanged(row, Path(source.path)) and stage.has("spans", part, sig)
+                         and stage.has("span_tags", part, sig)
+                         and stage.has("span_tokens", part, sig))
+                out[sid] = (_live(stage, spec.corpus, row, sig) if reuse
+                            else ingest_span_file(spec, source, role, stage, key))
+            except InputError as e:
+                skip_system(spec, stage, source, role, e)
+            tick()
+    check_some_left(spec, stage)
+    return out
+
+
+# ------------------------------------------------------------------------------ compare
+
+
+@dataclass(frozen=True)
+class SpanJob:
+    """What every shard task needs (small and picklable)."""
+
+    systems: list[str]
+    paths: dict[str, str]
+    types: list[str]
+    compare: bool
+
+
+def read_shard_spans(path: str, shard: Shard) -> pl.DataFrame:
+    """The spans of a shard's sentences, in file order."""
+    return (pl.scan_parquet(path, glob=False)
+            .filter(pl.col("sent").is_between(shard.lo, shard.hi - 1))
+            .select(SPAN_READ).collect())
+
+
+@task(name="compare spans", task_run_name="spans {shard.index}", cache_policy=NONE,
+      retries=2)
+def span_shard(job: SpanJob, shard: Shard) -> tuple[T.SpanCounts, list[pl.DataFrame]]:
+    """The map: additive counts of one shard and each system's class rows."""
+    key = read_shard_spans(job.paths[KEY_ID], shard)
+    systems = [read_shard_spans(job.paths[s], shard) for s in job.systems]
+    return T.comparison_counts(key, systems, job.types, shard.lo, shard.hi - shard.lo,
+                               job.compare)
+
+
+def corpus_types(paths: dict[str, str]) -> list[str]:
+    """Every span type of the corpus' files, sorted (the group codes, equal in every shard)."""
+    types = (pl.concat([pl.scan_parquet(p, glob=False).select("type") for p in paths.values()])
+             .unique().collect()["type"].drop_nulls().to_list())
+    return sorted(types)
+
+
+def run_spans(spec: RunSpec, stage: Staging) -> None:
+    """The span task: ingest, then every span table."""
+    compare_spans(spec, stage, ingest_spans(spec, stage))
+
+
+def compare_spans(spec: RunSpec, stage: Staging, files: dict[str, SpanFile]) -> None:
+    """Scores and classes of every stale system; pairs, transitions and oracles of the run's
+    systems when any input or option changed."""
+    corpus = spec.corpus
+    systems = [s.id for s in spec.systems if s.id in files]
+    opts = (spec.ar_trials, spec.seed)
+    sigs = {s: signature(files[s].sig, "span-results") for s in systems}
+    all_sig = signature(sorted((s, files[s].sig) for s in systems), opts, "span-compare")
+    score = [s for s in systems if not stage.has("span_scores", partition(corpus, s), sigs[s])]
+    compare = bool(systems) and not stage.has("span_oracles", corpus_partition(corpus), all_sig)
+    if score or compare:
+        _compute(spec, stage, files, systems, score, compare, sigs, all_sig)
+    stage_history(spec, stage, "spans", all_sig)
+
+
+def _compute(spec: RunSpec, stage: Staging, files: dict[str, SpanFile], systems: list[str],
+             score: list[str], compare: bool, sigs: dict[str, str], all_sig: str) -> None:
+    """Map the shards, stream the class rows of the stale systems, reduce and stage."""
+    corpus = spec.corpus
+    crash_point("compare")
+    paths = {s: str(files[s].spans) for s in [KEY_ID, *systems]}
+    key_sents = pl.read_parquet(files[KEY_ID].sents, columns=["sent", "doc"], glob=False)
+    shards = plan_shards(key_sents, spec.shard_sents)
+    types = corpus_types(paths)
+    _type_notice(systems, paths)
+    job = SpanJob(systems, paths, types, compare)
+    with contextlib.ExitStack() as stack, progress("compare", len(shards)) as tick:
+        fold = _Fold(systems, {s: stack.enter_context(stage.writer(
+            "span_classes", partition(corpus, s), sigs[s])) for s in score}, corpus)
+        map_fold(lambda sh: span_shard.submit(job, sh), shards, fold, tick)
+    c = fold.total
+    opts = options_string(spec)
+    scores = T.score_rows(c, systems, types).with_columns(
+        scheme=pl.lit(spec.scheme), options=pl.lit(opts))
+    for s in score:
+        stage.write("span_scores", partition(corpus, s), sigs[s],
+                    with_literals(scores.filter(pl.col("system") == s), corpus=corpus))
+    if not compare:
+        return
+    part = corpus_partition(corpus)
+    tag = {"corpus": corpus, "scheme": spec.scheme}
+    stage.write("span_oracles", part, all_sig, with_literals(T.oracle_rows(c, systems, types),
+                                                             **tag))
+    if len(systems) < 2:
+        return
+    pairs = T.pair_rows(c, systems, spec.ar_trials, spec.seed)
+    stage.write("span_pairs", part, all_sig,
+                with_literals(pairs, **tag, options=opts))
+    stage.write("span_transitions", part, all_sig,
+                with_literals(T.transition_rows(c, systems, types), **tag))
+
+
+class _Fold:
+    """Sums the shards' counts in shard order and streams the class rows of the systems
+    whose tables are recomputed."""
+
+    def __init__(self, systems: list[str], writers: dict[str, Callable], corpus: str) -> None:
+        self.index = {s: i for i, s in enumerate(systems)}
+        self.writers, self.corpus = writers, corpus
+        self.total: T.SpanCounts | None = None
+
+    def __call__(self, result: tuple[T.SpanCounts, list[pl.DataFrame]]) -> None:
+        counts, rows = result
+        self.total = counts if self.total is None else self.total.merge(counts)
+        for s, append in self.writers.items():
+            append(with_literals(rows[self.index[s]], corpus=self.corpus, system=s))
+
+
+def _type_notice(systems: list[str], paths: dict[str, str]) -> None:
+    """Say once which systems predict types the key does not have (scored as spurious)."""
+    key_types = set(corpus_types({KEY_ID: paths[KEY_ID]}))
+    for s in systems:
+        counts = (pl.scan_parquet(paths[s], glob=False).group_by("type").len()
+                  .collect().filter(~pl.col("type").is_in(list(key_types)))
+                  .sort("len", descending=True))
+        if counts.height:
+            shown = ", ".join(f"{t} ({n})" for t, n in counts.head(6).rows())
+            notice(f"system '{s}' predicts types the key does not have: {shown}"
+                   f"{' ...' if counts.height > 6 else ''}; they count as spurious spans "
+                   "(map them with --map TYPE=KEYTYPE or TYPE=O)")
