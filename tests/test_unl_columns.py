@@ -26,13 +26,8 @@ from hypothesis import strategies as st
 from sysdiff.flows.shards import Opaque
 from sysdiff.flows.unl import Version, score_shard, unmatched_parts
 from sysdiff.schemas.errors import InputError
-from sysdiff.schemas.formats.unl import (
-    _BLOCK,
-    KNOWN_RELATIONS,
-    _blocks,
-    index_unl,
-    read_unl,
-)
+from sysdiff.schemas.formats.unl import KNOWN_RELATIONS, index_unl, read_unl
+from sysdiff.schemas.formats.unl.document import _BLOCK, _blocks
 from sysdiff.transforms.plan import plan_ranges
 from sysdiff.transforms.unl import (
     UnlOptions,
@@ -480,7 +475,7 @@ def test_each_sentence_block_is_read_once(tmp_path: Path, monkeypatch) -> None:
     """Scoring reads the expected file shard by shard and each version only the partners of
     the shard: every byte of every [S] block is read once, whatever the order of the ids."""
     from benchmarks.unl import make_corpus
-    from sysdiff.schemas.formats import unl as reader
+    from sysdiff.schemas.formats.unl import index as reader
 
     exp_text, act_text = make_corpus(40, 5)
     blocks = act_text.split("[S:")
