@@ -33,7 +33,11 @@ import polars as pl
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sysdiff.schemas.formats.coref import _split_lines, conll_line_kinds, read_coref  # noqa: E402
+from sysdiff.schemas.formats.coref import read_coref  # noqa: E402
+from sysdiff.schemas.formats.coref_conll2012 import (  # noqa: E402
+    _split_lines,
+    conll_line_kinds,
+)
 from sysdiff.transforms.arcs import coref_agreement, coref_oracles, coref_pairs, mention_classes  # noqa: E402
 from sysdiff.transforms.coref import coref_counts, coref_scores  # noqa: E402
 

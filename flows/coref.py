@@ -46,12 +46,8 @@ log = logging.getLogger("sysdiff")
 def read_coref_file(source: Source) -> tuple[pl.DataFrame, pl.DataFrame, str, str]:
     """Mentions, per-document token counts, format and SHA-256 of one coreference file
     (read once)."""
-    from sysdiff.schemas.formats.coref import (
-        decode_text,
-        detect_coref_format,
-        read_bytes,
-        read_coref_with_tokens,
-    )
+    from sysdiff.schemas.formats.coref import detect_coref_format, read_coref_with_tokens
+    from sysdiff.schemas.formats.coref_shared import decode_text, read_bytes
 
     data = read_bytes(source.path)
     text = decode_text(data, source.path)

@@ -43,6 +43,8 @@ from sysdiff.flows.warehouse import (
     with_literals,
 )
 from sysdiff.schemas.errors import InputError
+from sysdiff.transforms import span_decoding as D
+from sysdiff.transforms import span_tables as R
 from sysdiff.transforms import spans as T
 from sysdiff.transforms.plan import Shard, plan_shards
 
@@ -119,13 +121,13 @@ def ingest_span_file(spec: RunSpec, source: Source, role: str, stage: Staging,
                 fmt = chunk.fmt
                 writers = {t: files.enter_context(stage.writer(t, part, pending))
                            for t in ("span_tokens", "sents", "spans")}
-            toks = T.map_types(chunk.tokens, mapping).with_columns(label=T.label_expr())
+            toks = D.map_types(chunk.tokens, mapping).with_columns(label=D.label_expr())
             lo, hi = int(chunk.sents["sent"][0]), int(chunk.sents["sent"][-1])
             if check is not None:
                 kw = key_tokens.words(lo, hi)
                 check.add(chunk, kw)
                 stats.add_accuracy(toks, kw)
-            spans, decoded = T.decode_spans(toks, spec.scheme)
+            spans, decoded = D.decode_spans(toks, spec.scheme)
             stats.add(chunk, spans, decoded, toks)
             writers["span_tokens"](with_literals(_stored_tokens(toks, key is None),
                                                  corpus=corpus, system=sid))
@@ -163,7 +165,7 @@ class _Stats:
         self.has_es = self.has_i_start = False
         self.raw_types: set[str] = set()
 
-    def add(self, chunk, spans: pl.DataFrame, d: T.Decoded, toks: pl.DataFrame) -> None:
+    def add(self, chunk, spans: pl.DataFrame, d: D.Decoded, toks: pl.DataFrame) -> None:
         self.n_sents += chunk.sents.height
         self.n_tokens += chunk.tokens.height
         self.n_spans += spans.height
@@ -315,7 +317,7 @@ def _compute(spec: RunSpec, stage: Staging, files: dict[str, SpanFile], systems:
         map_fold(lambda sh: span_shard.submit(job, sh), shards, fold, tick)
     c = fold.total
     opts = options_string(spec)
-    scores = T.score_rows(c, systems, types).with_columns(
+    scores = R.score_rows(c, systems, types).with_columns(
         scheme=pl.lit(spec.scheme), options=pl.lit(opts))
     for s in score:
         stage.write("span_scores", partition(corpus, s), sigs[s],
@@ -324,15 +326,15 @@ def _compute(spec: RunSpec, stage: Staging, files: dict[str, SpanFile], systems:
         return
     part = corpus_partition(corpus)
     tag = {"corpus": corpus, "scheme": spec.scheme}
-    stage.write("span_oracles", part, all_sig, with_literals(T.oracle_rows(c, systems, types),
+    stage.write("span_oracles", part, all_sig, with_literals(R.oracle_rows(c, systems, types),
                                                              **tag))
     if len(systems) < 2:
         return
-    pairs = T.pair_rows(c, systems, spec.ar_trials, spec.seed)
+    pairs = R.pair_rows(c, systems, spec.ar_trials, spec.seed)
     stage.write("span_pairs", part, all_sig,
                 with_literals(pairs, **tag, options=opts))
     stage.write("span_transitions", part, all_sig,
-                with_literals(T.transition_rows(c, systems, types), **tag))
+                with_literals(R.transition_rows(c, systems, types), **tag))
 
 
 class _Fold:

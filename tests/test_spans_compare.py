@@ -10,6 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sysdiff.transforms import span_decoding as D
+from sysdiff.transforms import span_tables as R
 from sysdiff.transforms import spans as T
 
 PREFIX = {"O": 0, "B": 1, "I": 2, "E": 3, "S": 4}
@@ -28,7 +30,7 @@ def tokens(*sentences: list[str]) -> pl.DataFrame:
 
 def spans_of(tags: list[str] | list[list[str]], scheme: str = "auto") -> list[tuple]:
     sents = tags if tags and isinstance(tags[0], list) else [tags]
-    got, _ = T.decode_spans(tokens(*sents), scheme)
+    got, _ = D.decode_spans(tokens(*sents), scheme)
     return [tuple(r) for r in got.select("sent", "start", "end", "type").rows()]
 
 
@@ -67,21 +69,21 @@ def test_spans_never_cross_sentences():
 
 
 def test_decoded_scheme_and_ill_formed_count():
-    _, d = T.decode_spans(tokens(["O", "I-PER", "B-LOC"]), "auto")
+    _, d = D.decode_spans(tokens(["O", "I-PER", "B-LOC"]), "auto")
     assert (d.detected, d.n_ill_formed) == ("iob1", 1)
-    _, d = T.decode_spans(tokens(["B-PER", "I-PER"]), "auto")
+    _, d = D.decode_spans(tokens(["B-PER", "I-PER"]), "auto")
     assert (d.detected, d.n_ill_formed) == ("iob2", 0)
-    _, d = T.decode_spans(tokens(["S-PER", "B-LOC", "I-LOC"]), "auto")
+    _, d = D.decode_spans(tokens(["S-PER", "B-LOC", "I-LOC"]), "auto")
     assert (d.detected, d.n_ill_formed) == ("bioes", 1)
 
 
 def test_span_text_and_a_mapping_to_o_drops_the_entity():
     toks = tokens(["B-PERSON", "I-PERSON", "O", "B-DATE", "B-GPE"])
-    spans, _ = T.decode_spans(T.map_types(toks, {"PERSON": "PER", "DATE": "O", "GPE": "LOC"}),
+    spans, _ = D.decode_spans(D.map_types(toks, {"PERSON": "PER", "DATE": "O", "GPE": "LOC"}),
                               "auto")
     assert spans.select("start", "end", "type", "text").rows() == [
         (0, 1, "PER", "w0.0 w0.1"), (4, 4, "LOC", "w0.4")]
-    labels = T.map_types(toks, {"DATE": "O"}).with_columns(label=T.label_expr())["label"]
+    labels = D.map_types(toks, {"DATE": "O"}).with_columns(label=D.label_expr())["label"]
     assert labels.to_list() == ["B-PERSON", "I-PERSON", "O", "O", "B-GPE"]
 
 
@@ -113,7 +115,7 @@ def test_decoding_equals_seqeval(iob, bioes):
 
 def spans_frame(*spans: tuple) -> pl.DataFrame:
     """(sent, start, end, type) tuples as a sorted span frame."""
-    return pl.DataFrame(list(spans), schema=T.SPAN_COLUMNS, orient="row").sort("sent", "start")
+    return pl.DataFrame(list(spans), schema=D.SPAN_COLUMNS, orient="row").sort("sent", "start")
 
 
 def compare(key, systems, n_sents=1, types=None):
@@ -133,21 +135,21 @@ def example_e():
 def test_worked_example_e():
     key, s1, s2 = example_e()
     c, rows, types = compare(key, [s1, s2])
-    scores = T.score_rows(c, ["S1", "S2"], types).filter(pl.col("type") == "ALL")
+    scores = R.score_rows(c, ["S1", "S2"], types).filter(pl.col("type") == "ALL")
     p, r, f = (scores[x].to_list() for x in ("precision", "recall", "f1"))
     assert p == [1 / 2, 1 / 3] and r == [1 / 2, 1 / 2]
     assert f == pytest.approx([0.5, 0.4])
     assert rows[0]["cls"].to_list() == ["boundary", "correct"]
     assert rows[1]["cls"].to_list() == ["correct", "type", "spurious"]
-    pair = T.pair_rows(c, ["S1", "S2"], 200, 0).row(0, named=True)
+    pair = R.pair_rows(c, ["S1", "S2"], 200, 0).row(0, named=True)
     assert (pair["n_units"], pair["n_diff"], pair["corrections"], pair["new_errors"],
             pair["changed_errors"]) == (3, 3, 1, 2, 0)
     assert pair["diff"] == 1.0
-    oracle = T.oracle_rows(c, ["S1", "S2"], types)
+    oracle = R.oracle_rows(c, ["S1", "S2"], types)
     both = oracle.filter((pl.col("n_systems") == 2) & (pl.col("type") == "ALL")).row(
         0, named=True)
     assert (both["n_correct"], both["n_gold"], both["recall"]) == (2, 2, 1.0)
-    trans = T.transition_rows(c, ["S1", "S2"], types).filter(
+    trans = R.transition_rows(c, ["S1", "S2"], types).filter(
         (pl.col("sys1") == "S1") & (pl.col("type") == "ALL") & (pl.col("count") > 0))
     assert sorted(trans.select("c1", "c2", "count").rows()) == [
         ("absent", "spurious", 1), ("boundary", "correct", 1), ("correct", "type", 1)]
@@ -186,8 +188,8 @@ def random_spans(rng: np.random.Generator, n_sents: int, types: list[str]) -> pl
     for _ in range(n_sents):
         sents.append([rng.choice(["O", "O", f"B-{t}", f"I-{t}"]) if (t := rng.choice(types))
                       else "O" for _ in range(int(rng.integers(1, 12)))])
-    spans, _ = T.decode_spans(tokens(*sents), "auto")
-    return spans.select(*T.SPAN_COLUMNS)
+    spans, _ = D.decode_spans(tokens(*sents), "auto")
+    return spans.select(*D.SPAN_COLUMNS)
 
 
 @settings(max_examples=40, deadline=None)
@@ -231,9 +233,9 @@ def test_sharding_changes_no_count(seed, cut):
     whole, _ = T.comparison_counts(key, systems, types, 0, 8)
     split = sharded(key, systems, types, 8, cut)
     names = ["s0", "s1", "s2"]
-    for frame in (T.score_rows, T.transition_rows, T.oracle_rows):
+    for frame in (R.score_rows, R.transition_rows, R.oracle_rows):
         assert frame(whole, names, types).equals(frame(split, names, types))
-    assert T.pair_rows(whole, names, 500, 3).equals(T.pair_rows(split, names, 500, 3))
+    assert R.pair_rows(whole, names, 500, 3).equals(R.pair_rows(split, names, 500, 3))
 
 
 def test_pair_invariants_and_f1_randomization():
@@ -242,15 +244,15 @@ def test_pair_invariants_and_f1_randomization():
     key = random_spans(rng, 60, types)
     systems = [random_spans(rng, 60, types) for _ in range(2)]
     c, _, _ = compare(key, systems, n_sents=60, types=types)
-    pairs = T.pair_rows(c, ["a", "b"], 2000, 0)
+    pairs = R.pair_rows(c, ["a", "b"], 2000, 0)
     ab, ba = pairs.row(0, named=True), pairs.row(1, named=True)
     assert ab["corrections"] == ba["new_errors"] and ab["new_errors"] == ba["corrections"]
     assert ab["ar_p"] == ba["ar_p"] and 0 < ab["ar_p"] <= 1
-    f1 = T.score_rows(c, ["a", "b"], types).filter(pl.col("type") == "ALL")["f1"].to_list()
+    f1 = R.score_rows(c, ["a", "b"], types).filter(pl.col("type") == "ALL")["f1"].to_list()
     assert ab["delta_f1"] == pytest.approx(f1[1] - f1[0])
     # a system against itself: no difference, p = 1
     same, _, _ = compare(key, [systems[0], systems[0]], n_sents=60, types=types)
-    row = T.pair_rows(same, ["a", "a2"], 200, 0).row(0, named=True)
+    row = R.pair_rows(same, ["a", "a2"], 200, 0).row(0, named=True)
     assert (row["n_diff"], row["mcnemar_p"], row["ar_p"]) == (0, 1.0, 1.0)
 
 
@@ -258,7 +260,7 @@ def test_f1_randomization_finds_a_clear_difference():
     """Every sentence: system 2 gets its one span right, system 1 misses it."""
     n = 40
     d_tp, d_pred, m = np.array([1]), np.array([1]), np.array([n])
-    p = T.f1_randomization(d_tp, d_pred, m, (0, 0), (n, n), n, 999, 0)
+    p = R.f1_randomization(d_tp, d_pred, m, (0, 0), (n, n), n, 999, 0)
     assert p == pytest.approx(1 / 1000)
-    assert T.f1_randomization(np.array([1, -1]), np.array([0, 0]), np.array([5, 5]),
+    assert R.f1_randomization(np.array([1, -1]), np.array([0, 0]), np.array([5, 5]),
                               (10, 20), (10, 20), 30, 999, 0) == 1.0

@@ -1,23 +1,20 @@
-"""Spans (METRICS 5): BIO tags decoded into spans, span scores, span classes, and the
-comparison of systems over span units with the shared engine.
+"""Spans (METRICS 5): span scores, span classes, and the comparison of systems over span
+units with the shared engine (spans come from :mod:`sysdiff.transforms.span_decoding`).
 
-- :func:`decode` turns prefix and type codes into spans: conlleval rules by default (a span
-  starts at B-X, or at I-X/E-X that does not continue a span of type X; it goes on while the
-  tags continue it; E-X and S-X end it), seqeval strict with ``iob2`` (only B-X I-X* is a
-  span) and ``bioes`` (B-X I-X* E-X, or S-X).
 - :func:`classify` gives every key span its class under a system (correct, type, boundary,
   missed) and finds the system's spurious spans (overlapping no key span).
 - :func:`comparison_counts` builds the engine's label matrix over the span units of a shard
   (key spans and the spurious spans of any system; values are class codes, correct =
   correct or absent, group = type, ``sent`` = the sentence) and returns additive counts;
-  :func:`merge_counts` sums shards and the ``*_rows`` functions make the tables.
+  :func:`merge_counts` sums shards and the ``*_rows`` functions of
+  :mod:`sysdiff.transforms.span_tables` make the tables.
 
 Everything is additive over sentences (and so over shards of sentences); ratios come last.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,125 +29,13 @@ from sysdiff.transforms.engine import (
     pair_counts,
     transition_counts,
 )
-from sysdiff.transforms.reduce import mcnemar_column, oracle_correct, oracle_subsets, ratio
+from sysdiff.transforms.span_decoding import SPAN_COLUMNS
 
-P_O, P_B, P_I, P_E, P_S = range(5)  # prefix codes
-PREFIX_LETTERS = np.array(["O", "B", "I", "E", "S"])
 CORRECT, TYPE, BOUNDARY, MISSED, SPURIOUS, ABSENT = range(6)
 N_CLASSES = len(SPAN_CLASSES)
 _IS_CORRECT = np.array([c in SPAN_CORRECT for c in SPAN_CLASSES])
-SPAN_COLUMNS = {"sent": pl.Int32, "start": pl.Int32, "end": pl.Int32, "type": pl.String}
-ALL = "ALL"
 #: Offsets of the per-sentence (TP, predicted) differences kept for the randomization test.
 _D = 1 << 20
-
-
-# ------------------------------------------------------------------------------ decoding
-
-
-@dataclass(frozen=True)
-class Decoded:
-    """Spans as token row ranges ``first..last`` (inclusive), and what the tags say about
-    their scheme: ``n_ill_formed`` segments the strict rule of their scheme drops (an I-X
-    that starts a span; under BIOES one that is not B-X ... E-X or S-X), whether E-/S- tags
-    occur, and whether an I-X starts a span (IOB1)."""
-
-    first: np.ndarray
-    last: np.ndarray
-    n_ill_formed: int
-    has_es: bool
-    has_i_start: bool
-
-    @property
-    def detected(self) -> str:
-        """The scheme the tags follow: bioes (E-/S- tags), iob1 (an I-X starts a span) or
-        iob2."""
-        return "bioes" if self.has_es else "iob1" if self.has_i_start else "iob2"
-
-
-def decode(prefix: np.ndarray, type_code: np.ndarray, sent: np.ndarray,
-           scheme: str = "auto") -> Decoded:
-    """Spans of a tag sequence (rows in file order; ``sent`` numbers the sentences, a span
-    never crosses one). ``prefix`` holds codes of O B I E S, ``type_code`` equal
-    integers for equal types. ``scheme``: auto or iob1 (conlleval rules), iob2 or bioes
-    (seqeval strict)."""
-    n = prefix.size
-    prev_p = np.empty(n, prefix.dtype)
-    prev_t = np.empty(n, type_code.dtype)
-    if n:
-        prev_p[0], prev_t[0] = P_O, -1
-        prev_p[1:], prev_t[1:] = prefix[:-1], type_code[:-1]
-        new_sent = np.r_[True, sent[1:] != sent[:-1]]
-        prev_p[new_sent] = P_O
-    link = (((prefix == P_I) | (prefix == P_E)) & ((prev_p == P_B) | (prev_p == P_I))
-            & (type_code == prev_t))
-    tagged = prefix != P_O
-    first = np.flatnonzero(tagged & ~link)
-    breaks = np.flatnonzero(~link)      # every row that does not continue the row before
-    nxt = np.searchsorted(breaks, first, side="right")
-    last = np.where(nxt < breaks.size, breaks[np.minimum(nxt, breaks.size - 1)] - 1, n - 1)
-    p_first, p_last = prefix[first], prefix[last]
-    has_es = bool(((prefix == P_E) | (prefix == P_S)).any())
-    strict = ((p_first == P_S) | ((p_first == P_B) & (p_last == P_E)) if has_es
-              else p_first == P_B)
-    keep = {"auto": None, "iob1": None, "iob2": p_first == P_B,
-            "bioes": (p_first == P_S) | ((p_first == P_B) & (p_last == P_E))}[scheme]
-    if keep is not None:
-        first, last = first[keep], last[keep]
-    return Decoded(first, last, int((~strict).sum()), has_es, bool((p_first == P_I).any()))
-
-
-def map_types(tokens: pl.DataFrame, mapping: Mapping[str, str]) -> pl.DataFrame:
-    """Tokens (``prefix``, ``type``) with their types mapped; a type mapped to ``O`` makes
-    its tags ``O`` (the entity is dropped)."""
-    if not mapping:
-        return tokens
-    new = pl.col("type").replace(dict(mapping))
-    return tokens.with_columns(
-        prefix=pl.when(new == "O").then(pl.lit(P_O, pl.UInt8)).otherwise(pl.col("prefix")),
-        type=pl.when(new == "O").then(None).otherwise(new),
-    )
-
-
-def label_expr() -> pl.Expr:
-    """The (mapped) tag of a token: ``O``, ``B-PER``, or a bare prefix (type ``_``)."""
-    letter = pl.col("prefix").replace_strict(list(range(5)), list(PREFIX_LETTERS),
-                                             return_dtype=pl.String)
-    return (pl.when(pl.col("prefix") == P_O).then(pl.lit("O"))
-            .when(pl.col("type") == "_").then(letter)
-            .otherwise(pl.concat_str(letter, pl.lit("-"), pl.col("type"))))
-
-
-def decode_spans(tokens: pl.DataFrame, scheme: str) -> tuple[pl.DataFrame, Decoded]:
-    """Spans of tokens (``sent``, ``id``, ``form``, ``prefix``, ``type``; file order):
-    ``sent``, ``start``, ``end`` (0-based token positions, inclusive), ``type`` and ``text``
-    (the span's words joined by spaces)."""
-    codes = tokens["type"].fill_null("").cast(pl.Categorical).to_physical().to_numpy()
-    d = decode(tokens["prefix"].to_numpy(), codes.astype(np.int64),
-               tokens["sent"].to_numpy(), scheme)
-    span_of = np.full(tokens.height, -1, np.int64)
-    if d.first.size:
-        lengths = d.last - d.first + 1
-        rows = np.repeat(d.first, lengths) + _ramp(lengths)
-        span_of[rows] = np.repeat(np.arange(d.first.size), lengths)
-    text = (tokens.select("form").with_columns(span=pl.Series(span_of))
-            .filter(pl.col("span") >= 0).group_by("span", maintain_order=True)
-            .agg(pl.col("form").str.join(" ")))
-    first = tokens[d.first]
-    spans = pl.DataFrame({
-        "sent": first["sent"], "start": first["id"] - 1,
-        "end": tokens["id"].gather(d.last) - 1, "type": first["type"],
-        "text": text["form"] if d.first.size else pl.Series([], dtype=pl.String),
-    }).cast({**SPAN_COLUMNS, "text": pl.String})
-    return spans, d
-
-
-def _ramp(lengths: np.ndarray) -> np.ndarray:
-    """0, 1, ..., k-1 for each k of ``lengths``, concatenated."""
-    total = int(lengths.sum())
-    starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
-    return np.arange(total) - starts
-
 
 # ------------------------------------------------------------------------------ classes
 
@@ -370,159 +255,4 @@ def merge_counts(parts: Sequence[SpanCounts]) -> SpanCounts:
     return total
 
 
-# ------------------------------------------------------------------------------ tables
-
-
-def prf(correct: np.ndarray, gold: np.ndarray, pred: np.ndarray
-        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Precision, recall and F1 (0 where undefined, as conlleval and seqeval give)."""
-    p, r = ratio(correct, pred), ratio(correct, gold)
-    return p, r, ratio(2 * p * r, p + r)
-
-
-def score_rows(c: SpanCounts, names: Sequence[str], types: Sequence[str]) -> pl.DataFrame:
-    """``span_scores``: per system the micro average (``ALL``) and every type with a key or
-    a predicted span."""
-    rows = []
-    for i, name in enumerate(names):
-        gold = np.r_[c.gold.sum(), c.gold]
-        pred = np.r_[c.pred[i].sum(), c.pred[i]]
-        right = np.r_[c.correct[i].sum(), c.correct[i]]
-        keep = np.r_[True, (c.gold + c.pred[i]) > 0]
-        p, r, f = prf(right, gold, pred)
-        rows.append(pl.DataFrame({
-            "system": [name] * int(keep.sum()),
-            "type": [ALL, *(t for t, k in zip(types, keep[1:], strict=True) if k)],
-            "n_gold": gold[keep], "n_pred": pred[keep], "n_correct": right[keep],
-            "precision": p[keep], "recall": r[keep], "f1": f[keep]},
-            schema_overrides={"system": pl.String, "type": pl.String}))
-    return pl.concat(rows) if rows else pl.DataFrame()
-
-
-def f1_of(c: SpanCounts) -> np.ndarray:
-    """Micro F1 of each system."""
-    return prf(c.correct.sum(axis=1), np.full(c.pred.shape[0], c.gold.sum()),
-               c.pred.sum(axis=1))[2]
-
-
-def pair_rows(c: SpanCounts, names: Sequence[str], trials: int, seed: int) -> pl.DataFrame:
-    """``span_pairs``: both directions of every pair: units (key spans and the spurious spans
-    of either system), differing units, change classes, diff, delta F1 (sys2 - sys1), exact
-    McNemar p over the units and the paired approximate randomization p of F1 by sentence."""
-    pc = c.pairs
-    i = np.array([p[0] for p in pc.pairs], np.int64)
-    j = np.array([p[1] for p in pc.pairs], np.int64)
-    n_diff, fix, brk, changed = (pc.classes[:, k] for k in range(4))
-    f1 = f1_of(c)
-    tp, found = c.correct.sum(axis=1), c.pred.sum(axis=1)
-    gold = int(c.gold.sum())
-    ar = np.array([f1_randomization(*_decode_f1(s), (tp[a], found[a]), (tp[b], found[b]),
-                                    gold, trials, seed)
-                   for s, (a, b) in zip(c.sent_f1, pc.pairs, strict=True)], np.float64)
-    arr = np.array(names, dtype=object)
-    return pl.DataFrame({
-        "sys1": np.concatenate([arr[i], arr[j]]).tolist(),
-        "sys2": np.concatenate([arr[j], arr[i]]).tolist(),
-        "n_units": np.tile(pc.n_units, 2), "n_diff": np.tile(n_diff, 2),
-        "corrections": np.concatenate([fix, brk]), "new_errors": np.concatenate([brk, fix]),
-        "changed_errors": np.tile(changed, 2), "diff": np.tile(ratio(n_diff, pc.n_units), 2),
-        "delta_f1": np.concatenate([f1[j] - f1[i], f1[i] - f1[j]]),
-        "mcnemar_p": np.tile(mcnemar_column(fix, brk), 2), "ar_p": np.tile(ar, 2),
-    }, schema_overrides={"sys1": pl.String, "sys2": pl.String})
-
-
-def _decode_f1(s: Sparse) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    s.compact()
-    return s.keys // (2 * _D) - _D, s.keys % (2 * _D) - _D, s.counts
-
-
-def f1_randomization(d_tp: np.ndarray, d_pred: np.ndarray, m: np.ndarray,
-                     first: tuple[int, int], second: tuple[int, int], gold: int,
-                     trials: int, seed: int) -> float:
-    """Paired approximate randomization of micro F1 over sentences (METRICS 1.6 for F1).
-
-    Sentences whose (TP, predicted) counts differ by (``d_tp``, ``d_pred``) = second -
-    first, ``m`` of each; each trial swaps the two systems' counts of every sentence with
-    probability 1/2 (a binomial number of each kind), and ``p = (#{|delta*| >= |delta|} + 1)
-    / (trials + 1)``; ``first``/``second`` = (TP, predicted) totals."""
-    if m.size == 0:
-        return 1.0
-
-    def f1(tp: np.ndarray, found: np.ndarray) -> np.ndarray:
-        return ratio(2 * tp, found + gold)
-
-    observed = abs(float(f1(np.float64(second[0]), np.float64(second[1]))
-                         - f1(np.float64(first[0]), np.float64(first[1]))))
-    rng = np.random.default_rng(seed)
-    hits, done = 0, 0
-    while done < trials:
-        k = min(2048, trials - done)
-        swapped = rng.binomial(m[None, :], 0.5, size=(k, m.size))
-        moved_tp, moved_pred = swapped @ d_tp, swapped @ d_pred
-        delta = (f1(second[0] - moved_tp, second[1] - moved_pred)
-                 - f1(first[0] + moved_tp, first[1] + moved_pred))
-        hits += int(np.count_nonzero(np.abs(delta) >= observed - 1e-12))
-        done += k
-    return (hits + 1) / (trials + 1)
-
-
-def transition_rows(c: SpanCounts, names: Sequence[str], types: Sequence[str]
-                    ) -> pl.DataFrame:
-    """``span_transitions``: the full 6x6 class matrix of every ordered pair over the pair's
-    units, for ``ALL`` and each type with units."""
-    pc = c.pairs
-    i = np.array([p[0] for p in pc.pairs], np.int64)
-    j = np.array([p[1] for p in pc.pairs], np.int64)
-    keep = np.flatnonzero((c.gold + c.pred.sum(axis=0)) > 0)
-    typed = np.concatenate([c.typed.sum(axis=1, keepdims=True), c.typed[:, keep]], axis=1)
-    both = np.concatenate([typed, typed.transpose(0, 1, 3, 2)])
-    arr = np.array(names, dtype=object)
-    sys1, sys2 = np.concatenate([arr[i], arr[j]]), np.concatenate([arr[j], arr[i]])
-    p, g, c1, c2 = np.indices(both.shape).reshape(4, -1)
-    classes = pl.Series(SPAN_CLASSES, dtype=pl.String)
-    type_names = pl.Series([ALL, *(types[k] for k in keep)], dtype=pl.String)
-    return pl.DataFrame({
-        "sys1": sys1[p].tolist(), "sys2": sys2[p].tolist(), "type": type_names.gather(g),
-        "c1": classes.gather(c1), "c2": classes.gather(c2), "count": both[p, g, c1, c2],
-    }, schema_overrides={"sys1": pl.String, "sys2": pl.String})
-
-
-def oracle_rows(c: SpanCounts, names: Sequence[str], types: Sequence[str]) -> pl.DataFrame:
-    """``span_oracles``: for every subset (:func:`oracle_subsets`), key spans that at least one
-    member gets correct, overall (``ALL``) and per key type, with the best member's count and
-    the gain in recall over it."""
-    subs, per_type = oracle_correct(c.oracle, c.correct)
-    keep = np.flatnonzero(c.gold)
-    label = [ALL, *(types[k] for k in keep)]
-    n_rows = np.r_[c.gold.sum(), c.gold[keep]]
-    got = np.concatenate([per_type.sum(axis=1, keepdims=True), per_type[:, keep]], axis=1)
-    single = np.concatenate([c.correct.sum(axis=1, keepdims=True), c.correct[:, keep]], axis=1)
-    best = np.stack([single[list(s)].max(axis=0) for s in subs]) if subs else got
-    k = len(label)
-    return pl.DataFrame({
-        "systems": [sorted(names[x] for x in s) for s in subs for _ in range(k)],
-        "n_systems": np.repeat([len(s) for s in subs], k).astype(np.int64),
-        "type": label * len(subs), "n_gold": np.tile(n_rows, len(subs)).astype(np.int64),
-        "n_correct": got.ravel().astype(np.int64),
-        "recall": ratio(got, n_rows[None, :]).ravel(),
-        "best_single": best.ravel().astype(np.int64),
-        "gain": ratio(got - best, n_rows[None, :]).ravel(),
-    }, schema_overrides={"systems": pl.List(pl.String), "type": pl.String})
-
-
-def class_count_rows(c: SpanCounts, names: Sequence[str], types: Sequence[str]
-                     ) -> pl.DataFrame:
-    """Class counts per system and type (``ALL`` first): the units of each system."""
-    keep = np.flatnonzero(c.classes.sum(axis=(0, 2)))
-    rows = []
-    for i, name in enumerate(names):
-        per = np.concatenate([c.classes[i].sum(axis=0, keepdims=True), c.classes[i, keep]])
-        frame = pl.DataFrame(per[:, :SPURIOUS + 1], schema=list(SPAN_CLASSES[:SPURIOUS + 1]),
-                             orient="row")
-        rows.append(frame.with_columns(system=pl.lit(name), type=pl.Series(
-            [ALL, *(types[k] for k in keep)], dtype=pl.String)))
-    return pl.concat(rows) if rows else pl.DataFrame()
-
-
-__all__ = ["ALL", "SPAN_CLASSES", "decode", "decode_spans", "classify", "comparison_counts",
-           "oracle_subsets"]
+__all__ = ["SPAN_CLASSES", "classify", "comparison_counts"]

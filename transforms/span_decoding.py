@@ -1,0 +1,128 @@
+"""Spans (METRICS 5): BIO tags decoded into spans.
+
+- :func:`decode` turns prefix and type codes into spans: conlleval rules by default (a span
+  starts at B-X, or at I-X/E-X that does not continue a span of type X; it goes on while the
+  tags continue it; E-X and S-X end it), seqeval strict with ``iob2`` (only B-X I-X* is a
+  span) and ``bioes`` (B-X I-X* E-X, or S-X).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+P_O, P_B, P_I, P_E, P_S = range(5)  # prefix codes
+PREFIX_LETTERS = np.array(["O", "B", "I", "E", "S"])
+SPAN_COLUMNS = {"sent": pl.Int32, "start": pl.Int32, "end": pl.Int32, "type": pl.String}
+
+# ------------------------------------------------------------------------------ decoding
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """Spans as token row ranges ``first..last`` (inclusive), and what the tags say about
+    their scheme: ``n_ill_formed`` segments the strict rule of their scheme drops (an I-X
+    that starts a span; under BIOES one that is not B-X ... E-X or S-X), whether E-/S- tags
+    occur, and whether an I-X starts a span (IOB1)."""
+
+    first: np.ndarray
+    last: np.ndarray
+    n_ill_formed: int
+    has_es: bool
+    has_i_start: bool
+
+    @property
+    def detected(self) -> str:
+        """The scheme the tags follow: bioes (E-/S- tags), iob1 (an I-X starts a span) or
+        iob2."""
+        return "bioes" if self.has_es else "iob1" if self.has_i_start else "iob2"
+
+
+def decode(prefix: np.ndarray, type_code: np.ndarray, sent: np.ndarray,
+           scheme: str = "auto") -> Decoded:
+    """Spans of a tag sequence (rows in file order; ``sent`` numbers the sentences, a span
+    never crosses one). ``prefix`` holds codes of O B I E S, ``type_code`` equal
+    integers for equal types. ``scheme``: auto or iob1 (conlleval rules), iob2 or bioes
+    (seqeval strict)."""
+    n = prefix.size
+    prev_p = np.empty(n, prefix.dtype)
+    prev_t = np.empty(n, type_code.dtype)
+    if n:
+        prev_p[0], prev_t[0] = P_O, -1
+        prev_p[1:], prev_t[1:] = prefix[:-1], type_code[:-1]
+        new_sent = np.r_[True, sent[1:] != sent[:-1]]
+        prev_p[new_sent] = P_O
+    link = (((prefix == P_I) | (prefix == P_E)) & ((prev_p == P_B) | (prev_p == P_I))
+            & (type_code == prev_t))
+    tagged = prefix != P_O
+    first = np.flatnonzero(tagged & ~link)
+    breaks = np.flatnonzero(~link)      # every row that does not continue the row before
+    nxt = np.searchsorted(breaks, first, side="right")
+    last = np.where(nxt < breaks.size, breaks[np.minimum(nxt, breaks.size - 1)] - 1, n - 1)
+    p_first, p_last = prefix[first], prefix[last]
+    has_es = bool(((prefix == P_E) | (prefix == P_S)).any())
+    strict = ((p_first == P_S) | ((p_first == P_B) & (p_last == P_E)) if has_es
+              else p_first == P_B)
+    keep = {"auto": None, "iob1": None, "iob2": p_first == P_B,
+            "bioes": (p_first == P_S) | ((p_first == P_B) & (p_last == P_E))}[scheme]
+    if keep is not None:
+        first, last = first[keep], last[keep]
+    return Decoded(first, last, int((~strict).sum()), has_es, bool((p_first == P_I).any()))
+
+
+def map_types(tokens: pl.DataFrame, mapping: Mapping[str, str]) -> pl.DataFrame:
+    """Tokens (``prefix``, ``type``) with their types mapped; a type mapped to ``O`` makes
+    its tags ``O`` (the entity is dropped)."""
+    if not mapping:
+        return tokens
+    new = pl.col("type").replace(dict(mapping))
+    return tokens.with_columns(
+        prefix=pl.when(new == "O").then(pl.lit(P_O, pl.UInt8)).otherwise(pl.col("prefix")),
+        type=pl.when(new == "O").then(None).otherwise(new),
+    )
+
+
+def label_expr() -> pl.Expr:
+    """The (mapped) tag of a token: ``O``, ``B-PER``, or a bare prefix (type ``_``)."""
+    letter = pl.col("prefix").replace_strict(list(range(5)), list(PREFIX_LETTERS),
+                                             return_dtype=pl.String)
+    return (pl.when(pl.col("prefix") == P_O).then(pl.lit("O"))
+            .when(pl.col("type") == "_").then(letter)
+            .otherwise(pl.concat_str(letter, pl.lit("-"), pl.col("type"))))
+
+
+def decode_spans(tokens: pl.DataFrame, scheme: str) -> tuple[pl.DataFrame, Decoded]:
+    """Spans of tokens (``sent``, ``id``, ``form``, ``prefix``, ``type``; file order):
+    ``sent``, ``start``, ``end`` (0-based token positions, inclusive), ``type`` and ``text``
+    (the span's words joined by spaces)."""
+    codes = tokens["type"].fill_null("").cast(pl.Categorical).to_physical().to_numpy()
+    d = decode(tokens["prefix"].to_numpy(), codes.astype(np.int64),
+               tokens["sent"].to_numpy(), scheme)
+    span_of = np.full(tokens.height, -1, np.int64)
+    if d.first.size:
+        lengths = d.last - d.first + 1
+        rows = np.repeat(d.first, lengths) + _ramp(lengths)
+        span_of[rows] = np.repeat(np.arange(d.first.size), lengths)
+    text = (tokens.select("form").with_columns(span=pl.Series(span_of))
+            .filter(pl.col("span") >= 0).group_by("span", maintain_order=True)
+            .agg(pl.col("form").str.join(" ")))
+    first = tokens[d.first]
+    spans = pl.DataFrame({
+        "sent": first["sent"], "start": first["id"] - 1,
+        "end": tokens["id"].gather(d.last) - 1, "type": first["type"],
+        "text": text["form"] if d.first.size else pl.Series([], dtype=pl.String),
+    }).cast({**SPAN_COLUMNS, "text": pl.String})
+    return spans, d
+
+
+def _ramp(lengths: np.ndarray) -> np.ndarray:
+    """0, 1, ..., k-1 for each k of ``lengths``, concatenated."""
+    total = int(lengths.sum())
+    starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return np.arange(total) - starts
+
+
+__all__ = ["decode", "decode_spans"]

@@ -1,0 +1,174 @@
+"""Spans (METRICS 5): the tables of summed span counts (:class:`SpanCounts` of
+:mod:`sysdiff.transforms.spans`): scores, pairs (with the paired approximate randomization
+of F1), transitions, oracles and class counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+
+from sysdiff.schemas.vocabulary import SPAN_CLASSES
+from sysdiff.transforms.counts import Sparse
+from sysdiff.transforms.reduce import mcnemar_column, oracle_correct, oracle_subsets, ratio
+from sysdiff.transforms.spans import _D, SPURIOUS, SpanCounts
+
+ALL = "ALL"
+
+# ------------------------------------------------------------------------------ tables
+
+
+def prf(correct: np.ndarray, gold: np.ndarray, pred: np.ndarray
+        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Precision, recall and F1 (0 where undefined, as conlleval and seqeval give)."""
+    p, r = ratio(correct, pred), ratio(correct, gold)
+    return p, r, ratio(2 * p * r, p + r)
+
+
+def score_rows(c: SpanCounts, names: Sequence[str], types: Sequence[str]) -> pl.DataFrame:
+    """``span_scores``: per system the micro average (``ALL``) and every type with a key or
+    a predicted span."""
+    rows = []
+    for i, name in enumerate(names):
+        gold = np.r_[c.gold.sum(), c.gold]
+        pred = np.r_[c.pred[i].sum(), c.pred[i]]
+        right = np.r_[c.correct[i].sum(), c.correct[i]]
+        keep = np.r_[True, (c.gold + c.pred[i]) > 0]
+        p, r, f = prf(right, gold, pred)
+        rows.append(pl.DataFrame({
+            "system": [name] * int(keep.sum()),
+            "type": [ALL, *(t for t, k in zip(types, keep[1:], strict=True) if k)],
+            "n_gold": gold[keep], "n_pred": pred[keep], "n_correct": right[keep],
+            "precision": p[keep], "recall": r[keep], "f1": f[keep]},
+            schema_overrides={"system": pl.String, "type": pl.String}))
+    return pl.concat(rows) if rows else pl.DataFrame()
+
+
+def f1_of(c: SpanCounts) -> np.ndarray:
+    """Micro F1 of each system."""
+    return prf(c.correct.sum(axis=1), np.full(c.pred.shape[0], c.gold.sum()),
+               c.pred.sum(axis=1))[2]
+
+
+def pair_rows(c: SpanCounts, names: Sequence[str], trials: int, seed: int) -> pl.DataFrame:
+    """``span_pairs``: both directions of every pair: units (key spans and the spurious spans
+    of either system), differing units, change classes, diff, delta F1 (sys2 - sys1), exact
+    McNemar p over the units and the paired approximate randomization p of F1 by sentence."""
+    pc = c.pairs
+    i = np.array([p[0] for p in pc.pairs], np.int64)
+    j = np.array([p[1] for p in pc.pairs], np.int64)
+    n_diff, fix, brk, changed = (pc.classes[:, k] for k in range(4))
+    f1 = f1_of(c)
+    tp, found = c.correct.sum(axis=1), c.pred.sum(axis=1)
+    gold = int(c.gold.sum())
+    ar = np.array([f1_randomization(*_decode_f1(s), (tp[a], found[a]), (tp[b], found[b]),
+                                    gold, trials, seed)
+                   for s, (a, b) in zip(c.sent_f1, pc.pairs, strict=True)], np.float64)
+    arr = np.array(names, dtype=object)
+    return pl.DataFrame({
+        "sys1": np.concatenate([arr[i], arr[j]]).tolist(),
+        "sys2": np.concatenate([arr[j], arr[i]]).tolist(),
+        "n_units": np.tile(pc.n_units, 2), "n_diff": np.tile(n_diff, 2),
+        "corrections": np.concatenate([fix, brk]), "new_errors": np.concatenate([brk, fix]),
+        "changed_errors": np.tile(changed, 2), "diff": np.tile(ratio(n_diff, pc.n_units), 2),
+        "delta_f1": np.concatenate([f1[j] - f1[i], f1[i] - f1[j]]),
+        "mcnemar_p": np.tile(mcnemar_column(fix, brk), 2), "ar_p": np.tile(ar, 2),
+    }, schema_overrides={"sys1": pl.String, "sys2": pl.String})
+
+
+def _decode_f1(s: Sparse) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    s.compact()
+    return s.keys // (2 * _D) - _D, s.keys % (2 * _D) - _D, s.counts
+
+
+def f1_randomization(d_tp: np.ndarray, d_pred: np.ndarray, m: np.ndarray,
+                     first: tuple[int, int], second: tuple[int, int], gold: int,
+                     trials: int, seed: int) -> float:
+    """Paired approximate randomization of micro F1 over sentences (METRICS 1.6 for F1).
+
+    Sentences whose (TP, predicted) counts differ by (``d_tp``, ``d_pred``) = second -
+    first, ``m`` of each; each trial swaps the two systems' counts of every sentence with
+    probability 1/2 (a binomial number of each kind), and ``p = (#{|delta*| >= |delta|} + 1)
+    / (trials + 1)``; ``first``/``second`` = (TP, predicted) totals."""
+    if m.size == 0:
+        return 1.0
+
+    def f1(tp: np.ndarray, found: np.ndarray) -> np.ndarray:
+        return ratio(2 * tp, found + gold)
+
+    observed = abs(float(f1(np.float64(second[0]), np.float64(second[1]))
+                         - f1(np.float64(first[0]), np.float64(first[1]))))
+    rng = np.random.default_rng(seed)
+    hits, done = 0, 0
+    while done < trials:
+        k = min(2048, trials - done)
+        swapped = rng.binomial(m[None, :], 0.5, size=(k, m.size))
+        moved_tp, moved_pred = swapped @ d_tp, swapped @ d_pred
+        delta = (f1(second[0] - moved_tp, second[1] - moved_pred)
+                 - f1(first[0] + moved_tp, first[1] + moved_pred))
+        hits += int(np.count_nonzero(np.abs(delta) >= observed - 1e-12))
+        done += k
+    return (hits + 1) / (trials + 1)
+
+
+def transition_rows(c: SpanCounts, names: Sequence[str], types: Sequence[str]
+                    ) -> pl.DataFrame:
+    """``span_transitions``: the full 6x6 class matrix of every ordered pair over the pair's
+    units, for ``ALL`` and each type with units."""
+    pc = c.pairs
+    i = np.array([p[0] for p in pc.pairs], np.int64)
+    j = np.array([p[1] for p in pc.pairs], np.int64)
+    keep = np.flatnonzero((c.gold + c.pred.sum(axis=0)) > 0)
+    typed = np.concatenate([c.typed.sum(axis=1, keepdims=True), c.typed[:, keep]], axis=1)
+    both = np.concatenate([typed, typed.transpose(0, 1, 3, 2)])
+    arr = np.array(names, dtype=object)
+    sys1, sys2 = np.concatenate([arr[i], arr[j]]), np.concatenate([arr[j], arr[i]])
+    p, g, c1, c2 = np.indices(both.shape).reshape(4, -1)
+    classes = pl.Series(SPAN_CLASSES, dtype=pl.String)
+    type_names = pl.Series([ALL, *(types[k] for k in keep)], dtype=pl.String)
+    return pl.DataFrame({
+        "sys1": sys1[p].tolist(), "sys2": sys2[p].tolist(), "type": type_names.gather(g),
+        "c1": classes.gather(c1), "c2": classes.gather(c2), "count": both[p, g, c1, c2],
+    }, schema_overrides={"sys1": pl.String, "sys2": pl.String})
+
+
+def oracle_rows(c: SpanCounts, names: Sequence[str], types: Sequence[str]) -> pl.DataFrame:
+    """``span_oracles``: for every subset (:func:`oracle_subsets`), key spans that at least one
+    member gets correct, overall (``ALL``) and per key type, with the best member's count and
+    the gain in recall over it."""
+    subs, per_type = oracle_correct(c.oracle, c.correct)
+    keep = np.flatnonzero(c.gold)
+    label = [ALL, *(types[k] for k in keep)]
+    n_rows = np.r_[c.gold.sum(), c.gold[keep]]
+    got = np.concatenate([per_type.sum(axis=1, keepdims=True), per_type[:, keep]], axis=1)
+    single = np.concatenate([c.correct.sum(axis=1, keepdims=True), c.correct[:, keep]], axis=1)
+    best = np.stack([single[list(s)].max(axis=0) for s in subs]) if subs else got
+    k = len(label)
+    return pl.DataFrame({
+        "systems": [sorted(names[x] for x in s) for s in subs for _ in range(k)],
+        "n_systems": np.repeat([len(s) for s in subs], k).astype(np.int64),
+        "type": label * len(subs), "n_gold": np.tile(n_rows, len(subs)).astype(np.int64),
+        "n_correct": got.ravel().astype(np.int64),
+        "recall": ratio(got, n_rows[None, :]).ravel(),
+        "best_single": best.ravel().astype(np.int64),
+        "gain": ratio(got - best, n_rows[None, :]).ravel(),
+    }, schema_overrides={"systems": pl.List(pl.String), "type": pl.String})
+
+
+def class_count_rows(c: SpanCounts, names: Sequence[str], types: Sequence[str]
+                     ) -> pl.DataFrame:
+    """Class counts per system and type (``ALL`` first): the units of each system."""
+    keep = np.flatnonzero(c.classes.sum(axis=(0, 2)))
+    rows = []
+    for i, name in enumerate(names):
+        per = np.concatenate([c.classes[i].sum(axis=0, keepdims=True), c.classes[i, keep]])
+        frame = pl.DataFrame(per[:, :SPURIOUS + 1], schema=list(SPAN_CLASSES[:SPURIOUS + 1]),
+                             orient="row")
+        rows.append(frame.with_columns(system=pl.lit(name), type=pl.Series(
+            [ALL, *(types[k] for k in keep)], dtype=pl.String)))
+    return pl.concat(rows) if rows else pl.DataFrame()
+
+
+__all__ = ["ALL", "oracle_subsets"]
