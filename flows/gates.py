@@ -19,19 +19,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from sysdiff.flows.catalog import sql_literal
+from sysdiff.flows.names import COREF_TASKS, SPAN_TASKS, UNL_TASKS
 from sysdiff.flows.queries import query
-from sysdiff.flows.show import (
-    COREF_TASKS,
-    DEP_VIEWS,
-    SPAN_TASKS,
-    UNL_TASKS,
-    check_systems,
-    check_view,
-    corpora,
-    corpus_systems,
-    score_name,
-)
+from sysdiff.flows.show.common import check_systems, check_view, corpora, corpus_systems
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.vocabulary import DEP_VIEWS, score_name
 
 
 @dataclass(frozen=True)

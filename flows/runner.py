@@ -29,38 +29,19 @@ background server).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from sysdiff.flows import server
 
 FORWARDED = ("run", "demo")  # the commands a runner runs (the ones that start Prefect)
-DECLINED = 97  # exit status of a child that declined (it told the client why)
-#: Imported before serving, so that a child imports (almost) nothing.
-WARM = ("sysdiff.flows.cli", "sysdiff.flows.run", "sysdiff.flows.tokens",
-        "sysdiff.flows.coref", "sysdiff.flows.unl", "sysdiff.flows.show",
-        "sysdiff.flows.report", "sysdiff.flows.queries", "sysdiff.flows.render",
-        "sysdiff.flows.warehouse", "sysdiff.flows.spec", "sysdiff.flows.preflight",
-        "sysdiff.flows.progress", "sysdiff.flows.history", "sysdiff.flows.watch",
-        "sysdiff.transforms.significance", "sysdiff.schemas.formats.conllu",
-        "sysdiff.schemas.formats.coref", "prefect.flow_engine", "prefect.task_engine",
-        "prefect.task_runners", "prefect.events.worker", "prefect.events.clients",
-        "prefect.logging.handlers", "prefect.client.orchestration", "prefect.results",
-        "prefect.settings", "fastapi.encoders", "websockets.asyncio.client", "rich.console",
-        "rich.table", "rich.progress", "duckdb", "polars", "pyarrow.parquet", "numpy",
-        "scipy.special", "http.client", "email.utils", "uuid", "anyio._backends._asyncio",
-        "pyarrow.compute", "prefect.utilities.visualization", "typer._adapters",
-        "encodings.idna", "stringprep")
 #: Environment variables read when a module is imported: a client whose value differs from
 #: the runner's runs the command itself.
 IMPORT_ENV_PREFIXES = ("PYTHON", "LC_", "OMP_", "OPENBLAS_", "MKL_")
@@ -68,7 +49,6 @@ IMPORT_ENV = ("LANG",)
 RUNNER_ENV = "SYSDIFF_RUNNER"  # off: every command runs in its own process
 OFF = ("off", "0", "false", "no")
 CONNECT_TIMEOUT = 5.0
-MAX_REQUEST = 1 << 22
 
 
 # ------------------------------------------------------------------------------ identity
@@ -307,6 +287,11 @@ class _Lines:
         return json.loads(line)
 
 
+def _send(conn: socket.socket, message: dict) -> None:
+    with contextlib.suppress(OSError):
+        conn.sendall(json.dumps(message).encode() + b"\n")
+
+
 def spawn(api_url: str | None) -> None:
     """Start a runner in the background (it exits at once when one already lives); not
     with ``SYSDIFF_RUNNER=off``, nor when the state folder cannot be written (runs then
@@ -362,356 +347,3 @@ def stop_all(timeout: float = 15.0, only: str | None = None) -> list[str]:
         for kind in ("json", "sock"):
             files(key)[kind].unlink(missing_ok=True)
     return lines
-
-
-# ------------------------------------------------------------------------------ runner
-
-
-class Runner:
-    """The runner process: accept commands, fork a child for each (which runs ``command``,
-    the CLI's ``main``), report exit statuses."""
-
-    def __init__(self, command: Callable[[], None]) -> None:
-        import selectors
-
-        self.command = command
-        self.paths = files()
-        self.selector = selectors.DefaultSelector()
-        self.children: dict[int, tuple[socket.socket, int | None]] = {}
-        self.stopping = False
-        self.listener: socket.socket | None = None
-        self.lock_fd: int | None = None
-        self.fingerprint = ""
-        self.env = import_env(os.environ)
-
-    def log(self, text: str) -> None:
-        print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} runner {os.getpid()}: {text}", flush=True)
-
-    def main(self) -> int:
-        """Take the lock, import, listen, serve until SIGTERM or stale code."""
-        state = self.paths["lock"].parent
-        state.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.lock_fd = os.open(self.paths["lock"], os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return 0  # another runner of this installation lives
-        os.ftruncate(self.lock_fd, 0)
-        os.pwrite(self.lock_fd, f"{os.getpid()}\n".encode(), 0)  # stop_all finds it early
-        self.fingerprint = code_fingerprint()
-        started = time.perf_counter()
-        server.quiet_prefect(False)  # the settings a run without -v imports Prefect with
-        self.env = import_env(os.environ)
-        warm_up()
-        self.log(f"imports done in {time.perf_counter() - started:.1f} s "
-                 f"(API {os.environ.get('PREFECT_API_URL') or 'as configured'})")
-        if not self._server_up():
-            self.log("its background server is gone; exiting")
-            return 0
-        import gc
-
-        gc.collect()
-        gc.freeze()  # children do not copy pages to count references to these objects
-        signal.signal(signal.SIGTERM, self._on_term)
-        signal.signal(signal.SIGINT, self._on_term)
-        self._listen()
-        try:
-            self._loop()
-        finally:
-            self._close_listener()
-        return 0
-
-    def _server_up(self) -> bool:
-        """Wait while the background server this runner reports to starts; False when it
-        is gone (its start failed: nothing to serve)."""
-        from urllib.parse import urlsplit
-
-        port = urlsplit(os.environ.get("PREFECT_API_URL", "")).port
-        deadline = time.monotonic() + server.START_TIMEOUT
-        while port and time.monotonic() < deadline:
-            if server.healthy(port, timeout=1.0):
-                return True
-            if not server.held(server.state_dir() / "server.pid"):
-                return False
-            time.sleep(0.5)
-        return True
-
-    def _on_term(self, _sig: int, _frame: object) -> None:
-        self.stopping = True
-
-    def _listen(self) -> None:
-        import selectors
-
-        address = socket_address(self.paths["sock"])
-        if not address.startswith("\0"):
-            Path(address).unlink(missing_ok=True)
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(address)
-        if not address.startswith("\0"):
-            os.chmod(address, 0o600)
-        self.listener.listen(16)
-        self.selector.register(self.listener, selectors.EVENT_READ, "accept")
-        record = {"pid": os.getpid(), "socket": address, "fingerprint": self.fingerprint,
-                  "api_url": os.environ.get("PREFECT_API_URL", ""),
-                  "python": sys.executable, "started": time.time()}
-        tmp = self.paths["json"].with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(record, indent=1))
-        os.replace(tmp, self.paths["json"])
-        self.log(f"listening on {self.paths['sock']}")
-
-    def _close_listener(self) -> None:
-        """Stop accepting and let a new runner start (files removed, lock released);
-        running children go on."""
-        if self.listener is None:
-            return
-        self.selector.unregister(self.listener)
-        self.listener.close()
-        self.listener = None
-        for kind in ("json", "sock"):
-            self.paths[kind].unlink(missing_ok=True)
-        if self.lock_fd is not None:
-            os.close(self.lock_fd)
-            self.lock_fd = None
-
-    def _loop(self) -> None:
-        interrupted = False
-        while self.listener is not None or self.children:
-            if self.stopping and self.listener is not None:
-                self._close_listener()
-            if self.stopping and not interrupted:
-                for pid in self.children:
-                    _relay(pid, signal.SIGINT)
-                interrupted = True
-            for key, _ in self.selector.select(timeout=0.5):
-                if key.data == "accept":
-                    self._accept()
-                elif key.data[0] == "child":
-                    self._reap(key.data[1])
-                else:
-                    self._client_gone(key.data[1], key.fileobj)
-            if not hasattr(os, "pidfd_open"):
-                for pid in list(self.children):
-                    self._reap(pid, block=False)
-
-    def _accept(self) -> None:
-        conn, _ = self.listener.accept()
-        try:
-            uid = struct.unpack("3i", conn.getsockopt(
-                socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))[1]
-            if uid != os.getuid():
-                raise PermissionError(f"a process of user {uid} connected")
-            conn.settimeout(10.0)
-            request, fds = _receive(conn)
-            conn.settimeout(None)
-        except (OSError, ValueError) as e:
-            self.log(f"bad request: {e}")
-            conn.close()
-            return
-        reason = self._refuse(request)
-        if reason:
-            for fd in fds:
-                os.close(fd)
-            _send(conn, {"declined": reason})
-            conn.close()
-            self.log(f"declined: {reason}")
-            if reason == "stale":
-                self.stopping = True
-            return
-        self._fork(conn, request, fds)
-
-    def _refuse(self, request: dict) -> str | None:
-        if request.get("fingerprint") != self.fingerprint:
-            return "stale"
-        theirs = import_env(request.get("env", {}))
-        if theirs != self.env:
-            names = sorted(k for k in set(theirs) | set(self.env)
-                           if theirs.get(k) != self.env.get(k))
-            return "import-time environment differs: " + ", ".join(names)
-        return None
-
-    def _fork(self, conn: socket.socket, request: dict, fds: list[int]) -> None:
-        import selectors
-
-        inherited = [self.selector.fileno(), *(c.fileno() for c, _ in self.children.values()),
-                     *(p for _, p in self.children.values() if p is not None)]
-        if self.listener is not None:
-            inherited.append(self.listener.fileno())
-        if self.lock_fd is not None:
-            inherited.append(self.lock_fd)
-        pid = os.fork()
-        if pid == 0:
-            child(self.command, conn, request, fds, inherited)  # never returns
-        for fd in fds:
-            os.close(fd)
-        pidfd = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
-        self.children[pid] = (conn, pidfd)
-        if pidfd is not None:
-            self.selector.register(pidfd, selectors.EVENT_READ, ("child", pid))
-        self.selector.register(conn, selectors.EVENT_READ, ("client", pid))
-        self.log(f"child {pid}: sysdiff {' '.join(request['argv'][:1])}")
-
-    def _reap(self, pid: int, block: bool = True) -> None:
-        try:
-            done, status = os.waitpid(pid, 0 if block else os.WNOHANG)
-        except ChildProcessError:
-            done, status = pid, 0
-        if done == 0:
-            return
-        conn, pidfd = self.children.pop(pid)
-        if pidfd is not None:
-            self.selector.unregister(pidfd)
-            os.close(pidfd)
-        with contextlib.suppress(KeyError, ValueError):
-            self.selector.unregister(conn)
-        if os.WIFSIGNALED(status):
-            _send(conn, {"signal": os.WTERMSIG(status)})
-        elif os.WEXITSTATUS(status) != DECLINED:
-            _send(conn, {"exit": os.WEXITSTATUS(status)})
-        conn.close()
-
-    def _client_gone(self, pid: int, conn: socket.socket) -> None:
-        """The client's socket is readable: it sends nothing after its request, so it has
-        gone (killed); interrupt its child."""
-        with contextlib.suppress(OSError):
-            if conn.recv(1, socket.MSG_PEEK):
-                return
-        self.selector.unregister(conn)
-        _relay(pid, signal.SIGINT)
-
-
-def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
-    """One request: a JSON line, with the client's three standard descriptors."""
-    data, fds, _flags, _addr = socket.recv_fds(conn, 65536, 3)
-    while b"\n" not in data:
-        chunk = conn.recv(65536)
-        if not chunk or len(data) > MAX_REQUEST:
-            for fd in fds:
-                os.close(fd)
-            raise ValueError("incomplete request")
-        data += chunk
-    if len(fds) != 3:
-        for fd in fds:
-            os.close(fd)
-        raise ValueError(f"expected 3 descriptors, got {len(fds)}")
-    return json.loads(data.split(b"\n", 1)[0]), list(fds)
-
-
-def _send(conn: socket.socket, message: dict) -> None:
-    with contextlib.suppress(OSError):
-        conn.sendall(json.dumps(message).encode() + b"\n")
-
-
-def warm_up() -> None:
-    """Import what runs need (a module missing here is imported by the child)."""
-    import importlib
-
-    for name in WARM:
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
-
-
-# ------------------------------------------------------------------------------ child
-
-
-def child(main: Callable[[], None], conn: socket.socket, request: dict, fds: list[int],
-          inherited: list[int]) -> None:
-    """In the forked child: become the client's command and exit with its status."""
-    code = 1
-    try:
-        for fd in inherited:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
-            signal.signal(sig, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        argv = request["argv"]
-        try:
-            _take_over(request, fds)
-            server.quiet_prefect("-v" in argv or "--verbose" in argv)
-            reason = settings_differ()
-        except Exception as e:  # e.g. the client's folder is gone: it reports that itself
-            reason = f"{type(e).__name__}: {e}"
-        if reason:
-            _send(conn, {"declined": reason})
-            os._exit(DECLINED)
-        _send(conn, {"pid": os.getpid()})
-        code = run_command(main, request.get("prog") or "sysdiff", argv)
-    except BaseException as e:  # noqa: BLE001 (the child must always exit here)
-        with contextlib.suppress(Exception):
-            print(f"sysdiff: internal error in the warm runner: {type(e).__name__}: {e}",
-                  file=sys.stderr)
-    finish(code)
-
-
-def _take_over(request: dict, fds: list[int]) -> None:
-    """The client's descriptors as 0, 1, 2, its folder, umask, environment and streams."""
-    import io
-
-    for target, fd in enumerate(fds):
-        os.dup2(fd, target)
-        os.close(fd)
-    os.chdir(request["cwd"])
-    os.umask(int(request["umask"]))
-    os.environ.clear()
-    os.environ.update(request["env"])
-    time.tzset()
-    specs = request.get("stdio") or [[None, None]] * 3
-    streams = []
-    for fd, (encoding, errors) in enumerate(specs):
-        raw = io.FileIO(fd, "r" if fd == 0 else "w", closefd=False)
-        line = fd == 2 or os.isatty(fd)
-        buffered = io.BufferedReader(raw) if fd == 0 else io.BufferedWriter(raw)
-        streams.append(io.TextIOWrapper(buffered, encoding=encoding or "utf-8",
-                                        errors=errors or "strict", line_buffering=line))
-    sys.stdin, sys.stdout, sys.stderr = streams
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams
-
-
-def settings_differ() -> str | None:
-    """Why this child's Prefect settings (its environment, folder and profile) differ from
-    those Prefect was imported with, or None."""
-    from prefect.settings import Settings, get_current_settings
-
-    mine, imported = Settings().model_dump(), get_current_settings().model_dump()
-    if mine == imported:
-        return None
-    differ = sorted(_diff_keys(mine, imported))
-    return "Prefect settings differ: " + ", ".join(differ[:5])
-
-
-def _diff_keys(a: dict, b: dict, prefix: str = "") -> list[str]:
-    out = []
-    for k in sorted(set(a) | set(b)):
-        x, y = a.get(k), b.get(k)
-        if isinstance(x, dict) and isinstance(y, dict):
-            out += _diff_keys(x, y, f"{prefix}{k}.")
-        elif x != y:
-            out.append(f"{prefix}{k}")
-    return out
-
-
-def run_command(main: Callable[[], None], prog: str, argv: list[str]) -> int:
-    """``sysdiff ARGV`` as ``main`` (:func:`sysdiff.flows.cli.main`) runs it; its exit
-    status. Usage messages name the program as the client was started (``prog``)."""
-    sys.argv = [prog, *argv]
-    sys.modules["__main__"].__package__ = None  # click names the program from argv[0]
-    try:
-        main()
-    except SystemExit as e:
-        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    return 0
-
-
-def finish(code: int) -> None:
-    """Exit as the interpreter would (Prefect's event and log workers drain in threading's
-    shutdown hooks, then the atexit handlers run), without tearing down the objects the
-    child shares with the runner, which would copy their pages for nothing."""
-    import atexit
-    import threading
-
-    for step in (sys.stdout.flush, sys.stderr.flush, threading._shutdown,
-                 atexit._run_exitfuncs, sys.stdout.flush, sys.stderr.flush):
-        with contextlib.suppress(BaseException):
-            step()
-    os._exit(code)
-

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from sysdiff.flows import runner, server
+from sysdiff.flows import prefect_api, runner, server, server_process
 from sysdiff.schemas.errors import InputError
 from tests.conftest import REPO, SEQUOIA
 
@@ -61,7 +61,7 @@ def state(tmp_path, monkeypatch):
     yield home
     with server.control_lock():
         runner.stop_all()
-        server.stop()
+        server_process.stop()
 
 
 def cli(*argv: str, env: dict | None = None, cwd: Path = REPO) -> tuple[int, str, str, bool]:
@@ -228,7 +228,7 @@ def test_server_lifecycle(state, tmp_path):
 def test_interrupts_reach_the_runner_child(state, tmp_path):
     """Ctrl-C on the client interrupts its run in the runner (exit 130, nothing committed);
     a client killed outright interrupts it too."""
-    api = server.ensure(announce=False, started=runner.spawn_for).api_url
+    api = server_process.ensure(announce=False, started=runner.spawn_for).api_url
     assert isinstance(runner.wait_ready(api), dict)
     # 5 x 456 sentences, one compare task each: the run still compares when the API (which
     # lags behind the run on a loaded machine) shows its first compare task runs
@@ -256,7 +256,7 @@ def test_interrupts_reach_the_runner_child(state, tmp_path):
 def test_a_killed_server_is_replaced_and_stop_ends_everything(state, tmp_path):
     key, system = one_sentence(tmp_path / "corpus")
     run = ["run", "--key", str(key), "--system", f"a={system}", "--corpus", "one"]
-    first = server.ensure(announce=False, started=runner.spawn_for)
+    first = server_process.ensure(announce=False, started=runner.spawn_for)
     record = runner.wait_ready(first.api_url)
     os.kill(first.pid, signal.SIGKILL)
     wait_for(lambda: server.running() is None, "the server's lock to be released")
@@ -318,7 +318,7 @@ def test_a_server_that_cannot_start_falls_back_to_a_temporary_one(state, tmp_pat
     assert "this run uses a temporary server" in err and "sysdiff: one" in out
     assert server.running() is None and (state / "failed.json").exists()
     wait_for(lambda: runner.alive() is None, "the runner started with it to exit")
-    assert server.api_for_run() == (None, "ephemeral")  # not retried automatically
+    assert prefect_api.api_for_run() == (None, "ephemeral")  # not retried automatically
 
 
 def test_where_runs_go(state, tmp_path, monkeypatch):
@@ -339,13 +339,13 @@ def test_where_runs_go(state, tmp_path, monkeypatch):
     assert server.explicit_api_url() == "http://dotenv:1/api"
     monkeypatch.setenv("PREFECT_API_URL", "http://env:1/api")
     assert server.explicit_api_url() == "http://env:1/api"
-    assert server.api_for_run() == ("", "explicit")
+    assert prefect_api.api_for_run() == ("", "explicit")
     monkeypatch.delenv("PREFECT_API_URL")
     for name in (".env", "prefect.toml", "pyproject.toml"):
         (tmp_path / name).unlink()
     profiles.unlink()
     monkeypatch.setenv("SYSDIFF_SERVER", "off")
-    assert server.api_for_run() == (None, "ephemeral")
+    assert prefect_api.api_for_run() == (None, "ephemeral")
     assert not (state / "server.json").exists()
     monkeypatch.setenv("SYSDIFF_SERVER", "sometimes")
     with pytest.raises(InputError, match="expected 'auto'"):

@@ -204,7 +204,7 @@ def matrix_html(trans: pl.DataFrame, span_type: str, sys1: str, sys2: str) -> st
 def examples_html(read: Read, corpus: str, sys1: str, sys2: str, trans: pl.DataFrame) -> str:
     """The first units of the largest transition cells (type ALL) of a pair, each with what
     both systems predicted and its sentence (the unit in brackets)."""
-    from sysdiff.flows.show import span_units_sql
+    from sysdiff.flows.show.spans import span_units_sql
 
     cells = (trans.filter((pl.col("type") == "ALL") & (pl.col("c1") != pl.col("c2"))
                           & (pl.col("count") > 0))

@@ -1,0 +1,164 @@
+"""The read-only commands: ``sql``, ``show``, ``report``, ``examples`` and ``check``. They
+never import Prefect (nor pyarrow, numpy or the warehouse module)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sysdiff.flows.cli_options import Fmt, Warehouse, _check_format, show_warnings, to_text
+from sysdiff.flows.names import SHOWABLE, VIEWS_HELP, resolve_warehouse
+
+
+def sql(
+    query: Annotated[str, typer.Argument(help="One read-only SQL query over the tables "
+                                         "(SELECT, WITH, FROM, DESCRIBE, SHOW, SUMMARIZE, "
+                                         "PIVOT, EXPLAIN).")],
+    warehouse: Warehouse = None,
+    fmt: Fmt = "table",
+) -> None:
+    """Run one read-only SQL query (DuckDB) over the warehouse tables (stored as fractions).
+
+    The query can read the warehouse's tables and nothing else: other files, COPY, EXPORT,
+    ATTACH, INSTALL, LOAD, SET, PRAGMA and writes are refused (exit 2)."""
+    from sysdiff.flows.queries import query as run_query
+
+    _check_format(fmt)
+    result = run_query(resolve_warehouse(warehouse), query, rows=fmt == "table")
+    typer.echo(to_text(result, fmt), nl=False)
+
+
+def _tables_help() -> str:
+    return "One of: " + "; ".join(f"{t} ({what})" for t, (_tasks, what) in SHOWABLE.items())
+
+
+def show(
+    table: Annotated[str, typer.Argument(help=_tables_help(), metavar="TABLE")],
+    corpus: Annotated[str | None, typer.Option(
+        help="Corpus (default: the only one the table applies to).")] = None,
+    view: Annotated[str | None, typer.Option(help=VIEWS_HELP)] = None,
+    sys1: Annotated[str | None, typer.Option(help="First system of a pair.")] = None,
+    sys2: Annotated[str | None, typer.Option(help="Second system of a pair.")] = None,
+    punct: Annotated[bool | None, typer.Option(
+        "--punct/--no-punct", help="Punctuation included (default: the view's default).")]
+    = None,
+    top: Annotated[int, typer.Option(min=1, help="Rows per class in change tables.")] = 5,
+    name: Annotated[str | None, typer.Option(
+        help="history: the NAME of the NAME@VERSION systems (default: the only one).")]
+    = None,
+    warehouse: Warehouse = None,
+    fmt: Fmt = "table",
+) -> None:
+    """Paper-style tables from the warehouse (rates in percent, differences in points)."""
+    from sysdiff.flows.queries import one_connection
+    from sysdiff.flows.show import show_table
+
+    _check_format(fmt)
+    show_warnings()
+    with one_connection():
+        text = show_table(resolve_warehouse(warehouse), table, corpus, view, sys1, sys2, punct,
+                          top, fmt, name)
+    typer.echo(text, nl=False)
+
+
+def report(
+    out: Annotated[str, typer.Option("--out", "-o", help="The HTML file to write.")]
+    = "sysdiff-report.html",
+    corpus: Annotated[str | None, typer.Option(help="Corpus (default: all).")] = None,
+    examples: Annotated[int, typer.Option(min=0, help="Example sentences per change cell.")]
+    = 3,
+    warehouse: Warehouse = None,
+) -> None:
+    """One self-contained HTML report with charts and drill-down (opens offline)."""
+    from sysdiff.flows.report import build_report
+
+    root = resolve_warehouse(warehouse)
+    if corpus is not None:
+        from sysdiff.flows.show.common import pick_corpus
+
+        pick_corpus(root, corpus)
+    typer.echo(build_report(root, corpus, Path(out), examples))
+
+
+def examples(
+    sys1: Annotated[str, typer.Option(help="First system of the pair.")],
+    sys2: Annotated[str, typer.Option(help="Second system of the pair.")],
+    cls: Annotated[str, typer.Option("--class", help="correction, new_error or "
+                                     "changed_error.")],
+    view: Annotated[str | None, typer.Option(help=VIEWS_HELP.split(" any,")[0]
+                                             + " (token corpora).")] = None,
+    l1: Annotated[str | None, typer.Option(help="Label of sys1 (ner: its span class).")]
+    = None,
+    l2: Annotated[str | None, typer.Option(help="Label of sys2 (ner: its span class).")]
+    = None,
+    gold: Annotated[str | None, typer.Option(help="Gold label (ner: the span type).")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many words (-1: all).")] = 10,
+    punct: Annotated[bool | None, typer.Option("--punct/--no-punct")] = None,
+    corpus: Annotated[str | None, typer.Option(
+        help="Corpus (default: the only token corpus).")] = None,
+    warehouse: Warehouse = None,
+    fmt: Fmt = "table",
+) -> None:
+    """The words behind a change-table cell, with gold, sys1 and sys2 labels."""
+    from sysdiff.flows.examples import examples as find
+    from sysdiff.flows.names import SPAN_TASKS, TOKEN_TASKS
+    from sysdiff.flows.queries import one_connection
+    from sysdiff.flows.show.common import check_systems, check_view, corpus_task, pick_corpus
+    from sysdiff.flows.show.spans import span_examples
+
+    _check_format(fmt)
+    root = resolve_warehouse(warehouse)
+    with one_connection():
+        corpus = pick_corpus(root, corpus, TOKEN_TASKS + SPAN_TASKS, "examples")
+        task = corpus_task(root, corpus)
+        view = check_view(root, corpus, task, view)
+        check_systems(root, corpus, sys1, sys2)
+        if task in SPAN_TASKS:  # span units: --l1/--l2 are span classes, --gold the type
+            found = span_examples(root, corpus, sys1, sys2, cls, l1, l2,
+                                  gold or (None if view == "ALL" else view), limit)
+        else:
+            found = find(root, corpus, view, sys1, sys2, cls, l1, l2, limit, punct, gold)
+    typer.echo(to_text(found, fmt), nl=False)
+
+
+def check(
+    candidate: Annotated[str, typer.Option(help="The system under test.")],
+    baseline: Annotated[str | None, typer.Option(
+        help="The reference system (default: the version before the candidate's, for a "
+        "candidate named NAME@VERSION).")] = None,
+    corpus: Annotated[str | None, typer.Option(
+        help="Corpus (default: the only one holding both systems).")] = None,
+    view: Annotated[str | None, typer.Option(help="Gate on this " + VIEWS_HELP[0].lower()
+                                             + VIEWS_HELP[1:])] = None,
+    punct: Annotated[bool | None, typer.Option("--punct/--no-punct")] = None,
+    max_new_errors: Annotated[int | None, typer.Option(
+        help="Fail when the candidate makes more new errors than this: words (token "
+        "corpora), ARCS mentions (coreference), newly failed sentences (UNL).")] = None,
+    min_delta: Annotated[float | None, typer.Option(
+        help="Fail when candidate - baseline is below this, in points: accuracy (token), "
+        "CoNLL F1 (coreference), F-measure (UNL).")] = None,
+    label: Annotated[str | None, typer.Option(
+        help="Apply --min-delta to the accuracy on this gold label (token corpora).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
+    warehouse: Warehouse = None,
+) -> None:
+    """Regression gates for CI: exit 1 with a one-line reason when a gate fails."""
+    import json
+
+    from sysdiff.flows import gates
+    from sysdiff.flows.queries import one_connection
+
+    with one_connection():
+        result = gates.check(resolve_warehouse(warehouse), corpus, baseline, candidate, view,
+                             punct, max_new_errors, min_delta, label)
+    failed = [g for g in result if not g.passed]
+    if as_json:
+        typer.echo(json.dumps(gates.as_json(result), indent=1))
+    elif failed:
+        typer.echo(f"sysdiff check: FAILED: {failed[0].reason}", err=True)
+    else:
+        typer.echo("sysdiff check: passed: " + "; ".join(g.reason for g in result))
+    if failed:
+        raise typer.Exit(1)

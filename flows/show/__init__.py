@@ -1,0 +1,147 @@
+"""Paper-style views of the warehouse tables (read-only; DuckDB over the Parquet files).
+
+Tables store fractions (0-1); everything shown here is for people, so every rate is printed
+as a percent with ``%`` in its column name, every difference of rates in points, and every
+score is named for what it is (``LAS (no punct)``, ``LAS (punct)``, ``CoNLL18 LAS F1``).
+``sysdiff sql`` gives the stored fractions. Every option value is checked against what the
+warehouse holds: a wrong one is one line naming the valid choices.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from sysdiff.flows.catalog import sql_literal
+from sysdiff.flows.names import COREF_TASKS, SHOWABLE, SPAN_TASKS, TOKEN_TASKS, UNL_TASKS
+from sysdiff.flows.queries import query
+from sysdiff.flows.render import to_text
+from sysdiff.flows.show.common import (
+    VIEW_ORDER,
+    check_systems,
+    check_view,
+    corpus_task,
+    pct,
+    pick_corpus,
+)
+from sysdiff.flows.show.coref import _domain_table
+from sysdiff.flows.show.history import show_history
+from sysdiff.flows.show.spans import _span_table
+from sysdiff.flows.show.tokens import (
+    CONLL18_ORDER,
+    _blank_metrics_note,
+    _changes,
+    _gains,
+    _labeldiff,
+    _labels,
+    _where,
+)
+from sysdiff.flows.show.unl import _unl_rows
+from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.vocabulary import DEP_VIEWS, score_name
+
+COREF_NAMES = {"muc": "MUC", "bcub": "B3", "ceafm": "CEAF-m", "ceafe": "CEAF-e",
+               "blanc": "BLANC", "lea": "LEA", "conll": "CoNLL"}
+
+
+def headline(root: Path, corpus: str) -> pl.DataFrame:
+    """The headline figures of a corpus, one row per system, every rate in percent: token
+    accuracies (dependency views without punctuation, LAS with it, and CoNLL18 LAS F1),
+    coreference F1s, or UNL precision/recall/F."""
+    task = corpus_task(root, corpus)
+    c = sql_literal(corpus)
+    if task in SPAN_TASKS:
+        return query(root, f"""select s.system, {pct('s.precision')} as "P %",
+            {pct('s.recall')} as "R %", {pct('s.f1')} as "F1 %",
+            {pct('t.token_accuracy')} as "token accuracy %", s.scheme
+            from span_scores s left join span_tags t using (corpus, system)
+            where s.corpus = {c} and s.type = 'ALL' order by s.system""")
+    if task in COREF_TASKS:
+        long = query(root, f"select system, metric, {pct('f1')} as f1 from coref_scores "
+                           f"where corpus = {c}")
+        order = [m for m in COREF_NAMES if m in set(long["metric"])]
+        wide = long.pivot("metric", index="system", values="f1").sort("system")
+        return wide.select("system", *[pl.col(m).alias(f"{COREF_NAMES[m]} F1 %")
+                                      for m in order])
+    if task in UNL_TASKS:  # the options are in 'show unl'; a figure the task lacks is dropped
+        rows = _unl_rows(root, c).drop("options")
+        return rows.select(col for col in rows.columns if rows[col].null_count() < rows.height)
+    rows = query(root, f"""select system, view, punct, n_units, {pct('accuracy')} as acc
+        from scores where corpus = {c}""")
+    wide = pl.DataFrame({"system": sorted(set(rows["system"]))})
+    views = [v for v in VIEW_ORDER if v in set(rows["view"])]
+    columns = [(v, v not in DEP_VIEWS) for v in views]
+    if "las" in views:
+        columns.append(("las", True))
+    for view, punct in columns:
+        part = rows.filter((pl.col("view") == view) & (pl.col("punct") == punct))
+        wide = wide.join(part.select("system", pl.col("acc").alias(
+            f"{score_name(view, punct)} %")), on="system", how="left")
+    if task == "dep":
+        las = query(root, f"select system, {pct('f1')} as \"CoNLL18 LAS F1 %\" from conll18 "
+                          f"where corpus = {c} and metric = 'LAS'")
+        if las.height:
+            wide = wide.join(las, on="system", how="left")
+    return wide
+
+
+def show_table(root: Path, table: str, corpus: str | None, view: str | None, sys1: str | None,
+               sys2: str | None, punct: bool | None, top: int, fmt: str,
+               name: str | None = None) -> str:
+    """Render one of SHOWABLE for a corpus and view (every option value checked)."""
+    if table not in SHOWABLE:
+        raise InputError(f"unknown table '{table}'; expected one of {', '.join(SHOWABLE)}")
+    tasks = SHOWABLE[table][0]
+    corpus = pick_corpus(root, corpus, tasks, f"show {table}")
+    task = corpus_task(root, corpus)
+    view = check_view(root, corpus, task, view)
+    if table == "history":
+        return show_history(root, corpus, task, view, punct, name, fmt)
+    if name is not None:
+        raise InputError("--name applies to 'show history' (the NAME of NAME@VERSION systems)")
+    check_systems(root, corpus, sys1, sys2)
+    if sys1 is not None and sys1 == sys2:
+        raise InputError(f"--sys1 and --sys2 are both '{sys1}'; a pair needs two systems")
+    if task in SPAN_TASKS:
+        return _span_table(root, table, corpus, view, sys1, sys2, top, fmt)
+    if task not in TOKEN_TASKS:
+        return _domain_table(root, table, corpus, view, sys1, sys2, top, fmt)
+    punct = (view not in DEP_VIEWS) if punct is None else punct
+    where = _where(corpus, view, punct)
+    name = score_name(view, punct)
+    pair = "".join(f" and {col} = {sql_literal(s)}" for col, s in (("sys1", sys1),
+                                                                   ("sys2", sys2)) if s)
+    if table == "changes":
+        return _changes(root, corpus, view, name, where, pair, sys1, sys2, top, fmt)
+    if table == "labeldiff":
+        return _labeldiff(root, where, name, sys1, sys2, top, fmt)
+    if table == "labels":
+        return _labels(root, where, corpus, name, fmt)
+    if table == "gains":
+        return _gains(root, where, corpus, name, fmt)
+    sql = {
+        "scores": f"select system, n_correct, n_units, {pct('accuracy')} as \"{name} %\", "
+                  f"n_sents_exact, n_sents, {pct('sent_exact')} as \"sentence exact %\" "
+                  f"from scores where {where} order by accuracy desc, system",
+        "pairs": f"select sys1, sys2, n_units, n_diff, {pct('diff')} as \"diff %\", "
+                 f"corrections, new_errors, changed_errors, "
+                 f"{pct('delta_acc')} as \"delta {name} (points)\", mcnemar_p, ar_p "
+                 f"from pairs where {where}{pair} "
+                 f"{'' if sys1 or sys2 else 'and sys1 < sys2'} order by diff desc, sys1, sys2",
+        "oracles": f"select systems, n_systems, n_correct, n_units, "
+                   f"{pct('accuracy')} as \"oracle {name} %\", "
+                   f"{pct('gain')} as \"gain (points)\" "
+                   f"from oracles where {where} order by n_systems, accuracy desc",
+        "difficulty": f"select k_correct, n from difficulty where {where} and gold_label "
+                      f"is null order by k_correct",
+        "conll18": f"select system, 'CoNLL18 ' || metric as metric, "
+                   f"{pct('precision')} as \"P %\", {pct('recall')} as \"R %\", "
+                   f"{pct('f1')} as \"F1 %\", {pct('aligned_accuracy')} as \"AligndAcc %\" "
+                   f"from conll18 where corpus = {sql_literal(corpus)} and key_data "
+                   f"order by system, list_position({CONLL18_ORDER}, metric)",
+    }[table]
+    if table == "conll18":
+        _blank_metrics_note(root, corpus)
+    title = f"{table}: {corpus}" + ("" if table == "conll18" else f", {name}")
+    return to_text(query(root, sql), fmt, title=title)

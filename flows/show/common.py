@@ -1,0 +1,131 @@
+"""What every ``show`` table needs: the corpus, view and systems asked for, each checked
+against what the warehouse holds (a wrong one is one line naming the valid choices),
+rates as percents in SQL, and the paper's summary of a pair."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sysdiff.flows.catalog import sql_literal
+from sysdiff.flows.names import COREF_TASKS, SPAN_TASKS, UNL_TASKS
+from sysdiff.flows.queries import query
+from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.vocabulary import CRITERIA, VIEWS
+
+VIEW_ORDER = tuple(VIEWS)
+
+
+def corpora(root: Path) -> dict[str, str]:
+    """corpus -> task, for every corpus in the warehouse."""
+    rows = query(root, "select corpus, any_value(task) as task from systems group by corpus "
+                       "order by corpus")
+    return dict(rows.rows())
+
+
+def pick_corpus(root: Path, corpus: str | None, tasks: tuple[str, ...] | None = None,
+                what: str = "") -> str:
+    """The corpus asked for (checked), or else the only one that fits ``tasks``."""
+    known = corpora(root)
+    if corpus:
+        if corpus not in known:
+            raise InputError(f"no corpus '{corpus}' in the warehouse; it has: "
+                             f"{', '.join(known) or 'none'}", root)
+        if tasks and known[corpus] not in tasks:
+            fits = [c for c, t in known.items() if t in tasks]
+            raise InputError(f"corpus '{corpus}' is a {known[corpus]} corpus; {what} needs a "
+                             f"{'/'.join(tasks)} corpus"
+                             + (f" ({', '.join(fits)})" if fits else " (there is none)"), root)
+        return corpus
+    fits = [c for c, t in known.items() if tasks is None or t in tasks]
+    if len(fits) == 1:
+        return fits[0]
+    if not fits:
+        have = ", ".join(f"{c} ({t})" for c, t in known.items()) or "none"
+        raise InputError(f"{what or 'this'} needs a {'/'.join(tasks or ())} corpus; the "
+                         f"warehouse has: {have}", root)
+    raise InputError(f"the warehouse has {len(fits)} corpora that fit ({', '.join(fits)}); "
+                     "choose one with --corpus", root)
+
+
+def corpus_task(root: Path, corpus: str) -> str:
+    """The task a corpus was evaluated with."""
+    return corpora(root).get(corpus, "dep")
+
+
+def corpus_views(root: Path, corpus: str) -> list[str]:
+    """The views scored for a token corpus, in the usual order."""
+    got = set(query(root, f"select distinct view from scores where corpus = "
+                          f"{sql_literal(corpus)}")["view"])
+    return [v for v in VIEW_ORDER if v in got] + sorted(got - set(VIEW_ORDER))
+
+
+def corpus_systems(root: Path, corpus: str) -> list[str]:
+    """The systems (not the key) of a corpus, by name."""
+    return query(root, f"select distinct system from systems where corpus = "
+                       f"{sql_literal(corpus)} and role = 'system' order by 1")["system"].to_list()
+
+
+def check_view(root: Path, corpus: str, task: str, view: str | None) -> str | None:
+    """The view (``--view``) checked against the corpus; its default when not given."""
+    if task in UNL_TASKS:
+        if view is not None:
+            raise InputError(f"corpus '{corpus}' is a {task} corpus: it has no views; "
+                             "--view applies to token corpora and coreference (any, nom)")
+        return None
+    if task in SPAN_TASKS:
+        return check_span_type(root, corpus, view)
+    if task in COREF_TASKS:
+        view = view or "nom"
+        if view not in CRITERIA:
+            raise InputError(f"unknown view '{view}' for coreference corpus '{corpus}'; "
+                             f"expected one of {', '.join(CRITERIA)} (the ARCS criterion)")
+        return view
+    views = corpus_views(root, corpus)
+    if view is None:
+        return "las" if "las" in views else (views[0] if views else "upos")
+    if view not in views:
+        raise InputError(f"unknown view '{view}' for corpus '{corpus}'; expected one of "
+                         f"{', '.join(views) or 'none (no scores)'}")
+    return view
+
+
+def span_types(root: Path, corpus: str) -> list[str]:
+    """``ALL`` and the span types scored in a ner corpus (key or predicted)."""
+    got = query(root, f"select distinct type from span_scores where corpus = "
+                      f"{sql_literal(corpus)} and type != 'ALL' order by 1")["type"].to_list()
+    return ["ALL", *got]
+
+
+def check_span_type(root: Path, corpus: str, view: str | None) -> str:
+    """``--view`` of a ner corpus: an entity type, or ALL (the default)."""
+    if view is None:
+        return "ALL"
+    types = span_types(root, corpus)
+    if view not in types:
+        raise InputError(f"unknown type '{view}' for ner corpus '{corpus}'; expected one of "
+                         f"{', '.join(types)}")
+    return view
+
+
+def check_systems(root: Path, corpus: str, *names: str | None) -> None:
+    """Every system named (``--sys1``, ``--sys2``, ...) exists in the corpus."""
+    known = corpus_systems(root, corpus)
+    for name in names:
+        if name is not None and name not in known:
+            raise InputError(f"no system '{name}' in corpus '{corpus}'; expected one of "
+                             f"{', '.join(known) or 'none'}")
+
+
+def pct(expr: str, digits: int = 2) -> str:
+    """SQL: a fraction as a percent (or a difference of fractions as points)."""
+    return f"round(100 * ({expr}), {digits})"
+
+
+def pair_summary(n_diff: int, n_units: int, corrections: int, new_errors: int,
+                 changed: int) -> str:
+    """The paper's two-line summary of a pair: difference, then the three classes."""
+    d = max(n_diff, 1)
+    return (f"Difference: {100 * n_diff / max(n_units, 1):.2f}% ({n_diff}/{n_units})\n"
+            f"Corrections: {100 * corrections / d:.2f}% ({corrections})  "
+            f"New errors: {100 * new_errors / d:.2f}% ({new_errors})  "
+            f"Changed errors: {100 * changed / d:.2f}% ({changed})\n")

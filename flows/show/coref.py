@@ -1,0 +1,71 @@
+"""The tables of coreference corpora (and the UNL table): ``--view`` is the ARCS
+criterion (any|nom); a pair shows its top mention class transitions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sysdiff.flows.catalog import sql_literal
+from sysdiff.flows.queries import query
+from sysdiff.flows.render import to_text
+from sysdiff.flows.show.common import pair_summary, pct
+from sysdiff.flows.show.unl import _unl_rows
+from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.vocabulary import CRITERIA
+
+
+def _criterion(view: str | None) -> str:
+    return view if view in CRITERIA else "nom"
+
+
+def _domain_table(root: Path, table: str, corpus: str, view: str | None, sys1: str | None,
+                  sys2: str | None, top: int, fmt: str) -> str:
+    """Coreference and UNL tables; for coreference ``--view`` is the criterion (any|nom)."""
+    c, crit = sql_literal(corpus), sql_literal(_criterion(view))
+    if table == "coref_pairs" and sys1 and sys2:
+        return _coref_pair(root, corpus, _criterion(view), sys1, sys2, top, fmt)
+    if table == "unl":
+        return to_text(_unl_rows(root, c), fmt, title=f"unl: {corpus}")
+    pair = "".join(f" and {col} = {sql_literal(s)}" for col, s in (("sys1", sys1),
+                                                                   ("sys2", sys2)) if s)
+    sql = {
+        "coref": f"select system, metric, {pct('recall')} as \"recall %\", "
+                 f"{pct('precision')} as \"precision %\", {pct('f1')} as \"F1 %\" "
+                 f"from coref_scores where corpus = {c} order by system, metric",
+        "arcs": f"select system, mtype, tp, fp, fn, wl, tn, {pct('precision')} as \"P %\", "
+                f"{pct('recall')} as \"R %\", {pct('f1')} as \"F1 %\" from arcs_scores "
+                f"where corpus = {c} and criterion = {crit} order by system, mtype",
+        "coref_pairs": f"select sys1, sys2, n_mentions, n_diff, {pct('diff')} as \"diff %\", "
+                       f"corrections, new_errors, changed_errors from coref_pairs "
+                       f"where corpus = {c} and criterion = {crit}{pair}"
+                       f"{'' if sys1 or sys2 else ' and sys1 < sys2'} order by sys1, sys2",
+        "coref_oracles": f"select systems, mtype, n, n_tp, {pct('n_tp / n')} as "
+                         f"\"ARCS recall %\" from coref_oracles where corpus = {c} and "
+                         f"criterion = {crit} and n > 0 order by len(systems), mtype",
+        "agreement": f"select sys1 as as_key, sys2, {pct('f1')} as \"CoNLL F1 %\" from "
+                     f"coref_agreement where corpus = {c} and metric = 'conll' "
+                     f"order by sys1, sys2",
+    }[table]
+    suffix = "" if table in ("coref", "agreement") else f", criterion {_criterion(view)}"
+    return to_text(query(root, sql), fmt, title=f"{table}: {corpus}{suffix}")
+
+
+def _coref_pair(root: Path, corpus: str, criterion: str, sys1: str, sys2: str, top: int,
+                fmt: str) -> str:
+    """The paper's mention-level comparison of two responses, with the top transitions."""
+    where = (f"corpus = {sql_literal(corpus)} and criterion = {sql_literal(criterion)} "
+             f"and sys1 = {sql_literal(sys1)} and sys2 = {sql_literal(sys2)}")
+    p = query(root, f"select * from coref_pairs where {where}")
+    if p.is_empty():
+        raise InputError(f"no coreference pair {sys1} -> {sys2} for corpus '{corpus}'")
+    r = p.row(0, named=True)
+    head = pair_summary(r["n_diff"], r["n_mentions"], r["corrections"], r["new_errors"],
+                        r["changed_errors"])
+    head += ("Read 'a->b' as the mention's ARCS class in sys1 -> in sys2 (tp, fp, fn, wl, "
+             "tn; METRICS 2.3).\n")
+    rows = query(root, f"""select lower(c1) || '->' || lower(c2) as change, sum(count) as count
+        from coref_transitions where {where} and c1 != c2 and mtype = 'ALL'
+        and word is null group by all
+        order by count desc, change limit {int(top)}""")
+    body = to_text(rows, fmt, title=f"top {top} transitions ({criterion})")
+    return (head + body) if fmt in ("table", "markdown") else body
