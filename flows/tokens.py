@@ -32,6 +32,7 @@ from sysdiff.flows.progress import notice, progress
 from sysdiff.flows.shards import map_fold
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
 from sysdiff.flows.warehouse import (
+    ROW_GROUP,
     Staging,
     corpus_partition,
     crash_point,
@@ -47,7 +48,7 @@ from sysdiff.flows.warehouse import (
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.conllu import KIND_WORD, WordCheck, iter_conll
 from sysdiff.schemas.vocabulary import TASK_VIEWS, VIEWS
-from sysdiff.transforms import conll18, tokens
+from sysdiff.transforms import conll18, reduce, tokens
 from sysdiff.transforms.alignment import (
     Text,
     align_words,
@@ -464,7 +465,7 @@ class Outputs:
         for view in job.views:
             for punct in VIEWS[view].punct_settings:
                 tables = tokens.view_tables(acc[(view, punct)], view, job.systems, job.vocab,
-                                            spec.ar_trials, spec.seed)
+                                            spec.ar_trials, spec.seed, subset_ids=True)
                 tables["scores"] = tables["scores"].with_columns(
                     pl.col("system").is_in(list(missing[view])).alias("missing"))
                 for name, df in tables.items():
@@ -503,8 +504,16 @@ class Outputs:
 
     def corpus_wide(self, sig: str) -> None:
         for name in CORPUS_TABLES:
-            if self.table(name).height:
-                self.stage.write(name, corpus_partition(self.corpus), sig, self.table(name))
+            df = self.table(name)
+            if not df.height:
+                continue
+            with self.stage.writer(name, corpus_partition(self.corpus), sig) as append:
+                if "subset" not in df.columns:
+                    append(df)
+                    continue
+                systems = reduce.subset_systems(self.job.systems)
+                for piece in reduce.with_subset_systems(df, systems, ROW_GROUP):
+                    append(piece)
 
     def conll18(self, sigs: dict[str, str]) -> None:
         for s, counts in self.acc["conll18"].items():

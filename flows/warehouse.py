@@ -372,8 +372,9 @@ def commit(staging: Staging) -> None:
     """Move staged files in, replace the manifest, rebuild the catalog, drop stale files."""
     root = staging.root
     manifest = json.loads(json.dumps(staging.manifest))
+    files = {rel for rel, _sig in staging.staged.values()}  # a block file is hashed once
     hashes = {rel: (file_sha256(staging.dir / rel), (staging.dir / rel).stat().st_size)
-              for rel, _sig in set(staging.staged.values())}
+              for rel in files}
     for (table, partition), (rel, sig) in staging.staged.items():
         dest = root / rel
         dest.parent.mkdir(parents=True, exist_ok=True)

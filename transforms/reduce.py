@@ -251,11 +251,16 @@ def oracle_correct(oc: OracleCounts, labels: np.ndarray,
 
 
 def oracle_frames(oc: OracleCounts, names: Sequence[str], groups: Sequence[str],
-                  gold_n: np.ndarray, labels: np.ndarray, union: np.ndarray | None = None
-                  ) -> tuple[pl.DataFrame, pl.DataFrame]:
+                  gold_n: np.ndarray, labels: np.ndarray, union: np.ndarray | None = None,
+                  subset_ids: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``oracles`` (every subset of :func:`oracle_subsets`, with the best single member and
     the gain over it) and ``oracle_labels`` (per gold label; above MAX_ALL_SUBSETS only for
-    each system, the best pair, every leave-one-out subset and the full set)."""
+    each system, the best pair, every leave-one-out subset and the full set).
+
+    With ``subset_ids``, ``oracle_labels`` holds ``subset`` (``[k]``: the subset's index in
+    :func:`oracle_subsets`) instead of ``systems``: its rows hold about N names each, so the
+    full column is of size N^2 x labels; :func:`with_subset_systems` restores it piece by
+    piece while writing."""
     subs, per_group = oracle_correct(oc, labels, union)
     total = per_group.sum(axis=1)
     single = labels.sum(axis=1)
@@ -271,15 +276,36 @@ def oracle_frames(oc: OracleCounts, names: Sequence[str], groups: Sequence[str],
     keep = np.array(_label_subsets(subs, total, len(names)), np.int64)
     present = np.flatnonzero(gold_n)
     k = present.size
+    if subset_ids:  # a list column, like ``systems``: not a sort key of ``canonical``
+        column = pl.Series("subset", [[s] for s in keep.tolist()], dtype=pl.List(pl.UInt32))
+    else:
+        column = pl.Series("systems", [systems[s] for s in keep], dtype=pl.List(pl.String))
     oracle_labels = pl.DataFrame({
-        "systems": pl.Series([systems[s] for s in keep], dtype=pl.List(pl.String))
-        .gather(np.repeat(np.arange(keep.size), k)),
+        column.name: column.gather(np.repeat(np.arange(keep.size), k)),
         "gold_label": pl.Series([groups[g] for g in present], dtype=pl.String)
         .gather(np.tile(np.arange(k), keep.size)),
         "n": np.tile(gold_n[present], keep.size).astype(np.int64),
         "n_correct": per_group[np.ix_(keep, present)].ravel().astype(np.int64),
     })
     return oracles, oracle_labels
+
+
+def subset_systems(names: Sequence[str]) -> pl.Series:
+    """The sorted system names of every subset of :func:`oracle_subsets`, in its order."""
+    return pl.Series("systems", [sorted(names[i] for i in s)
+                                 for s in oracle_subsets(len(names))],
+                     dtype=pl.List(pl.String))
+
+
+def with_subset_systems(df: pl.DataFrame, systems: pl.Series, rows: int
+                        ) -> Iterator[pl.DataFrame]:
+    """``df`` (with a ``subset`` column from :func:`oracle_frames`) in pieces of ``rows``
+    rows, each with ``systems`` (from :func:`subset_systems`) in place of ``subset``."""
+    for start in range(0, df.height, rows):
+        piece = df.slice(start, rows)
+        ids = piece["subset"].list.first()
+        yield piece.with_columns(systems.gather(ids).alias("subset")).rename(
+            {"subset": "systems"})
 
 
 def _label_subsets(subs: list[tuple[int, ...]], total: np.ndarray, n: int) -> list[int]:

@@ -188,10 +188,11 @@ def shard_counts(words: ShardWords, views: Sequence[str], vocab: Vocab,
 
 
 def view_tables(c: Counts, view: str, names: Sequence[str], vocab: Vocab,
-                trials: int, seed: int) -> dict[str, pl.DataFrame]:
+                trials: int, seed: int, subset_ids: bool = False) -> dict[str, pl.DataFrame]:
     """The tables of one view setting from the counts of the whole corpus (without their
     corpus/view/punct/options columns); pair tables only for the pairs counted, corpus
-    tables (oracles, difficulty, majority) only when they were counted."""
+    tables (oracles, difficulty, majority) only when they were counted. ``subset_ids``:
+    see :func:`~sysdiff.transforms.reduce.oracle_frames`."""
     labels = vocab.labels[VIEWS[view].label]
     names = list(names)
     out = {"scores": reduce.scores_frame(c, names),
@@ -205,7 +206,7 @@ def view_tables(c: Counts, view: str, names: Sequence[str], vocab: Vocab,
             union = reduce.union_from_classes(c.labels, c.pairs, c.oracle, c.gold_n.size,
                                               len(labels))
         out["oracles"], out["oracle_labels"] = reduce.oracle_frames(
-            c.oracle, names, labels, c.gold_n, c.labels, union)
+            c.oracle, names, labels, c.gold_n, c.labels, union, subset_ids)
         out["difficulty"] = reduce.difficulty_frame(c.oracle, labels)
         out["majority"] = reduce.majority_frame(c, names)
     return out
