@@ -10,8 +10,8 @@ language words, disconnected graphs, unparsable lines), then times, each in a fr
   (timed after the imports, as ``old``):
   index both files, align, parse and score shard by shard (``--shard-sents``, on as many
   threads as the flow's task runner), concatenate, corpus scores;
-- ``old``: the reader and scorer as they were before (``benchmarks/unl_baseline.py``, kept
-  only for this): ``read_unl`` both files, ``score_unlization``, ``unl_scores``;
+- ``old``: the reader and scorer as they were before (``benchmarks/unl_baseline.py`` of
+  commit fdc37d2, compiled from the git history): ``read_unl`` both files, ``score_unlization``, ``unl_scores``;
 - ``run``: the whole ``sysdiff run --task unl`` (Prefect flow, Parquet warehouse), timed from
   the start of the process, imports included; its peak RSS is the sysdiff process
   (Prefect's temporary server, if one is started, is another process);
@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 START = time.perf_counter()
@@ -190,12 +191,28 @@ def work_new(expected: str, actual: str, shard_sents: int) -> dict:
     return {"rows": rows.height, "f1": scores["f1"].item(), "warnings": len(warnings)}
 
 
-def work_old(expected: str, actual: str) -> dict:
-    sys.path.insert(0, str(ROOT))
-    from benchmarks.unl_baseline import read_unl, score_unlization, unl_scores
+# The UNL reader and scorer as they were before the columnar rewrite, kept in the history
+# only (benchmarks/unl_baseline.py at this commit: the code of 1e4e832, verbatim).
+BASELINE = ("fdc37d2", "benchmarks/unl_baseline.py")
 
-    rows = score_unlization(read_unl(expected), read_unl(actual))
-    return {"rows": rows.height, "f1": unl_scores(rows)["f1"].item()}
+
+def load_baseline() -> types.ModuleType:
+    """The pre-rewrite reader and scorer, compiled from the repository's history."""
+    if "unl_baseline" in sys.modules:
+        return sys.modules["unl_baseline"]
+    rev, path = BASELINE
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"], check=True,
+                            capture_output=True, text=True).stdout
+    module = types.ModuleType("unl_baseline")
+    sys.modules["unl_baseline"] = module  # dataclasses look their module up while defined
+    exec(compile(source, f"{rev}:{path}", "exec"), module.__dict__)
+    return module
+
+
+def work_old(expected: str, actual: str) -> dict:
+    old = load_baseline()
+    rows = old.score_unlization(old.read_unl(expected), old.read_unl(actual))
+    return {"rows": rows.height, "f1": old.unl_scores(rows)["f1"].item()}
 
 
 def work_run(expected: str, actual: str, shard_sents: int) -> dict:
@@ -227,8 +244,7 @@ def preload(mode: str) -> None:
         import sysdiff.flows.unl  # noqa: F401
         import sysdiff.transforms.unl  # noqa: F401
     elif mode == "old":
-        sys.path.insert(0, str(ROOT))
-        import benchmarks.unl_baseline  # noqa: F401
+        load_baseline()
 
 
 def worker(args: argparse.Namespace) -> None:
