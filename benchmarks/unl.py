@@ -11,7 +11,8 @@ language words, disconnected graphs, unparsable lines), then times, each in a fr
   index both files, align, parse and score shard by shard (``--shard-sents``, on as many
   threads as the flow's task runner), concatenate, corpus scores;
 - ``old``: the reader and scorer as they were before (``benchmarks/unl_baseline.py`` of
-  commit fdc37d2, compiled from the git history): ``read_unl`` both files, ``score_unlization``, ``unl_scores``;
+  commit fdc37d2, compiled from the git history): ``read_unl`` both files,
+  ``score_unlization``, ``unl_scores``;
 - ``run``: the whole ``sysdiff run --task unl`` (Prefect flow, Parquet warehouse), timed from
   the start of the process, imports included; its peak RSS is the sysdiff process
   (Prefect's temporary server, if one is started, is another process);
