@@ -10,7 +10,7 @@ import polars as pl
 
 from sysdiff.flows.report.charts import CLASS_NAMES, class_bars_svg, heatmap
 from sysdiff.flows.report.data import TOP_WORDS, CorefData, Read, load_coref
-from sysdiff.flows.report.html import esc, mix, pct, table_html, td
+from sysdiff.flows.report.html import esc, heat_style, mix, pct, table_html, td
 from sysdiff.flows.report.tokens import ALL_PAIRS, PAIR_DETAILS, TOP_PAIRS, cls_col
 from sysdiff.schemas.vocabulary import ARCS_CLASSES as ARCS
 from sysdiff.schemas.vocabulary import CLASSES, CRITERIA
@@ -98,16 +98,6 @@ def coref_summary_html(pair: dict) -> str:
             f'<b>{_share(n_diff, n)}%</b> ({n_diff}/{n})<br>{parts}</p>')
 
 
-def _heat(cls: str, t: float) -> str:
-    """Inline background of a transition cell: the class colour, alpha by count."""
-    rgb = {"correction": "46,125,50", "new_error": "198,40,40",
-           "changed_error": "239,143,0"}.get(cls)
-    if rgb is None:
-        return "background:#eef1f5"
-    colour = "#fff" if t > 0.55 else "#1d2430"
-    return f"background:rgba({rgb},{0.08 + 0.8 * t:.3f});color:{colour}"
-
-
 def transition_html(trans: pl.DataFrame, criterion: str, sys1: str, sys2: str) -> str:
     """5x5 ARCS transition matrix (c1 rows under S1, c2 columns under S2) as a heat table."""
     counts = {(a, b): n for a, b, n in trans.select("c1", "c2", "count").rows()}
@@ -125,7 +115,7 @@ def transition_html(trans: pl.DataFrame, criterion: str, sys1: str, sys2: str) -
             name = CLASS_NAMES.get(cls, "same class" if a == b else "other")
             kind = cls or ("diag" if a == b else "other")  # other: correct in both
             cells.append(f'<td class="cell {kind}" data-c1="{esc(a)}" '
-                         f'data-c2="{esc(b)}" style="{_heat(cls, n / peak if n else 0)}" '
+                         f'data-c2="{esc(b)}" style="{heat_style(cls, n / peak if n else 0)}" '
                          f'title="{esc(a)} → {esc(b)}: {n} ({esc(name)})">{n}</td>')
         cells.append(td(str(sum(counts.get((a, b), 0) for b in classes)), "tot"))
         rows.append("<tr>" + "".join(cells) + "</tr>")

@@ -108,3 +108,14 @@ class Ids:
 
     def __call__(self, prefix: str) -> str:
         return f"{prefix}-{next(self.n)}"
+
+
+def heat_style(cls: str, t: float) -> str:
+    """Inline background of a transition-matrix cell (coreference, spans): the change
+    class's colour, alpha by its share ``t`` of the largest count."""
+    rgb = {"correction": "46,125,50", "new_error": "198,40,40",
+           "changed_error": "239,143,0"}.get(cls)
+    if rgb is None:
+        return "background:#eef1f5"
+    colour = "#fff" if t > 0.55 else "#1d2430"
+    return f"background:rgba({rgb},{0.08 + 0.8 * t:.3f});color:{colour}"

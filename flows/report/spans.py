@@ -11,9 +11,8 @@ import polars as pl
 
 from sysdiff.flows.catalog import sql_literal as lit
 from sysdiff.flows.report.charts import CLASS_NAMES, class_bars_svg
-from sysdiff.flows.report.coref import _heat
 from sysdiff.flows.report.data import MAX_ROWS, Read
-from sysdiff.flows.report.html import esc, p_value, pct, points, table_html, td
+from sysdiff.flows.report.html import esc, heat_style, p_value, pct, points, table_html, td
 from sysdiff.flows.report.tokens import ALL_PAIRS, PAIR_DETAILS, TOP_PAIRS, cls_col
 from sysdiff.schemas.vocabulary import CLASSES, SPAN_CLASSES, SPAN_CORRECT
 from sysdiff.transforms.summaries import MANY_SYSTEMS
@@ -188,7 +187,7 @@ def matrix_html(trans: pl.DataFrame, span_type: str, sys1: str, sys2: str) -> st
             kind = cls or "diag"
             name = CLASS_NAMES.get(cls, "same class")
             cells.append(f'<td class="cell {kind}" data-c1="{esc(a)}" data-c2="{esc(b)}" '
-                         f'style="{_heat(cls, n / peak if n else 0)}" '
+                         f'style="{heat_style(cls, n / peak if n else 0)}" '
                          f'title="{esc(a)} → {esc(b)}: {n} ({esc(name)})">{n}</td>')
         cells.append(td(str(sum(counts.get((a, b), 0) for b in classes)), "tot"))
         rows.append("<tr>" + "".join(cells) + "</tr>")
