@@ -274,6 +274,36 @@ def polars_schema(table: str) -> pl.Schema:
     return pl.Schema(pl.from_arrow(TABLES[table].empty_table()).schema)
 
 
+#: String columns that name what a row belongs to: their statistics let a reader skip row
+#: groups of other corpora, systems and pairs.
+IDENTITY_COLUMNS = ("corpus", "system", "sys1", "sys2", "view")
+
+
+def parquet_options(schema: pa.Schema) -> dict[str, object]:
+    """How a table's Parquet file is encoded: dictionaries for string columns only (an
+    integer column such as a line number has as many values as rows, and a dictionary
+    attempt costs more than it saves), min/max statistics for numbers and identity columns
+    (what readers filter on; a string column's min/max costs much and is never used)."""
+    strings, others = [], []
+    for name, leaf in _leaves(schema):
+        is_text = pa.types.is_string(leaf) or pa.types.is_large_string(leaf)
+        (strings if is_text else others).append(name)
+    return {"compression": "zstd", "use_dictionary": strings,
+            "write_statistics": others + [c for c in IDENTITY_COLUMNS if c in schema.names]}
+
+
+def _leaves(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
+    """(Parquet column path, type) of every leaf column (a list's items are
+    ``name.list.element``)."""
+    out = []
+    for f in schema:
+        path, t = f.name, f.type
+        while pa.types.is_list(t) or pa.types.is_large_list(t):
+            path, t = f"{path}.list.element", t.value_type
+        out.append((path, t))
+    return out
+
+
 def conform(df: pl.DataFrame, schema: pa.Schema) -> pa.Table:
     """Select and cast ``df``'s columns to ``schema`` (missing columns are an error)."""
     missing = [f.name for f in schema if f.name not in df.columns]

@@ -561,12 +561,13 @@ def read_conll(path: str | Path, fmt: str | None = None, chunk_bytes: int | None
 
 
 def _tsv_to_conll(toks: pl.DataFrame) -> pl.DataFrame:
-    """word<TAB>tag: the tag fills both UPOS and XPOS; IDs are positions in the sentence."""
+    """word<TAB>tag: the tag fills UPOS (XPOS stays ``_``, so the one tag is scored once);
+    IDs are positions in the sentence."""
     pos = pl.int_range(1, pl.len() + 1).over("sent").cast(pl.String)
     blank = pl.lit("_")
     return toks.with_columns(
         pos.alias("id"), blank.alias("lemma"), pl.col("tag").alias("upos"),
-        pl.col("tag").alias("xpos"), blank.alias("feats"), blank.alias("head"),
+        blank.alias("xpos"), blank.alias("feats"), blank.alias("head"),
         blank.alias("deprel"), blank.alias("deps"), blank.alias("misc"),
     )
 
