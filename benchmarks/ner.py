@@ -9,9 +9,10 @@ spans: the span classes of METRICS 5.2 all occur.
 
 - sysdiff: one ``sysdiff run`` subprocess per repeat on a fresh warehouse (Prefect in its
   default mode, as a user runs it: the background server and the warm runner): ingest and
-  validation of all files, span scores per type, token accuracy, span classes, every pair over span units with transitions and both
-  significance tests, the oracle of every subset. Timed: the whole command (wall), and in
-  one more ``-v`` run (its own process) the flow's own time (``sysdiff: run: ... s``).
+  validation of all files, span scores per type, token accuracy, span classes, every pair
+  over span units with transitions and both significance tests, the oracle of every subset.
+  Timed: the whole command (wall), and in one more ``-v`` run (its own process) the flow's
+  own time (``sysdiff: run: ... s``).
 - baseline: what a user does without sysdiff, for each system: read the file into lists of
   tags (the key is read once, not timed) and call ``seqeval``'s ``classification_report``
   (default mode = conlleval's, as sysdiff's default; P/R/F1 per type and micro) and
