@@ -562,14 +562,21 @@ def read_conll(path: str | Path, fmt: str | None = None, chunk_bytes: int | None
 
 def _tsv_to_conll(toks: pl.DataFrame) -> pl.DataFrame:
     """word<TAB>tag: the tag fills UPOS (XPOS stays ``_``, so the one tag is scored once);
-    IDs are positions in the sentence."""
-    pos = pl.int_range(1, pl.len() + 1).over("sent").cast(pl.String)
+    IDs are positions in the sentence (``_id`` as a number, counted from each sentence's
+    first row: sentences are contiguous)."""
+    sent = toks["sent"].to_numpy()
+    first = np.zeros(sent.size, np.int64)
+    change = np.flatnonzero(sent[1:] != sent[:-1]) + 1
+    first[change] = change
+    ids = pl.Series("_id", np.arange(sent.size) - np.maximum.accumulate(first) + 1,
+                    dtype=pl.Int32)
     blank = pl.lit("_")
     return toks.with_columns(
-        pos.alias("id"), blank.alias("lemma"), pl.col("tag").alias("upos"),
-        blank.alias("xpos"), blank.alias("feats"), blank.alias("head"),
-        blank.alias("deprel"), blank.alias("deps"), blank.alias("misc"),
+        ids, ids.cast(pl.String).alias("id"), blank.alias("lemma"),
+        pl.col("tag").alias("upos"), blank.alias("xpos"), blank.alias("feats"),
+        blank.alias("head"), blank.alias("deprel"), blank.alias("deps"), blank.alias("misc"),
     )
+
 
 class WordCheck:
     """Checks a system file against the key while it is read chunk by chunk.
