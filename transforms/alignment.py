@@ -50,6 +50,12 @@ def _squeezed(forms: pl.Series) -> pl.Series:
     return forms.str.replace_all(r"\p{Zs}", "").str.normalize("NFC")
 
 
+def text_lengths(forms: pl.Series) -> pl.Series:
+    """How many characters of the text each FORM holds (spaces removed, NFC), as
+    :func:`file_text` counts them."""
+    return _squeezed(forms).str.len_chars()
+
+
 def file_text(tokens: pl.DataFrame) -> Text:
     """The :class:`Text` of a file's token rows (the reader's columns ``sent``, ``id``,
     ``token_id``, ``kind``, ``form``, ``line``; empty nodes are ignored)."""
