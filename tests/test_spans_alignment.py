@@ -278,3 +278,29 @@ def test_a_text_that_differs_is_refused(tmp_path, cli):
     assert code == 3 and "system 'bad' skipped" in err, err
     assert query(root, "select count(*) from systems where system = 'bad'").item() == 0
     assert query(root, "select count(*) from spans where system = 'bad'").item() == 0
+
+
+def test_the_text_of_a_tag_file_is_the_one_the_conll_reader_gets():
+    """``words_text`` (tag files: one word per token) gives what ``file_text`` gives for the
+    same rows read as CoNLL-U words, on the UNER key (spaces inside FORMs removed, NFC)."""
+    import numpy as np
+
+    from sysdiff.schemas.formats.conllu import KIND_WORD
+    from sysdiff.schemas.formats.spans import read_tags
+    from sysdiff.transforms.alignment import file_text, words_text
+
+    rows = read_tags(NER / "gold.iob2").tokens
+    rows = pl.concat([rows.head(3).with_columns(form=pl.Series(["A\u00a0b", "e\u0301", "x"])),
+                      rows.slice(3)])
+    fast = words_text(rows)
+    slow = file_text(rows.with_columns(token_id=pl.col("id").cast(pl.String),
+                                       kind=pl.lit(KIND_WORD, pl.Int8)))
+    assert fast.chars == slow.chars and fast.chars.startswith("Ab\u00e9x")
+    for name in fast.__dataclass_fields__:
+        mine, theirs = getattr(fast, name), getattr(slow, name)
+        if isinstance(mine, np.ndarray):
+            assert np.array_equal(mine, theirs), name
+        elif isinstance(mine, pl.Series):
+            assert mine.equals(theirs), name
+        else:
+            assert mine == theirs, name

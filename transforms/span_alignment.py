@@ -31,16 +31,13 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from sysdiff.schemas.formats.conllu import KIND_WORD
-from sysdiff.transforms.alignment import Text, file_text, text_lengths
+from sysdiff.transforms.alignment import Text, text_lengths, words_text
 
 
 def tag_text(tokens: pl.DataFrame) -> Text:
-    """The :class:`Text` of a tag file's token rows (``sent``, ``id``, ``form``, ``line``,
-    in file order): every token is one word."""
-    rows = tokens.select("sent", "id", "form", "line").with_columns(
-        token_id=pl.col("id").cast(pl.String), kind=pl.lit(KIND_WORD, pl.Int8))
-    return file_text(rows)
+    """The :class:`Text` of a tag file's token rows (``sent``, ``form``, ``line``, in file
+    order): every token is one word."""
+    return words_text(tokens)
 
 
 def _sentence_first(text: Text, sent: np.ndarray) -> np.ndarray:
