@@ -57,12 +57,46 @@ def hand(tmp_path_factory, prefect_harness):
     files = {n: write_tags(tmp / f"{n}.tsv", s) for n, s in
              (("key", KEY), ("a", A_SYS), ("b", B_SYS), ("same", SAME))}
     root = tmp / "wh"
-    code, _, err = run_cli("run", "--task", "ner", "--corpus", "hw", "--key", str(files["key"]),
-                           *(x for n in ("a", "b", "same") for x in ("--system",
-                                                                     f"{n}={files[n]}")),
-                           "--ar-trials", "50", "-w", str(root))
+    code, _, err = run_cli(*hand_run(files, root))
     assert code == 0, err
     return root
+
+
+def hand_run(files: dict[str, Path], root: Path) -> list[str]:
+    return ["run", "--task", "ner", "--corpus", "hw", "--key", str(files["key"]),
+            *(x for n in ("a", "b", "same") for x in ("--system", f"{n}={files[n]}")),
+            "--ar-trials", "50", "-w", str(root)]
+
+
+def test_an_unchanged_rerun_reads_nothing_again(hand, cli):
+    """The systems placed by characters are reused as they are (alignment and all)."""
+    files = {n: hand.parent / f"{n}.tsv" for n in ("key", "a", "b", "same")}
+    before = snapshot(hand)
+    code, _, err = cli(*hand_run(files, hand))
+    assert code == 0, err
+    assert snapshot(hand) == before
+
+
+def test_a_rerun_with_one_file_changed_keeps_the_placed_systems(hand, tmp_path, cli):
+    """Only 'same' changes (now the key itself): a and b are reused from the warehouse, and
+    the recomputed tables still compare them by characters."""
+    import shutil
+
+    root = tmp_path / "wh"
+    shutil.copytree(hand, root)
+    files = {n: hand.parent / f"{n}.tsv" for n in ("key", "a", "b")}
+    files["same"] = write_tags(tmp_path / "same.tsv", KEY)
+    stamps = "select system, ingested_at from systems where system in ('a', 'b') order by 1"
+    before = query(root, stamps).rows()
+    code, _, err = cli(*hand_run(files, root))
+    assert code == 0, err
+    assert query(root, stamps).rows() == before              # not read again
+    got = dict(query(root, """select system, n_correct from span_scores
+        where type = 'ALL'""").rows())
+    assert got == {"a": 2, "b": 2, "same": 4}
+    pair = query(root, """select n_units, corrections, new_errors, options from span_pairs
+        where sys1 = 'same' and sys2 = 'b'""").rows()
+    assert pair == [(5, 0, 3, "scheme:auto|align:characters|map:none")]
 
 
 def test_hand_worked_scores(hand):
