@@ -4,7 +4,10 @@ systems over span units (METRICS 5).
 Ingest reads each file once, in chunks of whole sentences: validates it (a system against
 the key's sentences and forms), maps its labels, decodes its spans with the run's scheme,
 computes its token accuracy against the key, and stages its tokens (``span_tokens``),
-sentences (``sents``) and spans (``spans``) while hashing it. Compare maps one task over
+sentences (``sents``) and spans (``spans``) while hashing it. A system whose tokens differ
+from the key's but whose text is the key's is then read once more and its spans placed on
+the key's characters (:func:`place_on_key`); the comparison then compares every span by
+characters (``SpanJob.by_chars``). Compare maps one task over
 shards of whole documents of the key: each returns the additive span counts and the engine's
 pair, transition and oracle counts (:mod:`sysdiff.transforms.spans`), and the classes of its
 spans, which are streamed into ``span_classes``; the fold sums the counts in shard order, so
@@ -43,20 +46,34 @@ from sysdiff.flows.warehouse import (
     with_literals,
 )
 from sysdiff.schemas.errors import InputError
+from sysdiff.transforms import span_alignment as A
 from sysdiff.transforms import span_decoding as D
 from sysdiff.transforms import span_tables as R
 from sysdiff.transforms import spans as T
+from sysdiff.transforms.alignment import first_difference
 from sysdiff.transforms.plan import Shard, plan_shards
 
 log = logging.getLogger("sysdiff")
 SPAN_READ = ["sent", "start", "end", "type", "text"]
 
 
-def options_string(spec: RunSpec) -> str:
-    """What produced a row: the scheme and the label mappings (as the token tables say)."""
+def options_string(spec: RunSpec, by_chars: bool = False) -> str:
+    """What produced a row: the scheme, ``align:characters`` for a system tokenised
+    otherwise than the key (or a pair with one), and the label mappings (as the token tables
+    say)."""
     maps = ";".join(f"{s}:" + ",".join(f"{a}>{b}" for a, b in sorted(m.items()))
                     for s, m in sorted(spec.mappings.items()) if m)
-    return f"scheme:{spec.scheme}|map:{maps or 'none'}"
+    align = "|align:characters" if by_chars else ""
+    return f"scheme:{spec.scheme}{align}|map:{maps or 'none'}"
+
+
+def _options(spec: RunSpec, by_chars: list[str], *columns: str) -> pl.Expr:
+    """The options of each row: aligned ones where a named system is placed by characters."""
+    plain = pl.lit(options_string(spec))
+    if not by_chars:
+        return plain
+    touched = pl.any_horizontal(pl.col(c).is_in(by_chars) for c in columns)
+    return pl.when(touched).then(pl.lit(options_string(spec, True))).otherwise(plain)
 
 
 @dataclass(frozen=True)
@@ -72,6 +89,11 @@ class SpanFile:
     sents: Path
     row: pl.DataFrame
     tags: pl.DataFrame
+
+    @property
+    def by_chars(self) -> bool:
+        """The file is tokenised otherwise than the key: its spans are placed by characters."""
+        return "alignment" in self.row.columns and self.row["alignment"][0] == "characters"
 
 
 def _mapping(spec: RunSpec, sid: str) -> dict[str, str]:
@@ -133,21 +155,61 @@ def ingest_span_file(spec: RunSpec, source: Source, role: str, stage: Staging,
                                                  corpus=corpus, system=sid))
             writers["sents"](with_literals(chunk.sents, corpus=corpus, system=sid))
             writers["spans"](with_literals(spans, corpus=corpus, system=sid))
-        if check is not None:
-            check.finish()
+        mismatch = None if check is None else check.difference()
     sha = hasher.hexdigest()
     sig = ingest_signature(spec, sid, sha, fmt, key.sig if key else None)
     for table in ("span_tokens", "sents", "spans"):
         stage.sign(table, part, sig)
+    alignment = "identical"
+    if mismatch is not None:  # another tokenisation: placed on the key's characters, or an error
+        try:
+            stats.n_right, stats.n_scored = place_on_key(
+                spec, source, key, stage, part, sig, mismatch, fmt,
+                same_tokens=mismatch is check.form_error)
+        except InputError:
+            stage.discard(part, ("span_tokens", "sents", "spans"))
+            raise
+        alignment = "characters"
     stats.notices(source, mapping, role)
     row = systems_row(spec, source, role, sha, fmt, stats.n_docs, stats.n_sents,
-                      stats.n_tokens)
-    tags = stats.tags_row(spec, sid, key is not None)
+                      stats.n_tokens, alignment=alignment)
+    tags = stats.tags_row(spec, sid, key is not None, alignment == "characters")
     stage.write("systems", part, sig, row)
     stage.write("span_tags", part, sig, tags)
     return SpanFile(sid, sig, stage.staged_path("spans", part),
                     stage.staged_path("span_tokens", part), stage.staged_path("sents", part),
                     row, tags)
+
+
+def place_on_key(spec: RunSpec, source: Source, key: SpanFile, stage: Staging, part: str,
+                 sig: str, mismatch: InputError, fmt: str, same_tokens: bool = False
+                 ) -> tuple[int, int]:
+    """A system whose tokens differ from the key's: when its text (characters without
+    spaces, NFC) is the key's, restage its spans placed on the key's characters and its
+    tokens with their own forms (:mod:`sysdiff.transforms.span_alignment`), and return
+    (key tokens it labels alike, key tokens); else an error at the first differing
+    character, or, when it has the key's number of tokens in every sentence
+    (``same_tokens``), the word check's own error (the token whose form differs). The file
+    is read once more, for its forms."""
+    from sysdiff.flows.tokens import text_difference
+    from sysdiff.schemas.formats.spans import iter_tags
+
+    key_tokens = pl.read_parquet(key.tokens, columns=["sent", "id", "form", "label", "line"],
+                                 glob=False)
+    mine = pl.read_parquet(stage.staged_path("span_tokens", part), glob=False)
+    forms = pl.concat([c.tokens["form"] for c in iter_tags(source.path, fmt, spec.scheme)])
+    mine = mine.with_columns(form=forms)
+    key_text, sys_text = A.tag_text(key_tokens), A.tag_text(mine)
+    at = first_difference(key_text.chars, sys_text.chars)
+    if at is not None:
+        raise mismatch if same_tokens else text_difference(spec, source, key_text, sys_text,
+                                                           at, mismatch)
+    spans = A.place_spans(pl.read_parquet(stage.staged_path("spans", part), glob=False),
+                          key_text, sys_text)
+    stage.write("spans", part, sig, spans)
+    stage.write("span_tokens", part, sig, mine)
+    right = A.same_span_tokens(key_text, key_tokens["label"], sys_text, mine["label"])
+    return right, key_tokens.height
 
 
 def _stored_tokens(toks: pl.DataFrame, is_key: bool) -> pl.DataFrame:
@@ -162,6 +224,7 @@ class _Stats:
     def __init__(self) -> None:
         self.n_sents = self.n_tokens = self.n_spans = self.n_ill = self.n_docs = 0
         self.n_right = 0
+        self.n_scored: int | None = None  # key tokens, when placed by characters
         self.has_es = self.has_i_start = False
         self.raw_types: set[str] = set()
 
@@ -186,14 +249,16 @@ class _Stats:
     def detected(self) -> str:
         return "bioes" if self.has_es else "iob1" if self.has_i_start else "iob2"
 
-    def tags_row(self, spec: RunSpec, sid: str, scored: bool) -> pl.DataFrame:
-        acc = self.n_right / self.n_tokens if scored and self.n_tokens else None
+    def tags_row(self, spec: RunSpec, sid: str, scored: bool, by_chars: bool = False
+                 ) -> pl.DataFrame:
+        units = self.n_tokens if self.n_scored is None else self.n_scored
+        acc = self.n_right / units if scored and units else None
         return pl.DataFrame([{
             "corpus": spec.corpus, "system": sid, "scheme": spec.scheme,
             "detected": self.detected, "n_sents": self.n_sents, "n_tokens": self.n_tokens,
             "n_tokens_correct": self.n_right if scored else None, "token_accuracy": acc,
             "n_spans": self.n_spans, "n_ill_formed": self.n_ill,
-            "options": options_string(spec)}],
+            "options": options_string(spec, by_chars)}],
             schema_overrides={"n_tokens_correct": pl.Int64, "token_accuracy": pl.Float64})
 
     def notices(self, source: Source, mapping: dict[str, str], role: str) -> None:
@@ -254,6 +319,10 @@ class SpanJob:
     paths: dict[str, str]
     types: list[str]
     compare: bool
+    #: systems placed on the key's characters, and then the key's token file (their spans
+    #: and everyone's are compared by characters)
+    by_chars: tuple[str, ...] = ()
+    key_tokens: str | None = None
 
 
 def read_shard_spans(path: str, shard: Shard) -> pl.DataFrame:
@@ -269,6 +338,12 @@ def span_shard(job: SpanJob, shard: Shard) -> tuple[T.SpanCounts, list[pl.DataFr
     """The map: additive counts of one shard and each system's class rows."""
     key = read_shard_spans(job.paths[KEY_ID], shard)
     systems = [read_shard_spans(job.paths[s], shard) for s in job.systems]
+    if job.by_chars:
+        offsets = A.key_offsets(pl.scan_parquet(job.key_tokens, glob=False)
+                                .filter(pl.col("sent").is_between(shard.lo, shard.hi - 1))
+                                .select("sent", "id", "form").collect())
+        key = A.char_positions(key, offsets)
+        systems = [A.char_positions(s, offsets) for s in systems]
     return T.comparison_counts(key, systems, job.types, shard.lo, shard.hi - shard.lo,
                                job.compare)
 
@@ -310,15 +385,16 @@ def _compute(spec: RunSpec, stage: Staging, files: dict[str, SpanFile], systems:
     shards = plan_shards(key_sents, spec.shard_sents)
     types = corpus_types(paths)
     _type_notice(systems, paths)
-    job = SpanJob(systems, paths, types, compare)
+    by_chars = tuple(s for s in systems if files[s].by_chars)
+    job = SpanJob(systems, paths, types, compare, by_chars,
+                  str(files[KEY_ID].tokens) if by_chars else None)
     with contextlib.ExitStack() as stack, progress("compare", len(shards)) as tick:
         fold = _Fold(systems, {s: stack.enter_context(stage.writer(
             "span_classes", partition(corpus, s), sigs[s])) for s in score}, corpus)
         map_fold(lambda sh: span_shard.submit(job, sh), shards, fold, tick)
     c = fold.total
-    opts = options_string(spec)
     scores = R.score_rows(c, systems, types).with_columns(
-        scheme=pl.lit(spec.scheme), options=pl.lit(opts))
+        scheme=pl.lit(spec.scheme), options=_options(spec, list(by_chars), "system"))
     for s in score:
         stage.write("span_scores", partition(corpus, s), sigs[s],
                     with_literals(scores.filter(pl.col("system") == s), corpus=corpus))
@@ -331,8 +407,8 @@ def _compute(spec: RunSpec, stage: Staging, files: dict[str, SpanFile], systems:
     if len(systems) < 2:
         return
     pairs = R.pair_rows(c, systems, spec.ar_trials, spec.seed)
-    stage.write("span_pairs", part, all_sig,
-                with_literals(pairs, **tag, options=opts))
+    stage.write("span_pairs", part, all_sig, with_literals(pairs, **tag).with_columns(
+        options=_options(spec, list(by_chars), "sys1", "sys2")))
     stage.write("span_transitions", part, all_sig,
                 with_literals(R.transition_rows(c, systems, types), **tag))
 

@@ -240,6 +240,12 @@ class Staging:
         rel, _old = self.staged[(table, partition)]
         self.staged[(table, partition)] = (rel, sig)
 
+    def discard(self, partition: str, tables: tuple[str, ...]) -> None:
+        """Forget what this run staged of a partition in ``tables`` (a file found bad after
+        it was staged: nothing of it is committed)."""
+        for table in tables:
+            self.staged.pop((table, partition), None)
+
     @contextlib.contextmanager
     def block_writer(self, table: str, name: str, partitions: dict[str, str]
                      ) -> Iterator[Callable[[pl.DataFrame], None]]:

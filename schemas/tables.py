@@ -196,20 +196,28 @@ UNL_TABLES: dict[str, pa.Schema] = {
 
 
 # ------------------------------------------------------------------------------ spans (ner)
-# Positions are 0-based token indexes in the sentence, ``end`` inclusive. ``scheme``: the
-# decoding of the run (auto, iob1, iob2, bioes); ``options``: scheme and label mappings.
+# Positions are 0-based token indexes in the key's sentence, ``end`` inclusive. A system
+# tokenised otherwise (``systems.alignment = 'characters'``) has its spans placed on the
+# key's characters (transforms/span_alignment.py): ``sent`` is the key sentence of a span's
+# first character, and a boundary inside a key token is ``-(1 + c)``, ``c`` the offset of
+# its first (start) or last (end) character in the key sentence's text. ``scheme``: the
+# decoding of the run (auto, iob1, iob2, bioes); ``options``: scheme, ``align:characters``
+# for such a system (or a pair with one) and label mappings.
 _SPAN_UNIT = [("sent", I32), ("start", I32), ("end", I32), ("type", S)]
 
 SPAN_TABLES: dict[str, pa.Schema] = {
     # Every token of an ingested file: its tag as written and as decoded (``label``, after
-    # the label mapping); ``form`` only for the key (a system's forms are checked equal).
+    # the label mapping); ``form`` only for the key and a system placed by characters
+    # (another system's forms are checked equal to the key's).
     "span_tokens": _schema(*OWNER, ("sent", I32), ("id", I32), ("form", S), ("tag", S),
                            ("label", S), ("line", I32)),
     # The spans decoded from a file (``text``: its words joined by spaces).
     "spans": _schema(*OWNER, *_SPAN_UNIT, ("text", S)),
     # Per file: the scheme its tags follow (``detected``), segments the strict rule of that
     # scheme drops (``n_ill_formed``: an I-X that starts a span, ...), token accuracy of the
-    # (mapped) tags against the key's (conlleval's accuracy; null for the key).
+    # (mapped) tags against the key's (conlleval's accuracy; null for the key; for a system
+    # placed by characters, over the key's tokens: a key token without a system token of
+    # the same characters is wrong, and ``n_tokens`` is the system's own count).
     "span_tags": _schema(
         *OWNER, ("scheme", S), ("detected", S), ("n_sents", I64), ("n_tokens", I64),
         ("n_tokens_correct", I64), ("token_accuracy", F64), ("n_spans", I64),
