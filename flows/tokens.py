@@ -128,8 +128,12 @@ def ingest_file(spec: RunSpec, source: Source, role: str, stage: Staging,
         counts = pl.concat(vocab).group_by("field", "label").agg(pl.col("n").sum())
         words, alignment = stage.staged_path("units", part), "identical"
     else:  # another tokenisation: aligned with the key on the characters, or an error
-        projected = align_with_key(spec, source, key, stage.staged_path("units", part),
-                                   mismatch, stage, sig)
+        try:
+            projected = align_with_key(spec, source, key, stage.staged_path("units", part),
+                                       mismatch, stage, sig)
+        except InputError:  # nothing of a bad file is committed (--keep-going skips it)
+            stage.discard(part, ("units", "sents"))
+            raise
         counts, alignment = label_counts(projected), "characters"
         words = stage.write("aligned", part, sig, with_literals(projected, corpus=spec.corpus,
                                                                 system=sid))
