@@ -18,6 +18,7 @@ options, so an unchanged file is not read again and unchanged results are not re
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import hashlib
 import logging
 import uuid
@@ -30,7 +31,7 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from sysdiff.flows.history import stage_history
-from sysdiff.flows.preflight import check_some_left, skip_system
+from sysdiff.flows.ingest import ingest_all
 from sysdiff.flows.progress import notice, progress
 from sysdiff.flows.shards import map_fold
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
@@ -89,6 +90,8 @@ class SpanFile:
     sents: Path
     row: pl.DataFrame
     tags: pl.DataFrame
+    #: notes on the file read now, said in the run's source order once every file is read
+    notes: tuple[str, ...] = ()
 
     @property
     def by_chars(self) -> bool:
@@ -121,7 +124,7 @@ class KeyTokens:
 
 @task(name="ingest", task_run_name="ingest {spec.corpus} {source.id}", cache_policy=NONE)
 def ingest_span_file(spec: RunSpec, source: Source, role: str, stage: Staging,
-                     key: SpanFile | None) -> SpanFile:
+                     key: SpanFile | None, at: dt.datetime | None = None) -> SpanFile:
     """Read, validate, map, decode and stage one tag file in one pass (see the module)."""
     from sysdiff.schemas.formats.conllu import WordCheck
     from sysdiff.schemas.formats.spans import iter_tags
@@ -170,15 +173,14 @@ def ingest_span_file(spec: RunSpec, source: Source, role: str, stage: Staging,
             stage.discard(part, ("span_tokens", "sents", "spans"))
             raise
         alignment = "characters"
-    stats.notices(source, mapping, role)
     row = systems_row(spec, source, role, sha, fmt, stats.n_docs, stats.n_sents,
-                      stats.n_tokens, alignment=alignment)
+                      stats.n_tokens, alignment=alignment, at=at)
     tags = stats.tags_row(spec, sid, key is not None, alignment == "characters")
     stage.write("systems", part, sig, row)
     stage.write("span_tags", part, sig, tags)
     return SpanFile(sid, sig, stage.staged_path("spans", part),
                     stage.staged_path("span_tokens", part), stage.staged_path("sents", part),
-                    row, tags)
+                    row, tags, stats.notes(source, mapping, role))
 
 
 def place_on_key(spec: RunSpec, source: Source, key: SpanFile, stage: Staging, part: str,
@@ -261,16 +263,19 @@ class _Stats:
             "options": options_string(spec, by_chars)}],
             schema_overrides={"n_tokens_correct": pl.Int64, "token_accuracy": pl.Float64})
 
-    def notices(self, source: Source, mapping: dict[str, str], role: str) -> None:
+    def notes(self, source: Source, mapping: dict[str, str], role: str) -> tuple[str, ...]:
+        """What to say about the file: mapped types it does not have, ill-formed spans."""
         unused = sorted(set(mapping) - set(self.raw_types))
         who = "the key" if role == "key" else f"system '{source.id}'"
+        out = []
         if unused:
-            notice(f"{who}: the mapping names types its file does not have: "
-                   f"{', '.join(unused[:8])}{' ...' if len(unused) > 8 else ''}")
+            out.append(f"{who}: the mapping names types its file does not have: "
+                       f"{', '.join(unused[:8])}{' ...' if len(unused) > 8 else ''}")
         if self.n_ill:
-            notice(f"{who}: {self.n_ill} span(s) are ill-formed for {self.detected.upper()} "
-                   "(e.g. I-X after O); scheme auto reads them as conlleval does, "
-                   "--scheme iob2/bioes drops them (seqeval strict)")
+            out.append(f"{who}: {self.n_ill} span(s) are ill-formed for "
+                       f"{self.detected.upper()} (e.g. I-X after O); scheme auto reads them "
+                       "as conlleval does, --scheme iob2/bioes drops them (seqeval strict)")
+        return tuple(out)
 
 
 def _live(stage: Staging, corpus: str, row: dict, sig: str) -> SpanFile:
@@ -283,29 +288,28 @@ def _live(stage: Staging, corpus: str, row: dict, sig: str) -> SpanFile:
 
 
 def ingest_spans(spec: RunSpec, stage: Staging) -> dict[str, SpanFile]:
-    """Ingest the key, then every system: an unchanged file (same path, size, time, and the
-    same options and key) is not read again."""
-    out: dict[str, SpanFile] = {}
+    """Ingest the key, then the systems (several at once): an unchanged file (same path,
+    size, time, and the same options and key) is not read again. Notes on the files read
+    are said in the run's source order."""
     known = known_inputs(stage, spec.corpus)
-    with progress("ingest", len(spec.sources)) as tick:
-        for source, role in spec.sources:
-            sid = source.id
-            try:
-                key = out.get(KEY_ID) if role == "system" else None
-                row = known.get(sid)
-                sig = None if row is None else ingest_signature(
-                    spec, sid, row["sha256"], row["format"], key.sig if key else None)
-                part = partition(spec.corpus, sid)
-                reuse = (unchanged(row, Path(source.path)) and stage.has("spans", part, sig)
-                         and stage.has("span_tags", part, sig)
-                         and stage.has("span_tokens", part, sig))
-                out[sid] = (_live(stage, spec.corpus, row, sig) if reuse
-                            else ingest_span_file(spec, source, role, stage, key))
-            except InputError as e:
-                skip_system(spec, stage, source, role, e)
-            tick()
-    check_some_left(spec, stage)
-    return out
+
+    def reuse(source: Source, role: str, key: SpanFile | None) -> SpanFile | None:
+        row, part = known.get(source.id), partition(spec.corpus, source.id)
+        sig = None if row is None else ingest_signature(
+            spec, source.id, row["sha256"], row["format"], key.sig if key else None)
+        if unchanged(row, Path(source.path)) and all(
+                stage.has(t, part, sig) for t in ("spans", "span_tags", "span_tokens")):
+            return _live(stage, spec.corpus, row, sig)
+        return None
+
+    def read(source: Source, role: str, key: SpanFile | None, at: dt.datetime) -> SpanFile:
+        return ingest_span_file(spec, source, role, stage, key, at)
+
+    files = ingest_all(spec, stage, reuse, read)
+    for file in files.values():
+        for note in file.notes:
+            notice(note)
+    return files
 
 
 # ------------------------------------------------------------------------------ compare
