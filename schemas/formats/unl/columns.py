@@ -72,8 +72,8 @@ def _code_strings(codes: np.ndarray) -> pl.Series:
     distinct = np.unique(codes)
     distinct = distinct[distinct >= 0]
     text = [bytes(b for b in int(c).to_bytes(3, "big") if b).decode("ascii") for c in distinct]
-    return pl.Series(codes).replace_strict(pl.Series(distinct), pl.Series(text, dtype=_S),
-                                           default=None, return_dtype=_S)
+    at = np.where(codes >= 0, np.searchsorted(distinct, codes), len(text))
+    return pl.Series([*text, None], dtype=_S).gather(at)
 
 
 def _utf8(text: pl.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -88,17 +88,32 @@ def _utf8(text: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     return data[offsets[0] : offsets[-1]], offsets - offsets[0]
 
 
-def _slices(text: pl.Series, ascii_only: bool, char_at: np.ndarray | None, line_start: np.ndarray,
-            starts: np.ndarray, ends: np.ndarray) -> pl.Series:
-    """Substrings of each value of ``text`` between byte offsets (absolute in the column's
-    bytes, at ASCII delimiters) ``starts`` and ``ends``; ``char_at`` maps byte to character
-    offsets when some value is not ASCII."""
-    if ascii_only:
-        off, length = starts - line_start, np.maximum(ends - starts, 0)
+def byte_slices(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pl.Series:
+    """The strings ``data[starts[i]:ends[i]]`` (UTF-8 bytes cut at character boundaries; an
+    empty string where ``ends <= starts``): the bytes of ascending, disjoint ranges picked
+    by one mask, else gathered byte by byte."""
+    starts = np.asarray(starts, np.int64)
+    length = np.maximum(np.asarray(ends, np.int64) - starts, 0)
+    offsets = np.zeros(starts.size + 1, np.int64)
+    np.cumsum(length, out=offsets[1:])
+    nonempty = length > 0
+    s0, ln = starts[nonempty], length[nonempty]
+    if not s0.size:
+        picked = np.zeros(0, np.uint8)
+    elif np.all(s0[1:] >= s0[:-1] + ln[:-1]):
+        gaps = np.diff(s0, prepend=0) - np.concatenate([[0], ln[:-1]])
+        counts = np.empty(2 * s0.size + 1, np.int64)
+        counts[0:-1:2], counts[1::2] = gaps, ln
+        counts[-1] = data.size - s0[-1] - ln[-1]
+        flags = np.zeros(counts.size, bool)
+        flags[1::2] = True
+        picked = data[np.repeat(flags, counts)]
     else:
-        off = char_at[starts] - char_at[line_start]  # type: ignore[index]
-        length = np.maximum(char_at[ends] - char_at[starts], 0)  # type: ignore[index]
-    return pl.select(text.str.slice(pl.Series(off), pl.Series(length)))[:, 0]
+        first = np.repeat(offsets[:-1][nonempty] - s0, ln)
+        picked = data[np.arange(int(offsets[-1])) - first]
+    arr = pa.LargeStringArray.from_buffers(starts.size, pa.py_buffer(offsets),
+                                           pa.py_buffer(picked.tobytes()))
+    return pl.Series(arr)
 
 
 def _first_in(cands: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -121,11 +136,6 @@ def _split_relation_lines(text: pl.Series) -> pl.DataFrame:
     the quote parity, the parenthesis and bracket depths outside quotes."""
     data, offsets = _utf8(text)
     n = text.len()
-    ascii_only = not data.size or int(data.max()) < 128
-    char_at = None
-    if not ascii_only:
-        char_at = np.zeros(data.size + 1, np.int64)
-        np.cumsum((data & 0xC0) != 0x80, out=char_at[1:])
     pos = np.flatnonzero(_SPECIAL[data])
     ch = data[pos]
     quote = ch == 34
@@ -145,7 +155,7 @@ def _split_relation_lines(text: pl.Series) -> pl.DataFrame:
     line_start = offsets[:-1]
 
     def cut(lo: np.ndarray, hi: np.ndarray) -> pl.Series:
-        return _slices(text, ascii_only, char_at, line_start, lo, hi)
+        return byte_slices(data, lo, hi)
 
     cols = _label_scope(text, data, line_start, opens, cut)
     padded = _Bytes(data)
