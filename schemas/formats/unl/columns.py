@@ -88,6 +88,19 @@ def _utf8(text: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     return data[offsets[0] : offsets[-1]], offsets - offsets[0]
 
 
+def _slices(text: pl.Series, ascii_only: bool, char_at: np.ndarray | None, line_start: np.ndarray,
+            starts: np.ndarray, ends: np.ndarray) -> pl.Series:
+    """Substrings of each value of ``text`` between byte offsets (absolute in the column's
+    bytes, at ASCII delimiters) ``starts`` and ``ends``; ``char_at`` maps byte to character
+    offsets when some value is not ASCII."""
+    if ascii_only:
+        off, length = starts - line_start, np.maximum(ends - starts, 0)
+    else:
+        off = char_at[starts] - char_at[line_start]  # type: ignore[index]
+        length = np.maximum(char_at[ends] - char_at[starts], 0)  # type: ignore[index]
+    return pl.select(text.str.slice(pl.Series(off), pl.Series(length)))[:, 0]
+
+
 def byte_slices(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pl.Series:
     """The strings ``data[starts[i]:ends[i]]`` (UTF-8 bytes cut at character boundaries; an
     empty string where ``ends <= starts``): the bytes of ascending, disjoint ranges picked
@@ -136,6 +149,11 @@ def _split_relation_lines(text: pl.Series) -> pl.DataFrame:
     the quote parity, the parenthesis and bracket depths outside quotes."""
     data, offsets = _utf8(text)
     n = text.len()
+    ascii_only = not data.size or int(data.max()) < 128
+    char_at = None
+    if not ascii_only:
+        char_at = np.zeros(data.size + 1, np.int64)
+        np.cumsum((data & 0xC0) != 0x80, out=char_at[1:])
     pos = np.flatnonzero(_SPECIAL[data])
     ch = data[pos]
     quote = ch == 34
@@ -155,7 +173,7 @@ def _split_relation_lines(text: pl.Series) -> pl.DataFrame:
     line_start = offsets[:-1]
 
     def cut(lo: np.ndarray, hi: np.ndarray) -> pl.Series:
-        return byte_slices(data, lo, hi)
+        return _slices(text, ascii_only, char_at, line_start, lo, hi)
 
     cols = _label_scope(text, data, line_start, opens, cut)
     padded = _Bytes(data)

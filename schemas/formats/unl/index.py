@@ -152,16 +152,37 @@ class _OpenScan:
 
     def _feed_one_to_one(self, text: str, offset: int, raw: bytes) -> None:
         """A piece that decoding and cleaning left character for byte (ASCII, no ``<br>``,
-        entity or CR): offsets and lines come straight from the bytes."""
-        opens = [(m.start(), m.end(), m[1]) for m in _S_OPEN.finditer(text)]
-        newlines = np.flatnonzero(np.frombuffer(raw, np.uint8) == 10)
-        at = np.array([p for p, _, _ in opens], np.int64)
+        entity or CR): the openings, their offsets, lines and ids come from the bytes in
+        columns, as ``_S_OPEN.finditer`` finds them (a ``[S:`` matches up to the first
+        ``]``; a ``[S`` inside a match is no opening)."""
+        data = np.frombuffer(raw, np.uint8)
+        cand = _find_bytes(data, b"[S")
+        nxt = data[np.minimum(cand + 2, max(data.size - 1, 0))] if cand.size else cand
+        inside = cand + 2 < data.size
+        colon, shut = inside & (nxt == 58), inside & (nxt == 93)
+        ends = np.flatnonzero(data == 93)
+        i = np.searchsorted(ends, cand + 3)
+        closed = colon & (i < ends.size)
+        end = np.where(shut, cand + 3,
+                       np.where(closed, ends[np.minimum(i, max(ends.size - 1, 0))] + 1
+                                if ends.size else -1, -1))
+        ok = end > 0
+        at, end, colon = cand[ok], end[ok], colon[ok]
+        first = np.ones(at.size, bool)
+        first[1:] = end[1:] != end[:-1]  # a [S inside an earlier match ends with it
+        at, end, colon = at[first], end[first], colon[first]
+        newlines = np.flatnonzero(data == 10)
         self.starts.extend((at + offset).tolist())
         self.lines.extend((np.searchsorted(newlines, at) + self.newlines + 1).tolist())
-        for _, _, sid in opens:
-            parts = (sid or "").split()
-            self.ids.append(parts[0] if parts else None)
-        keep = text.find("[S:", opens[-1][1] if opens else 0)
+        id_from, id_to = np.where(colon, at + 3, at), np.where(colon, end - 1, at)
+        ids = byte_slices(data, id_from, id_to)
+        spaced = ids.str.contains(r"[\x00-\x20]").arg_true().to_numpy()
+        ids = ids.replace("", None).to_list()
+        for k in spaced.tolist():  # ids with white space: the first word, as str.split
+            parts = (ids[k] or "").split()
+            ids[k] = parts[0] if parts else None
+        self.ids.extend(ids)
+        keep = text.find("[S:", int(end[-1]) if end.size else 0)
         if keep < 0:
             self.newlines += newlines.size
             return
