@@ -285,7 +285,14 @@ RUN_ENV = {"run": {"SYSDIFF_RUNNER": "off"}, "warm": {},
 
 
 def measure(mode: str, exp: Path, act: Path, shard_sents: int, server: Bench | None) -> dict:
-    """One run of ``mode`` in a fresh process (``warm``: one ``sysdiff run`` command)."""
+    """One run of ``mode`` in a fresh process (``warm``: one ``sysdiff run`` command), with
+    the 1-minute load average when it started."""
+    return {**measure_once(mode, exp, act, shard_sents, server),
+            "load": round(os.getloadavg()[0], 1)}
+
+
+def measure_once(mode: str, exp: Path, act: Path, shard_sents: int,
+                 server: Bench | None) -> dict:
     env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false")
     if server is not None:
         env = {**server.env, **RUN_ENV.get(mode, {})}
@@ -374,6 +381,7 @@ def bench(args: argparse.Namespace, modes: list[str], server: Bench | None) -> l
         fixed = [measure(mode, *one, args.shard_sents, server) for _ in range(args.runs)]
         table.append({"sentences": 1, "mode": f"{mode} (fixed cost)",
                       "runs_s": [round(r["seconds"], 2) for r in fixed],
+                      "loads": [r["load"] for r in fixed],
                       "median_s": statistics.median(r["seconds"] for r in fixed),
                       "peak_rss_mb": median_or_none([r["peak_rss_mb"] for r in fixed])})
         print(json.dumps(table[-1]), flush=True)
@@ -392,10 +400,10 @@ def bench(args: argparse.Namespace, modes: list[str], server: Bench | None) -> l
             rs = res[mode]
             row = {"sentences": n, "mode": mode, "generate_s": round(gen, 1),
                    "runs_s": [round(r["seconds"], 2) for r in rs],
+                   "loads": [r["load"] for r in rs],
                    "median_s": statistics.median(r["seconds"] for r in rs),
                    "peak_rss_mb": median_or_none([r["peak_rss_mb"] for r in rs]),
-                   "rows": rs[0]["rows"], "f1": rs[0].get("f1"),
-                   "load_avg": round(os.getloadavg()[0], 1)}
+                   "rows": rs[0]["rows"], "f1": rs[0].get("f1")}
             row["sentences_per_s"] = round(n / row["median_s"])
             table.append(row)
             print(json.dumps(row), flush=True)

@@ -227,17 +227,22 @@ def _label_scope(text: pl.Series, data: np.ndarray, line_start: np.ndarray, open
     return {"label": head[:, 0], "scope": scope, "sc": pl.Series(sc)}
 
 
+#: White space that :func:`_normalise_plain` changes (in a stripped string): two in a row,
+#: other than a space, or next to ``()<>,=;``.
+_ODD_SPACE = r"\s\s|[^\S ]|\s[()<>,=;]|[()<>,=;]\s"
+
+
 def _normalised(x: pl.Series) -> pl.Series:
-    """:func:`_normalise_plain` in columns (only strings with white space change; each
-    distinct string is normalised once)."""
-    u = x.unique()
-    has_ws = u.str.contains(r"\s")
-    if not has_ws.any():
+    """:func:`_normalise_plain` of stripped strings in columns: only the strings with white
+    space it changes are rewritten (each distinct one once)."""
+    odd = x.str.contains(_ODD_SPACE)
+    if not odd.any():
         return x
-    idx = has_ws.arg_true()
-    fixed = (u.gather(idx).str.replace_all(r"\s+", " ")
-             .str.replace_all(_WS_PUNCT, "${1}").str.strip_chars())  # fmt: skip
-    return x.replace_strict(u, u.clone().scatter(idx, fixed))
+    idx = odd.arg_true()
+    u = x.gather(idx).unique()
+    fixed = (u.str.replace_all(r"\s+", " ").str.replace_all(_WS_PUNCT, "${1}")
+             .str.strip_chars())  # fmt: skip
+    return x.scatter(idx, x.gather(idx).replace_strict(u, fixed))
 
 
 def _classify(ends: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
