@@ -3,23 +3,31 @@
 Writes an expected UNL document of N sentences (graphs of 5-30 relations with constraint
 lists, node ids, scopes and attributes) and an actual document with controlled perturbations
 (relabelled relations, replaced UWs, added/dropped attributes, dropped relations, natural-
-language words, disconnected graphs, unparsable lines), then times, each in a fresh process
-(so that its peak RSS is its own):
+language words, disconnected graphs, unparsable lines), then times:
 
 - ``new``: the reader and scorer of the package as the flow runs them, without Prefect
-  (timed after the imports, as ``old``):
+  (timed after the imports, as ``old``), in a fresh process:
   index both files, align, parse and score shard by shard (``--shard-sents``, on as many
   threads as the flow's task runner), concatenate, corpus scores;
 - ``old``: the reader and scorer as they were before (``benchmarks/unl_baseline.py`` of
   commit fdc37d2, compiled from the git history): ``read_unl`` both files,
   ``score_unlization``, ``unl_scores``;
-- ``run``: the whole ``sysdiff run --task unl`` (Prefect flow, Parquet warehouse), timed from
-  the start of the process, imports included; its peak RSS is the sysdiff process
-  (Prefect's temporary server, if one is started, is another process);
-- ``fixed``: ``sysdiff run --task unl`` of a one-sentence corpus (the run's fixed cost).
+- ``run``: the whole ``sysdiff run --task unl`` (Prefect flow, Parquet warehouse) as a user
+  runs it once the background Prefect server is up (``sysdiff server start``), in its own
+  process (``SYSDIFF_RUNNER=off``): timed from the start of the process, imports included;
+  its peak RSS is that process's (the server is another process);
+- ``warm``: the same command as a user types it after ``sysdiff server start``: the
+  ``sysdiff`` client hands it to the warm runner, whose forked child runs it (imports
+  already paid); wall time of the command (the child's memory is not visible from here);
+- ``temp``: the same command with ``SYSDIFF_SERVER=off``: Prefect's temporary server
+  starts inside the process (about 10 s here; the way the benchmark ran before the
+  background server existed). Not run unless asked (``--modes``).
 
-Prints the median over ``--runs`` runs of each and the median peak RSS, and the speed-up of
-``new`` over ``old`` at the sizes where both ran (``--old-sizes``) in the same invocation::
+``run``, ``warm`` and ``temp`` also time a one-sentence corpus (the fixed cost). The
+background server and the warm runner live in a private state folder on a free port,
+started once before any timing (``sysdiff server start``; its time is printed, not counted)
+and stopped at the end. Prints the median over ``--runs`` runs of each and the median peak
+RSS, and the speed-up of ``new`` over ``old`` at the sizes where both ran (``--old-sizes``)::
 
     python benchmarks/unl.py --sizes 10k,100k,1M --runs 3 --old-sizes 10k
 """
@@ -42,6 +50,8 @@ from pathlib import Path
 
 START = time.perf_counter()
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from benchmarks.startup import Bench  # noqa: E402
 
 LABELS = ["agt", "obj", "aoj", "mod", "plc", "tim", "man", "ins", "ben", "gol", "src", "pur"]
 HEADS = [f"concept{k}" for k in range(400)] + [f"to act {k}" for k in range(100)]
@@ -216,24 +226,30 @@ def work_old(expected: str, actual: str) -> dict:
     return {"rows": rows.height, "f1": old.unl_scores(rows)["f1"].item()}
 
 
+def run_argv(expected: str, actual: str, shard_sents: int, wh: str) -> list[str]:
+    return ["run", "--task", "unl", "--corpus", "bench", "--key", expected, "--system",
+            f"v1={actual}", "--shard-sents", str(shard_sents), "-w", wh]
+
+
+def count_rows(wh: str) -> int:
+    import polars as pl
+
+    files = [f for f in Path(wh).rglob("*.parquet") if "unl_sentences" in str(f)]
+    return sum(pl.scan_parquet(f).select(pl.len()).collect().item() for f in files)
+
+
 def work_run(expected: str, actual: str, shard_sents: int) -> dict:
     from sysdiff.flows.cli import main
 
     wh = tempfile.mkdtemp(prefix="unl-bench-wh-")
-    sys.argv = ["sysdiff", "run", "--task", "unl", "--corpus", "bench", "--key", expected,
-                "--system", f"v1={actual}", "--shard-sents", str(shard_sents), "-w", wh]
+    sys.argv = ["sysdiff", *run_argv(expected, actual, shard_sents, wh)]
     try:
         try:
             main()
         except SystemExit as exc:
             if exc.code:
                 raise
-        import polars as pl
-
-        files = list(Path(wh).rglob("*.parquet"))
-        n = sum(pl.scan_parquet(f).select(pl.len()).collect().item() for f in files
-                if "unl_sentences" in str(f))
-        return {"rows": n}
+        return {"rows": count_rows(wh)}
     finally:
         shutil.rmtree(wh, ignore_errors=True)
 
@@ -262,16 +278,56 @@ def worker(args: argparse.Namespace) -> None:
     print("RESULT " + json.dumps(out), flush=True)
 
 
-def measure(mode: str, exp: Path, act: Path, shard_sents: int) -> dict:
-    """One run of ``mode`` in a fresh process."""
+#: How each mode that runs the whole command reaches Prefect (environment added to the
+#: private background server's): its own process, the warm runner, a temporary server.
+RUN_ENV = {"run": {"SYSDIFF_RUNNER": "off"}, "warm": {},
+           "temp": {"SYSDIFF_SERVER": "off", "SYSDIFF_RUNNER": "off"}}
+
+
+def measure(mode: str, exp: Path, act: Path, shard_sents: int, server: Bench | None) -> dict:
+    """One run of ``mode`` in a fresh process (``warm``: one ``sysdiff run`` command), with
+    the 1-minute load average when it started."""
+    return {**measure_once(mode, exp, act, shard_sents, server),
+            "load": round(os.getloadavg()[0], 1)}
+
+
+def measure_once(mode: str, exp: Path, act: Path, shard_sents: int,
+                 server: Bench | None) -> dict:
     env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false")
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", mode, "--expected",
-           str(exp), "--actual", str(act), "--shard-sents", str(shard_sents)]
+    if server is not None:
+        env = {**server.env, **RUN_ENV.get(mode, {})}
+    if mode == "warm":
+        wh = tempfile.mkdtemp(prefix="unl-bench-wh-")
+        try:
+            seconds = server.time(run_argv(str(exp), str(act), shard_sents, wh))  # type: ignore[union-attr]
+            return {"seconds": seconds, "peak_rss_mb": None, "rows": count_rows(wh)}
+        finally:
+            shutil.rmtree(wh, ignore_errors=True)
+    worker_mode = "run" if mode in RUN_ENV else mode
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", worker_mode,
+           "--expected", str(exp), "--actual", str(act), "--shard-sents", str(shard_sents)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     if proc.returncode or not lines:
         raise SystemExit(f"{mode} failed ({proc.returncode}): {proc.stderr[-3000:]}")
     return json.loads(lines[-1][7:])
+
+
+def start_server(tmp: Path) -> Bench:
+    """The background Prefect server and warm runner in a private state folder, up before
+    any timing (``sysdiff server start``, as a user does once)."""
+    server = Bench(tmp)
+    t0 = time.perf_counter()
+    server.time(["server", "start"])
+    server.wait_runner()
+    print(json.dumps({"server_start_s": round(time.perf_counter() - t0, 2),
+                      "note": "once, before timing; not in any figure"}), flush=True)
+    return server
+
+
+def median_or_none(xs: list) -> float | None:
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
 
 
 def parse_size(s: str) -> int:
@@ -284,7 +340,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10k,100k,1M")
     ap.add_argument("--old-sizes", default="10k", help="sizes at which the old code also runs")
-    ap.add_argument("--modes", default="new,run", help="modes at every size (new, run)")
+    ap.add_argument("--modes", default="new,run,warm",
+                    help="modes at every size (new, run, warm, temp)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--shard-sents", type=int, default=5000)
@@ -296,30 +353,56 @@ def main() -> None:
     if args.worker:
         worker(args)
         return
+    modes = [m for m in args.modes.split(",") if m]
+    with tempfile.TemporaryDirectory(prefix="sysdiff-unl-bench-") as tmp:
+        server = start_server(Path(tmp)) if set(modes) & set(RUN_ENV) else None
+        try:
+            table = bench(args, modes, server)
+        finally:
+            if server is not None:
+                server.stop()
+    print(f"\n{'sentences':>10} {'mode':>18} {'median s':>9} {'sent/s':>8} {'peak RSS MB':>12}")
+    for r in table:
+        if r["mode"] == "old / new":
+            print(f"{r['sentences']:>10} {'old / new':>18} {r['median_s']:>8.1f}x"
+                  f" {'':>8} {'':>12}  (same F1: {r['same_f1']})")
+            continue
+        rss = "-" if r["peak_rss_mb"] is None else f"{r['peak_rss_mb']:.0f}"
+        print(f"{r['sentences']:>10} {r['mode']:>18} {r['median_s']:9.2f} "
+              f"{r.get('sentences_per_s', ''):>8} {rss:>12}")
+
+
+def bench(args: argparse.Namespace, modes: list[str], server: Bench | None) -> list[dict]:
+    """Every measurement, in the order printed."""
     old_sizes = {parse_size(s) for s in args.old_sizes.split(",") if s}
     table = []
     one = write_corpus(Path(args.data), 1, args.seed)
-    fixed = [measure("run", *one, args.shard_sents) for _ in range(args.runs)]
-    table.append({"sentences": 1, "mode": "run (fixed cost)",
-                  "median_s": statistics.median(r["seconds"] for r in fixed),
-                  "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in fixed)})
-    print(json.dumps(table[-1]), flush=True)
+    for mode in [m for m in modes if m in RUN_ENV]:
+        fixed = [measure(mode, *one, args.shard_sents, server) for _ in range(args.runs)]
+        table.append({"sentences": 1, "mode": f"{mode} (fixed cost)",
+                      "runs_s": [round(r["seconds"], 2) for r in fixed],
+                      "loads": [r["load"] for r in fixed],
+                      "median_s": statistics.median(r["seconds"] for r in fixed),
+                      "peak_rss_mb": median_or_none([r["peak_rss_mb"] for r in fixed])})
+        print(json.dumps(table[-1]), flush=True)
     for size in args.sizes.split(","):
         n = parse_size(size)
         t0 = time.perf_counter()
         exp, act = write_corpus(Path(args.data), n, args.seed)
         gen = time.perf_counter() - t0
-        modes = [m for m in args.modes.split(",") if m] + (["old"] if n in old_sizes else [])
+        at_size = modes + (["old"] if n in old_sizes else [])
         res: dict[str, list[dict]] = {}
         for _ in range(args.runs):  # interleaved, so that load changes hit every mode alike
-            for mode in modes:
-                res.setdefault(mode, []).append(measure(mode, exp, act, args.shard_sents))
-        for mode in modes:
+            for mode in at_size:
+                res.setdefault(mode, []).append(measure(mode, exp, act, args.shard_sents,
+                                                        server))
+        for mode in at_size:
             rs = res[mode]
             row = {"sentences": n, "mode": mode, "generate_s": round(gen, 1),
                    "runs_s": [round(r["seconds"], 2) for r in rs],
+                   "loads": [r["load"] for r in rs],
                    "median_s": statistics.median(r["seconds"] for r in rs),
-                   "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in rs),
+                   "peak_rss_mb": median_or_none([r["peak_rss_mb"] for r in rs]),
                    "rows": rs[0]["rows"], "f1": rs[0].get("f1")}
             row["sentences_per_s"] = round(n / row["median_s"])
             table.append(row)
@@ -331,14 +414,7 @@ def main() -> None:
             table.append({"sentences": n, "mode": "old / new", "median_s": ratio,
                           "peak_rss_mb": None, "same_f1": same})
             print(json.dumps(table[-1]), flush=True)
-    print(f"\n{'sentences':>10} {'mode':>18} {'median s':>9} {'sent/s':>8} {'peak RSS MB':>12}")
-    for r in table:
-        if r["mode"] == "old / new":
-            print(f"{r['sentences']:>10} {'old / new':>18} {r['median_s']:>8.1f}x"
-                  f" {'':>8} {'':>12}  (same F1: {r['same_f1']})")
-            continue
-        print(f"{r['sentences']:>10} {r['mode']:>18} {r['median_s']:9.2f} "
-              f"{r.get('sentences_per_s', ''):>8} {r['peak_rss_mb']:12.0f}")
+    return table
 
 
 if __name__ == "__main__":

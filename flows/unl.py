@@ -63,12 +63,15 @@ def unl_options(spec: RunSpec):
 
 @task(name="read", task_run_name="read {source.id}", cache_policy=NONE)
 def read_sentences(source: Source, task_name: str) -> Opaque:
-    """UNL: the index of the file (ids, lines and where each ``[S]`` block starts: one
-    streaming pass; the graphs are parsed shard by shard); NL: its target-language
-    sentences."""
+    """(sentences, SHA-256 of the file). UNL: the index of the file (ids, lines and where
+    each ``[S]`` block starts), built in one streaming pass that also hashes the file (the
+    graphs are parsed shard by shard); NL: its target-language sentences."""
     from sysdiff.schemas.formats.unl import index_unl, read_nl
 
-    return Opaque(read_nl(source.path) if task_name == "nl" else index_unl(source.path))
+    if task_name == "nl":
+        return Opaque((read_nl(source.path), input_sha256(source.path)))
+    index = index_unl(source.path)
+    return Opaque((index, index.sha256))
 
 
 @dataclass
@@ -110,7 +113,7 @@ def score_shard(inputs: Opaque, first: int, task_name: str, options) -> dict:
                         for k in v.alignment.partner[first:hi].tolist()]  # fmt: skip
             rows[name] = score_nl_rows(expected[first:hi], partners, options, first)
         return {"rows": rows, "parts": {}}
-    exp = expected.read(np.arange(first, hi))
+    exp = expected.read(np.arange(first, hi), connectivity=False)  # RETURNED: actual only
     parts = {"": warning_parts(exp, "expected")}
     for name, v in versions.items():
         partner = v.alignment.partner[first:hi]
@@ -185,18 +188,16 @@ def run_unl(spec: RunSpec, stage: Staging) -> None:
 
     corpus, options = spec.corpus, unl_options(spec)
     opt_sig = options.signature() if hasattr(options, "signature") else repr(options)
-    key_sha = input_sha256(spec.key.path)
-    shas = {s.id: input_sha256(s.path) for s in spec.systems}
-    expected = read_sentences(spec.key, spec.task).value
+    expected, key_sha = read_sentences(spec.key, spec.task).value
+    shas: dict[str, str] = {}
     stage_system(stage, spec, spec.key, "key", key_sha, len(expected), expected)
     ranges = plan_ranges(np.ones(len(expected), np.int64), spec.shard_sents) or [(0, 0)]
     versions: dict[str, Version] = {}
     for source in spec.systems:
         try:
-            actual = read_sentences(source, spec.task).value
+            actual, shas[source.id] = read_sentences(source, spec.task).value
         except InputError as e:
             skip_system(spec, stage, source, "system", e)
-            shas.pop(source.id)
             continue
         al = align_ids(_ids(expected), _ids(actual), options.align)
         versions[source.id] = Version.of(source, shas[source.id], actual, al)

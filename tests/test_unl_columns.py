@@ -27,6 +27,7 @@ from sysdiff.flows.shards import Opaque
 from sysdiff.flows.unl import Version, score_shard, unmatched_parts
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.unl import KNOWN_RELATIONS, index_unl, read_unl
+from sysdiff.schemas.formats.unl.chunks import drafts_frame
 from sysdiff.schemas.formats.unl.document import _BLOCK, _blocks
 from sysdiff.transforms.plan import plan_ranges
 from sysdiff.transforms.unl import (
@@ -264,6 +265,10 @@ def check_reader(text: str | Path, piece: int, rows: np.ndarray | None = None) -
     assert index.ids == [s.sent_id for s in sentences]
     assert index.lines.tolist() == [s.line for s in sentences]
     rows = np.arange(len(sentences)) if rows is None else rows
+    raw = Path(text).read_bytes() if isinstance(text, Path) else text.encode("utf-8")
+    assert index.sha256 == hashlib.sha256(raw).hexdigest()
+    if index.starts is not None:  # blocks split in columns == split one by one
+        assert index.blocks(rows).equals(drafts_frame(index.drafts(rows)))
     chunk = index.read(rows)
     got = chunk.sents.to_dicts()
     rels = chunk.rels.partition_by("row", as_dict=True)
@@ -461,6 +466,59 @@ def test_benchmark_corpus_scores_as_the_reference() -> None:
     e, a = make_corpus(300, 3)
     for opt in OPTIONS[:2]:
         check_same(e, a, opt, shard=64, piece=4096)
+
+
+BLOCK_VARIANTS = [
+    "[S:1]\n{org:en}A cat.{/org}\n{unl}\nagt(kill(icl>do), cat)\n{/unl}\n[/S]\n",
+    "[S:2]{unl}agt(a, b){/unl}[/S]",
+    "[S:3]\n{org:en}x{/org}\n{fr}Un chat{/fr}\n{unl}\nagt(a, b)\n{/unl}\n{de}Katze{/de}\n[/S]\n",
+    "[S:4]\n{org}x{/fr}\n{unl}\nagt(a, b)\n{/unl}\n[/S]\n",
+    "[S:5]\n{UNL}\nagt(a, b)\n{/UNL}\n[/S]\n",
+    "[S:6]\n{unl:v2}\nagt(a, b)\n{/unl}\n[/S]\n",
+    "[S:7]\n{unl}\nagt(a, b)\n{/unl}\n{unl}\nobj(a, c)\n{/unl}\n[/S]\n",
+    "[S:8]\n{unl}\nagt(\"{x}\", b)\n{/unl}\n[/S]\n",
+    "[S:9]\n{unl}\nagt(a &amp; b, c)\n{/unl}\n[/S]\n",
+    "[S:10]<br />{unl}<br />agt(a, b)<br />{/unl}<br />[/S]<br />",
+    "[S:11]\r\n{unl}\r\nagt(a, b)\r\n{/unl}\r\n[/S]\r\n",
+    "[S: 12 ]\n{unl}\nagt(café, b)\n{/unl}\n[/S]\n",
+    "[S:13 x=y]\n{unl}\nagt(a, b)\n{/unl}\n[/S]\n",
+    "[S:14]\n{unl}\nagt(a, b)\n{/unl}\nstray words\n[/S]\n",
+    "[S:15]\n{unl}\nagt(a, b)\n[/S]\n",
+    "[S:16]\n{org:en}no graph{/org}\n[/S]\n",
+    "[S:17]\nagt(a, b)\nobj(a, c)\n[/S]\n",
+    "[S:18]\n{unl}\nagt(a, b)\n{/unl}\n",
+    "[S]\n{unl}\nagt(a, b)\n{/unl}\n[/S]\n",
+    "[S:]\n{unl}\nagt(a, b)\n{/unl}\n[/S]\n",
+    "[S:21]\n{unl}\n{/unl}\n[/S]\n",
+    "[S:22]\n{org:en}{/org}{unl}\nagt(a, b){/unl}[/S]\n",
+]
+
+
+@pytest.mark.parametrize("piece", [16, 1 << 24])
+def test_block_shapes_split_in_columns_as_one_by_one(tmp_path: Path, piece: int) -> None:
+    """Every shape of ``[S]`` block, regular (split in columns) or not (one by one), in one
+    document and each alone, reads as the reference."""
+    text = "[D]\n" + "".join(BLOCK_VARIANTS) + "[/D]\n"
+    check_reader(text, piece)
+    for k, block in enumerate(BLOCK_VARIANTS):
+        path = tmp_path / f"b{k}.unl"
+        path.write_bytes(block.encode("utf-8"))
+        check_reader(path, piece)
+
+
+def test_regular_blocks_are_split_in_columns(monkeypatch) -> None:
+    """The usual blocks (``{org}``, ``{unl}``, ``[/S]``) take no per-sentence Python."""
+    from benchmarks.unl import make_corpus
+    from sysdiff.schemas.formats.unl import index as reader
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a regular block was split one by one")
+
+    e, a = make_corpus(200, 4)
+    monkeypatch.setattr(reader, "_slow_draft", refuse)
+    for text in (e, a):
+        index = index_unl(text)
+        assert index.read(np.arange(len(index))).height == 200
 
 
 @settings(max_examples=200, deadline=None)

@@ -32,26 +32,50 @@ from sysdiff.schemas.formats.unl.model import NULL_UW, GraphError, NlSentence, U
 # ---- sentences in columns
 
 
+#: The columns of sentence blocks before their graphs are parsed (see ``chunk_from_blocks``).
+BLOCK_SCHEMA = {"position": pl.Int64, "sent_id": _S, "line": pl.Int64, "error": _S,
+                "error_line": pl.Int64, "warnings": pl.List(_S), "body": _S,
+                "body_line": pl.Int64}  # fmt: skip
+
+
+def drafts_frame(drafts: Sequence[_Draft]) -> pl.DataFrame:
+    """Drafts as the columns of :data:`BLOCK_SCHEMA` (one row per draft)."""
+    return pl.DataFrame(
+        {"position": [d.position for d in drafts], "sent_id": [d.sent_id for d in drafts],
+         "line": [d.line for d in drafts], "error": [d.error for d in drafts],
+         "error_line": [d.error_line for d in drafts],
+         "warnings": [list(d.warnings) for d in drafts], "body": [d.body for d in drafts],
+         "body_line": [d.body_line for d in drafts]},
+        schema=BLOCK_SCHEMA)  # fmt: skip
+
+
 def chunk_from_drafts(drafts: Sequence[_Draft]) -> UnlChunk:
     """Parse the drafts' graphs in columns (see the section comment in ``index.py``)."""
-    n = len(drafts)
-    rows = list(range(n))
-    with_body = [i for i, d in enumerate(drafts) if d.body is not None]
-    ep, rels, nodes, errors = _parse_bodies(
-        with_body, [drafts[i].body for i in with_body],  # type: ignore[misc]
-        [drafts[i].body_line for i in with_body])
-    err = [d.error for d in drafts]
-    err_line = [d.error_line for d in drafts]
-    for i, (msg, line) in errors.items():
-        err[i], err_line[i] = msg, line
-    sents = pl.DataFrame(
-        {"row": rows, "position": [d.position for d in drafts],
-         "sent_id": [d.sent_id for d in drafts], "line": [d.line for d in drafts],
-         "error": err, "error_line": err_line,
-         "has_graph": [d.body is not None and i not in errors for i, d in enumerate(drafts)],
-         "warnings": [list(d.warnings) for d in drafts]},
-        schema=SENT_SCHEMA)  # fmt: skip
-    return _finish_chunk(sents, ep, rels, nodes)
+    return chunk_from_blocks(drafts_frame(drafts))
+
+
+def chunk_from_blocks(blocks: pl.DataFrame, connectivity: bool = True) -> UnlChunk:
+    """Parse the graphs of sentence blocks (columns of :data:`BLOCK_SCHEMA`, in the order
+    read; ``body`` null: no graph or ``error`` set) in columns. Without ``connectivity``,
+    ``n_components`` is left null (an expected graph needs none: RETURNED looks at the
+    actual graph only)."""
+    n = blocks.height
+    blocks = blocks.with_columns(row=pl.int_range(n, dtype=pl.Int32))
+    with_body = blocks.filter(pl.col("body").is_not_null()).select(
+        "row", "body", base="body_line")
+    ep, rels, nodes, errors = _parse_bodies(with_body)
+    bad = pl.DataFrame({"row": list(errors), "e_msg": [m for m, _ in errors.values()],
+                        "e_line": [ln for _, ln in errors.values()]},
+                       schema={"row": pl.Int32, "e_msg": _S, "e_line": pl.Int64})
+    sents = blocks.join(bad, on="row", how="left", maintain_order="left").select(
+        "row", "position", "sent_id", "line",
+        pl.coalesce("e_msg", "error").alias("error"),
+        pl.when(pl.col("e_msg").is_not_null()).then("e_line").otherwise("error_line")
+        .alias("error_line"),
+        (pl.col("body").is_not_null() & pl.col("e_msg").is_null()).alias("has_graph"),
+        "warnings")  # fmt: skip
+    return _finish_chunk(sents.cast(SENT_SCHEMA), ep, rels, nodes,  # type: ignore[arg-type]
+                         connectivity)
 
 
 def chunk_from_sentences(sentences: Sequence[UnlSentence | NlSentence]) -> UnlChunk:
@@ -90,12 +114,12 @@ def _graph_rows(i: int, g: UnlGraph, ep: list, rels: list, nodes: list) -> None:
                       _id_code(nd.node_id)))
 
 
-def _parse_bodies(rows: list[int], bodies: list[str], base: list[int]
+def _parse_bodies(df: pl.DataFrame
                   ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[int, tuple]]:
-    """Endpoints, relations and lone nodes of the graphs ``bodies`` (graph text starting on
-    line ``base``) of the given rows, resolved; and the rows whose graph is malformed."""
-    df = pl.DataFrame({"row": rows, "body": bodies, "base": base},
-                      schema={"row": pl.Int32, "body": _S, "base": pl.Int64})
+    """Endpoints, relations and lone nodes of the graphs ``body`` (graph text starting on
+    line ``base``) of the rows ``row`` of ``df``, resolved; and the rows whose graph is
+    malformed."""
+    df = df.cast({"row": pl.Int32, "body": _S, "base": pl.Int64})
     slow = df.filter(pl.col("body").str.contains("[W]", literal=True)
                      | pl.col("body").str.contains(_PY_ONLY_WS))["row"]
     lines = (df.filter(~pl.col("row").is_in(slow.implode()))
@@ -112,7 +136,9 @@ def _parse_bodies(rows: list[int], bodies: list[str], base: list[int]
         lines.select("row", occ=2 * pl.col("r").cast(pl.Int64) + side).with_columns(
             parts.select(pl.col(f"{p}_{c}").alias(c)
                          for c in ("head", "tail", "nid", "attrs", "nc")))
-        for side, p in enumerate("st")]).sort("row", "occ")
+        for side, p in enumerate("st")])
+    m = lines.height  # lines are in (row, r) order: interleave the two ends, (row, occ) order
+    ends = ends[np.stack([np.arange(m), np.arange(m, 2 * m)], axis=1).ravel()]
     ends, odd = _classify(ends)
     rels = rels.filter(~pl.col("row").is_in(odd.implode())).select(list(REL_SCHEMA))
     ep = _resolve(ends.filter(~pl.col("row").is_in(odd.implode())), rels)
@@ -121,11 +147,10 @@ def _parse_bodies(rows: list[int], bodies: list[str], base: list[int]
     rel_rows: list[tuple] = []
     node_rows: list[tuple] = []
     errors: dict[int, tuple[str, int]] = {}
-    by_row = dict(zip(rows, range(len(rows)), strict=True))
-    for row in fallback:
-        k = by_row[row]
+    slow_df = df.filter(pl.col("row").is_in(pl.Series(fallback, dtype=pl.Int32).implode()))
+    for row, body, base in slow_df.select("row", "body", "base").iter_rows():
         try:
-            g = parse_graph(bodies[k], base[k])
+            g = parse_graph(body, base)
         except GraphError as exc:
             errors[row] = (exc.message, exc.line)
             continue
@@ -232,8 +257,9 @@ def _components(ep: pl.DataFrame, rels: pl.DataFrame, nodes: pl.DataFrame,
 
 
 def _finish_chunk(sents: pl.DataFrame, ep: pl.DataFrame, rels: pl.DataFrame,
-                  nodes: pl.DataFrame) -> UnlChunk:
-    """Relations with both ends, per-row counts, connectivity and ``[word]`` nodes."""
+                  nodes: pl.DataFrame, connectivity: bool = True) -> UnlChunk:
+    """Relations with both ends, per-row counts, connectivity (null without
+    ``connectivity``) and ``[word]`` nodes."""
     ep = ep.sort("row", "occ")
     rels = rels.sort("row", "r")
     ends = {p: ep.filter(pl.col("occ") % 2 == side).select(
@@ -244,7 +270,7 @@ def _finish_chunk(sents: pl.DataFrame, ep: pl.DataFrame, rels: pl.DataFrame,
     n = sents.height
     rows_of = [rels["row"].to_numpy(), nodes["row"].to_numpy()]
     n_rel, n_nodes = (np.bincount(r.astype(np.int64), minlength=n)[:n] for r in rows_of)
-    words = pl.Series("nl_words", [None] * n, dtype=_S)
+    words = pl.repeat(None, n, dtype=_S, eager=True).alias("nl_words")
     if (ep["kind"] == "nl").any() or (nodes["kind"] == "nl").any():
         found = (pl.concat([ep.select("row", "occ", "uw", "kind"),
                             nodes.select("row", occ=pl.col("occ") + (1 << 40), uw="uw",
@@ -255,6 +281,7 @@ def _finish_chunk(sents: pl.DataFrame, ep: pl.DataFrame, rels: pl.DataFrame,
         words = words.scatter(found["row"].to_numpy(), found["nl_words"])
     sents = sents.with_columns(n_rel=pl.Series(n_rel, dtype=pl.Int64),
                                n_nodes=pl.Series(n_nodes, dtype=pl.Int64),
-                               n_components=pl.Series(_components(ep, rels, nodes, n)),
+                               n_components=pl.Series(_components(ep, rels, nodes, n))
+                               if connectivity else pl.lit(None, pl.Int64),
                                nl_words=words)
     return UnlChunk(sents, wide, nodes.drop("nc"))

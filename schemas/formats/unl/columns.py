@@ -72,8 +72,8 @@ def _code_strings(codes: np.ndarray) -> pl.Series:
     distinct = np.unique(codes)
     distinct = distinct[distinct >= 0]
     text = [bytes(b for b in int(c).to_bytes(3, "big") if b).decode("ascii") for c in distinct]
-    return pl.Series(codes).replace_strict(pl.Series(distinct), pl.Series(text, dtype=_S),
-                                           default=None, return_dtype=_S)
+    at = np.where(codes >= 0, np.searchsorted(distinct, codes), len(text))
+    return pl.Series([*text, None], dtype=_S).gather(at)
 
 
 def _utf8(text: pl.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -99,6 +99,34 @@ def _slices(text: pl.Series, ascii_only: bool, char_at: np.ndarray | None, line_
         off = char_at[starts] - char_at[line_start]  # type: ignore[index]
         length = np.maximum(char_at[ends] - char_at[starts], 0)  # type: ignore[index]
     return pl.select(text.str.slice(pl.Series(off), pl.Series(length)))[:, 0]
+
+
+def byte_slices(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pl.Series:
+    """The strings ``data[starts[i]:ends[i]]`` (UTF-8 bytes cut at character boundaries; an
+    empty string where ``ends <= starts``): the bytes of ascending, disjoint ranges picked
+    by one mask, else gathered byte by byte."""
+    starts = np.asarray(starts, np.int64)
+    length = np.maximum(np.asarray(ends, np.int64) - starts, 0)
+    offsets = np.zeros(starts.size + 1, np.int64)
+    np.cumsum(length, out=offsets[1:])
+    nonempty = length > 0
+    s0, ln = starts[nonempty], length[nonempty]
+    if not s0.size:
+        picked = np.zeros(0, np.uint8)
+    elif np.all(s0[1:] >= s0[:-1] + ln[:-1]):
+        gaps = np.diff(s0, prepend=0) - np.concatenate([[0], ln[:-1]])
+        counts = np.empty(2 * s0.size + 1, np.int64)
+        counts[0:-1:2], counts[1::2] = gaps, ln
+        counts[-1] = data.size - s0[-1] - ln[-1]
+        flags = np.zeros(counts.size, bool)
+        flags[1::2] = True
+        picked = data[np.repeat(flags, counts)]
+    else:
+        first = np.repeat(offsets[:-1][nonempty] - s0, ln)
+        picked = data[np.arange(int(offsets[-1])) - first]
+    arr = pa.LargeStringArray.from_buffers(starts.size, pa.py_buffer(offsets),
+                                           pa.py_buffer(picked.tobytes()))
+    return pl.Series(arr)
 
 
 def _first_in(cands: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -199,17 +227,22 @@ def _label_scope(text: pl.Series, data: np.ndarray, line_start: np.ndarray, open
     return {"label": head[:, 0], "scope": scope, "sc": pl.Series(sc)}
 
 
+#: White space that :func:`_normalise_plain` changes (in a stripped string): two in a row,
+#: other than a space, or next to ``()<>,=;``.
+_ODD_SPACE = r"\s\s|[^\S ]|\s[()<>,=;]|[()<>,=;]\s"
+
+
 def _normalised(x: pl.Series) -> pl.Series:
-    """:func:`_normalise_plain` in columns (only strings with white space change; each
-    distinct string is normalised once)."""
-    u = x.unique()
-    has_ws = u.str.contains(r"\s")
-    if not has_ws.any():
+    """:func:`_normalise_plain` of stripped strings in columns: only the strings with white
+    space it changes are rewritten (each distinct one once)."""
+    odd = x.str.contains(_ODD_SPACE)
+    if not odd.any():
         return x
-    idx = has_ws.arg_true()
-    fixed = (u.gather(idx).str.replace_all(r"\s+", " ")
-             .str.replace_all(_WS_PUNCT, "${1}").str.strip_chars())  # fmt: skip
-    return x.replace_strict(u, u.clone().scatter(idx, fixed))
+    idx = odd.arg_true()
+    u = x.gather(idx).unique()
+    fixed = (u.str.replace_all(r"\s+", " ").str.replace_all(_WS_PUNCT, "${1}")
+             .str.strip_chars())  # fmt: skip
+    return x.scatter(idx, x.gather(idx).replace_strict(u, fixed))
 
 
 def _classify(ends: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:

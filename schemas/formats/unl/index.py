@@ -3,17 +3,24 @@ each sentence is, read back in columns on demand."""
 
 from __future__ import annotations
 
+import hashlib
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 
 from sysdiff.schemas.errors import InputError
-from sysdiff.schemas.formats.unl.chunks import chunk_from_drafts, chunk_from_sentences
-from sysdiff.schemas.formats.unl.columns import UnlChunk
+from sysdiff.schemas.formats.unl.chunks import (
+    BLOCK_SCHEMA,
+    chunk_from_blocks,
+    chunk_from_sentences,
+    drafts_frame,
+)
+from sysdiff.schemas.formats.unl.columns import UnlChunk, byte_slices
 from sysdiff.schemas.formats.unl.document import _S_OPEN, _block_draft, _Draft, read_unl
 from sysdiff.schemas.formats.unl.model import UnlSentence
 from sysdiff.schemas.formats.unl.text import _is_path, clean_text
@@ -145,16 +152,37 @@ class _OpenScan:
 
     def _feed_one_to_one(self, text: str, offset: int, raw: bytes) -> None:
         """A piece that decoding and cleaning left character for byte (ASCII, no ``<br>``,
-        entity or CR): offsets and lines come straight from the bytes."""
-        opens = [(m.start(), m.end(), m[1]) for m in _S_OPEN.finditer(text)]
-        newlines = np.flatnonzero(np.frombuffer(raw, np.uint8) == 10)
-        at = np.array([p for p, _, _ in opens], np.int64)
+        entity or CR): the openings, their offsets, lines and ids come from the bytes in
+        columns, as ``_S_OPEN.finditer`` finds them (a ``[S:`` matches up to the first
+        ``]``; a ``[S`` inside a match is no opening)."""
+        data = np.frombuffer(raw, np.uint8)
+        cand = _find_bytes(data, b"[S")
+        nxt = data[np.minimum(cand + 2, max(data.size - 1, 0))] if cand.size else cand
+        inside = cand + 2 < data.size
+        colon, shut = inside & (nxt == 58), inside & (nxt == 93)
+        ends = np.flatnonzero(data == 93)
+        i = np.searchsorted(ends, cand + 3)
+        closed = colon & (i < ends.size)
+        end = np.where(shut, cand + 3,
+                       np.where(closed, ends[np.minimum(i, max(ends.size - 1, 0))] + 1
+                                if ends.size else -1, -1))
+        ok = end > 0
+        at, end, colon = cand[ok], end[ok], colon[ok]
+        first = np.ones(at.size, bool)
+        first[1:] = end[1:] != end[:-1]  # a [S inside an earlier match ends with it
+        at, end, colon = at[first], end[first], colon[first]
+        newlines = np.flatnonzero(data == 10)
         self.starts.extend((at + offset).tolist())
         self.lines.extend((np.searchsorted(newlines, at) + self.newlines + 1).tolist())
-        for _, _, sid in opens:
-            parts = (sid or "").split()
-            self.ids.append(parts[0] if parts else None)
-        keep = text.find("[S:", opens[-1][1] if opens else 0)
+        id_from, id_to = np.where(colon, at + 3, at), np.where(colon, end - 1, at)
+        ids = byte_slices(data, id_from, id_to)
+        spaced = ids.str.contains(r"[\x00-\x20]").arg_true().to_numpy()
+        ids = ids.replace("", None).to_list()
+        for k in spaced.tolist():  # ids with white space: the first word, as str.split
+            parts = (ids[k] or "").split()
+            ids[k] = parts[0] if parts else None
+        self.ids.extend(ids)
+        keep = text.find("[S:", int(end[-1]) if end.size else 0)
         if keep < 0:
             self.newlines += newlines.size
             return
@@ -166,14 +194,17 @@ class _OpenScan:
 @dataclass
 class UnlIndex:
     """Where each sentence of a UNL document is: ids, lines and the byte offsets of the
-    ``[S`` blocks (``sentences`` instead, parsed, for a document without ``[S`` blocks).
-    :meth:`read` parses any of them into a :class:`UnlChunk`."""
+    ``[S`` blocks (``sentences`` instead, parsed, for a document without ``[S`` blocks), and
+    the SHA-256 of the bytes read. :meth:`read` parses any of them into a
+    :class:`UnlChunk`."""
 
     source: _Source
     ids: list[str | None]
     lines: np.ndarray
     starts: np.ndarray | None = None
     sentences: list[UnlSentence] | None = None
+    sha256: str | None = None
+    _id_column: pl.Series | None = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -182,15 +213,16 @@ class UnlIndex:
     def name(self) -> str | None:
         return self.source.name
 
-    def read(self, rows: Sequence[int] | np.ndarray) -> UnlChunk:
-        """The sentences ``rows`` (ascending document positions) in columns."""
+    def read(self, rows: Sequence[int] | np.ndarray, connectivity: bool = True) -> UnlChunk:
+        """The sentences ``rows`` (ascending document positions) in columns (without
+        ``connectivity``, ``n_components`` is null when it would cost a pass)."""
         rows = np.asarray(rows, dtype=np.int64)
         if self.sentences is not None:
             return chunk_from_sentences([self.sentences[k] for k in rows.tolist()])
-        return chunk_from_drafts(self.drafts(rows))
+        return chunk_from_blocks(self.blocks(rows), connectivity)
 
-    def drafts(self, rows: np.ndarray) -> list[_Draft]:
-        """Re-read and split the blocks of the given sentences (contiguous runs at once)."""
+    def _runs(self, rows: np.ndarray) -> list[tuple[int, int, int, int]]:
+        """(first, end, byte start, byte end) of each run of consecutive rows."""
         if rows.size and (np.any(np.diff(rows) <= 0) or rows[0] < 0 or rows[-1] >= len(self)):
             raise ValueError("rows must be ascending positions in the document")
         self.source.check_unchanged()
@@ -199,6 +231,24 @@ class UnlIndex:
         for run in np.split(rows, breaks) if rows.size else []:
             a, b = int(run[0]), int(run[-1]) + 1
             lo, hi = int(starts[a]), int(starts[b]) if b < n else self.source.size  # type: ignore[index]
+            out.append((a, b, lo, hi))
+        return out
+
+    def blocks(self, rows: np.ndarray) -> pl.DataFrame:
+        """The blocks of the given sentences split into :data:`BLOCK_SCHEMA` columns: each
+        contiguous run read at once, its blocks split in columns (:func:`split_blocks`)."""
+        if self._id_column is None:
+            self._id_column = pl.Series(self.ids, dtype=pl.String)
+        frames = [split_blocks(self.source.read(lo, hi), self.starts[a:b] - lo,  # type: ignore[index]
+                               self._id_column[a:b], self.lines[a:b], a, self.name)
+                  for a, b, lo, hi in self._runs(np.asarray(rows, np.int64))]
+        return pl.concat(frames) if frames else pl.DataFrame(schema=BLOCK_SCHEMA)
+
+    def drafts(self, rows: np.ndarray) -> list[_Draft]:
+        """Re-read and split the blocks of the given sentences one by one (the reference
+        of :meth:`blocks`)."""
+        out = []
+        for a, b, lo, hi in self._runs(np.asarray(rows, np.int64)):
             text = clean_text(self.source.decode(lo, self.source.read(lo, hi)))
             opens = list(_S_OPEN.finditer(text))
             if len(opens) != b - a or opens[0].start() != 0:
@@ -219,14 +269,140 @@ def _local_line(text: str, start: int, line: int, offset: int) -> int:
     return line + text.count("\n", start, offset)
 
 
+# ---- blocks split in columns
+#
+# A block (from its ``[S`` to the next one) is split in columns when it is *regular*: its
+# bytes need no cleaning (no CR, ``&`` or ``<br``), it has a ``[/S]``, and between the head
+# and the ``[/S]`` there are only ``{tag}...{/tag}`` blocks (matching tags, no braces inside)
+# and white space, with at most one ``{unl}`` block (lower case, no attributes). Its draft is
+# then what :func:`_block_draft` gives with no warning: the ``{unl}`` content is the body.
+# Any other block is split by :func:`_block_draft` itself.
+
+#: Between the head and ``[/S]``: tag blocks and white space only.
+_BLOCKS_ONLY = r"^\s*(?:\{[A-Za-z]+(?::[^{}]*)?\}[^{}]*\{/[A-Za-z]+\}\s*)*$"
+_TAG = r"\{/?[A-Za-z]+"
+#: Before ``{unl}``, the usual: white space, at most one ``{org}`` block.
+_PLAIN_PRE = r"^\s*(?:\{org(?::[^{}]*)?\}[^{}]*\{/org\}\s*)?$"
+
+
+def _find_bytes(data: np.ndarray, pattern: bytes) -> np.ndarray:
+    """Start offsets of every occurrence of ``pattern`` in ``data`` (ascending)."""
+    k = len(pattern)
+    at = np.flatnonzero(data[: max(data.size - k + 1, 0)] == pattern[0])
+    for i in range(1, k):
+        at = at[data[at + i] == pattern[i]]
+    return at
+
+
+def _first_at(cands: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per range ``[lo, hi)``: (is there a candidate, the first one, else ``hi``)."""
+    i = np.searchsorted(cands, lo)
+    at = cands[np.minimum(i, cands.size - 1)] if cands.size else hi
+    found = (i < cands.size) & (at < hi)
+    return found, np.where(found, at, hi)
+
+
+def _has_in(cands: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    return _first_at(cands, lo, hi)[0]
+
+
+def split_blocks(raw: bytes, starts: np.ndarray, ids: Sequence[str | None] | pl.Series,
+                 lines: np.ndarray, first: int, name: str | None) -> pl.DataFrame:
+    """The consecutive ``[S`` blocks of ``raw`` (at byte offsets ``starts``, the first at 0;
+    ids, lines and the position of the first from the index) as :data:`BLOCK_SCHEMA`
+    columns: regular blocks in columns, the others by :func:`_block_draft`."""
+    n, size = starts.size, len(raw)
+    data = np.frombuffer(raw, np.uint8)
+    lo = starts.astype(np.int64)
+    hi = np.append(lo[1:], size)
+    last = max(size - 1, 0)
+    # bytes: the head, nothing to clean, a [/S]; where {unl} and {/unl} are
+    head = data[np.minimum(lo + 2, last)]
+    ok = (data[lo] == 91) & (data[np.minimum(lo + 1, last)] == 83) & ((head == 58) | (head == 93))
+    for needle in (b"\r", b"&"):
+        ok &= ~_has_in(_find_bytes(data, needle), lo, hi)
+    br = _find_bytes(data, b"<")
+    br = br[br + 2 < size]
+    ok &= ~_has_in(br[((data[br + 1] | 32) == 98) & ((data[br + 2] | 32) == 114)], lo, hi)
+    found, head_end = _first_at(_find_bytes(data, b"]"), lo, hi)
+    ok &= found
+    head_end = head_end + 1
+    found, close = _first_at(_find_bytes(data, b"[/S]"), head_end, hi)
+    ok &= found
+    u_found, u_open = _first_at(_find_bytes(data, b"{unl}"), head_end, close)
+    c_found, u_close = _first_at(_find_bytes(data, b"{/unl}"), u_open, close)
+    body_from = u_open + 5
+    braces = np.flatnonzero((data == 123) | (data == 125))
+    ok &= ~u_found | (c_found & ~_has_in(braces, body_from, u_close))
+    nl = _find_bytes(data, b"\n")
+    body_line = lines + np.searchsorted(nl, body_from) - np.searchsorted(nl, lo)
+    # text around the {unl} block: the id; only tag blocks and white space, with matching
+    # tags and no other {unl} block
+    post_from = np.where(u_found, u_close + 6, close)
+    sid = ids if isinstance(ids, pl.Series) else pl.Series(list(ids), dtype=pl.String)
+    frame = pl.DataFrame({
+        "colon": head == 58, "sid": sid,
+        "raw_id": byte_slices(data, np.minimum(lo + 3, head_end - 1), head_end - 1),
+        "pre": byte_slices(data, head_end, np.where(u_found, u_open, close)),
+        "post": byte_slices(data, post_from, close)})  # fmt: skip
+    sid_ok = (pl.when(pl.col("colon")).then(pl.col("raw_id").str.strip_chars())
+              .otherwise(pl.lit("")).replace("", None).eq_missing(pl.col("sid")))
+    plain = frame.select(sid_ok & pl.col("pre").str.contains(_PLAIN_PRE)
+                         & pl.col("post").str.contains(r"^\s*$"))[:, 0]
+    regular = ok & plain.to_numpy()
+    other = np.flatnonzero(ok & ~regular)
+    if other.size:  # target-language blocks and the like: the general check
+        checks = [sid_ok]
+        for part in ("pre", "post"):
+            tags = pl.col(part).str.extract_all(_TAG)
+            opens = tags.list.gather_every(2).list.eval(pl.element().str.slice(1)).list.join(",")
+            closes = (tags.list.gather_every(2, 1).list.eval(pl.element().str.slice(2))
+                      .list.join(","))  # fmt: skip
+            checks += [pl.col(part).str.contains(_BLOCKS_ONLY), opens == closes,
+                       ~pl.col(part).str.contains(r"\{(?i:unl)[:}]")]
+        regular[other] = frame[other].select(pl.all_horizontal(checks))[:, 0].to_numpy()
+    has_body = u_found & regular
+    body = byte_slices(data, body_from, np.where(has_body, u_close, 0))
+    out = pl.DataFrame({
+        "position": np.arange(first, first + n, dtype=np.int64), "sent_id": sid,
+        "line": lines.astype(np.int64), "error": pl.repeat(None, n, dtype=pl.String, eager=True),
+        "error_line": pl.repeat(None, n, dtype=pl.Int64, eager=True),
+        "warnings": pl.Series([[]], dtype=pl.List(pl.String)).new_from_index(0, n),
+        "body": pl.select(pl.when(pl.Series(has_body)).then(body))[:, 0],
+        "body_line": np.where(has_body, body_line, 0).astype(np.int64)}, schema=BLOCK_SCHEMA)
+    irregular = np.flatnonzero(~regular)
+    if not irregular.size:
+        return out
+    drafts = [_slow_draft(raw[lo[k]:hi[k]], int(lines[k]), first + int(k), ids[k], name)
+              for k in irregular.tolist()]  # the irregular blocks only
+    return pl.concat([out.filter(pl.Series(regular)), drafts_frame(drafts)]).sort("position")
+
+
+def _slow_draft(raw: bytes, line: int, position: int, sent_id: str | None,
+                name: str | None) -> _Draft:
+    """The draft of one irregular block (its bytes, from ``[S`` to the next one)."""
+    text = clean_text(raw.decode("utf-8"))
+    opens = list(_S_OPEN.finditer(text))
+    if len(opens) != 1 or opens[0].start() != 0:
+        raise InputError("file changed while it was being read; run again", path=name)
+    d = _block_draft(text, opens[0], position, len(text), partial(_local_line, text, 0, line),
+                     name)  # fmt: skip
+    if d.sent_id != sent_id:
+        raise InputError("file changed while it was being read; run again", path=name)
+    return d
+
+
 def index_unl(path_or_text: str | Path, *, source_name: str | None = None,
               piece_bytes: int = PIECE_BYTES) -> UnlIndex:
-    """Index a UNL document (a path, or the text itself) in one streaming pass; memory is a
-    few pieces plus three numbers per sentence. The same InputErrors as :func:`read_unl`."""
+    """Index a UNL document (a path, or the text itself) in one streaming pass, which also
+    hashes it (``UnlIndex.sha256``: the SHA-256 of the file's bytes); memory is a few pieces
+    plus three numbers per sentence. The same InputErrors as :func:`read_unl`."""
     src = _Source(path_or_text, source_name)
     scan, regular, bad_line, newlines = _OpenScan(), True, None, 0
     bom = 3 if src.path is not None and src.read(0, 3) == b"\xef\xbb\xbf" else 0
+    digest = hashlib.sha256()
     for offset, raw in src.pieces(piece_bytes):
+        digest.update(raw)
         if src.path is not None and b"\x00" in raw:
             raise InputError("binary file: expected a UNL document (text)", path=src.name)
         if bad_line is None:
@@ -245,6 +421,7 @@ def index_unl(path_or_text: str | Path, *, source_name: str | None = None,
         sentences = read_unl(src.path if src.path is not None else src.data.decode(  # type: ignore[union-attr]
             "utf-8", "surrogatepass"), source_name=src.name)
         return UnlIndex(src, [s.sent_id for s in sentences],
-                        np.array([s.line for s in sentences], np.int64), None, sentences)
+                        np.array([s.line for s in sentences], np.int64), None, sentences,
+                        digest.hexdigest())
     return UnlIndex(src, scan.ids, np.array(scan.lines, np.int64),
-                    np.array(scan.starts, np.int64))
+                    np.array(scan.starts, np.int64), sha256=digest.hexdigest())

@@ -17,8 +17,10 @@ _BR = re.compile(r"<br\s*/?\s*>", re.IGNORECASE)
 
 def clean_text(text: str) -> str:
     """Normalise newlines, turn ``<br />`` into newlines and decode HTML entities."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = _BR.sub("\n", text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "<" in text:
+        text = _BR.sub("\n", text)
     return html.unescape(text) if "&" in text else text
 
 
