@@ -13,10 +13,13 @@ import sys
 
 import typer
 
+from sysdiff.flows import cli_values
 from sysdiff.flows.cli_read import check, examples, report, show, sql
 from sysdiff.flows.cli_runs import demo, run, serve
 from sysdiff.flows.cli_server import server_app
 from sysdiff.schemas.errors import InputError
+
+cli_values.install()  # option values without pydantic on the usual path (0.1 s a command)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="sysdiff: in-depth comparative evaluation of NLP system outputs.")

@@ -260,8 +260,10 @@ def test_check_gates_a_unl_corpus(mixed):
 # ------------------------------------------------------------------------- fast feedback
 
 #: Modules a read-only command has no use for (the warehouse module, Arrow and numpy take
-#: 0.1-0.3 s to import; Prefect 1.3 s; scipy 0.3 s).
-HEAVY = ("prefect", "scipy", "pyarrow", "numpy", "sysdiff.flows.warehouse", "polars")
+#: 0.1-0.3 s to import; Prefect 1.3 s; scipy 0.3 s; pydantic, which typer's conversion of
+#: option values imports, 0.1 s with its adapters: flows/cli_values.py).
+HEAVY = ("prefect", "scipy", "pyarrow", "numpy", "sysdiff.flows.warehouse", "polars",
+         "pydantic")
 
 
 def cli_in_subprocess(*argv: str, cwd: Path = REPO) -> tuple[int, str, bool]:
