@@ -6,7 +6,10 @@ per token and file: 100M tokens x 11 files is 36 GB). Not for CI.
     python benchmarks/scale.py --sizes 10M,30M,100M [--systems 10] [--dask] [--clean]
 
 For each size: one full run (ingest + compare), reported with wall time, the time of each
-step (from ``sysdiff run -v``) and the peak RSS of the sysdiff process. With ``--dask`` the
+step (from ``sysdiff run -v``) and the peak RSS of the sysdiff process. In the same run, the
+bound a plain solution cannot beat: a bare ``polars`` read of every file's tag column plus the
+plain numpy compare loop over the same code matrix (:func:`bound`); the target is a run
+within 2x of it. With ``--dask`` the
 compare step alone is re-run (a new seed changes the result signatures but not the ingested
 data) in-process, then on 1 and on 2 local Dask workers; the speed-up is the ratio of the
 compare step's times. ``--clean`` deletes each size's data and warehouse once measured.
@@ -21,7 +24,11 @@ import re
 import subprocess
 import sys
 import time
+from itertools import combinations
 from pathlib import Path
+
+import numpy as np
+import polars as pl
 
 ROOT = Path(__file__).resolve().parent.parent
 TAGS = ["NOUN", "VERB", "DET", "ADP", "PUNCT", "ADJ", "PRON", "ADV", "PROPN", "CCONJ", "AUX",
@@ -74,6 +81,38 @@ def generate(folder: Path, n_tokens: int, n_systems: int) -> dict[str, Path]:
     return paths
 
 
+def read_tags(path: Path, column: int) -> np.ndarray:
+    """The tag column (1-based) of a tab-separated token file as uint8 codes: a bare
+    ``polars`` read, no validation (comment lines and blank lines dropped)."""
+    tags = (pl.scan_csv(path, separator="\t", has_header=False, quote_char=None,
+                        comment_prefix="#", infer_schema=False)
+            .select(pl.nth(column - 1)).drop_nulls().collect().to_series())
+    return tags.replace_strict({t: i for i, t in enumerate(TAGS)},
+                               return_dtype=pl.UInt8).to_numpy()
+
+
+def numpy_compare(gold: np.ndarray, systems: list[np.ndarray]) -> None:
+    """The plain compare loop over uint8 codes: per system its per-label correct counts, per
+    pair the diff and its (gold, sys1, sys2) change cells, one ``bincount`` each."""
+    n = len(TAGS)
+    for x in systems:
+        np.bincount(gold.astype(np.int64) * 2 + (x == gold), minlength=2 * n)
+    for a, b in combinations(range(len(systems)), 2):
+        x, y = systems[a], systems[b]
+        diff = x != y
+        np.bincount((gold[diff].astype(np.int64) * n + x[diff]) * n + y[diff], minlength=n ** 3)
+
+
+def bound(paths: dict[str, Path], column: int) -> tuple[float, float]:
+    """Seconds of the plain solution's two parts: a bare read of every file's tag column,
+    and :func:`numpy_compare` over the codes."""
+    t0 = time.perf_counter()
+    codes = [read_tags(p, column) for p in paths.values()]
+    t1 = time.perf_counter()
+    numpy_compare(codes[0], codes[1:])
+    return t1 - t0, time.perf_counter() - t1
+
+
 STEP_RE = re.compile(r"^sysdiff: (\w+): \d+ steps in ([0-9.]+) s$")
 
 
@@ -117,9 +156,11 @@ def main() -> None:
                 "--ar-trials", "1000", "--shard-sents", str(args.shard_sents), "-w", str(wh),
                 *[f"--system={k}={p}" for k, p in paths.items() if k != "key"]]
         wall, rss, steps = run_sysdiff(base)
+        read_s, numpy_s = bound(paths, column=4)
         row = {"size": size, "tokens": n, "gen_s": round(gen, 1), "run_s": round(wall, 1),
                "ingest_s": steps.get("ingest"), "compare_s": steps.get("compare"),
-               "peak_rss_gib": round(rss, 2)}
+               "peak_rss_gib": round(rss, 2), "read_s": round(read_s, 1),
+               "numpy_s": round(numpy_s, 1), "load": round(os.getloadavg()[0], 1)}
         if args.dask:
             for seed, label, extra in [(1, "threads", []), (2, "1w", ["--dask-local", "1"]),
                                        (3, "2w", ["--dask-local", "2"])]:
@@ -131,12 +172,14 @@ def main() -> None:
             subprocess.run(["rm", "-rf", str(wh), str(paths["key"].parent)], check=True)
     first = results[0]
     print(f"\n{'size':>6} {'run s':>8} {'ingest s':>9} {'compare s':>10} {'s/Mtok':>7} "
-          f"{'time/size vs first':>19} {'peak RSS GiB':>13}")
+          f"{'time/size vs first':>19} {'peak RSS GiB':>13} {'read+numpy s':>13} "
+          f"{'run/bound':>10}")
     for r in results:
         ratio = (r["run_s"] / first["run_s"]) / (r["tokens"] / first["tokens"])
         print(f"{r['size']:>6} {r['run_s']:8.1f} {r['ingest_s'] or 0:9.1f} "
               f"{r['compare_s'] or 0:10.1f} {r['run_s'] / (r['tokens'] / 1e6):7.2f} "
-              f"{ratio:19.2f} {r['peak_rss_gib']:13.2f}")
+              f"{ratio:19.2f} {r['peak_rss_gib']:13.2f} {r['read_s'] + r['numpy_s']:13.1f} "
+              f"{r['run_s'] / (r['read_s'] + r['numpy_s']):10.2f}")
         if r.get("compare_2w_s"):
             one, two, threads = r["compare_1w_s"], r["compare_2w_s"], r["compare_threads_s"]
             print(f"{'':>6} compare step: in-process threads {threads:.1f} s; Dask 1 worker "

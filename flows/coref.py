@@ -10,6 +10,8 @@ before any ratio is computed, so the tables do not depend on the shard size.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
+import functools
 import hashlib
 import logging
 from dataclasses import dataclass
@@ -20,7 +22,7 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from sysdiff.flows.history import stage_history
-from sysdiff.flows.preflight import check_some_left, skip_system
+from sysdiff.flows.ingest import ingest_all
 from sysdiff.flows.progress import progress
 from sysdiff.flows.shards import map_collect
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
@@ -35,7 +37,6 @@ from sysdiff.flows.warehouse import (
     unchanged,
     with_literals,
 )
-from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import CRITERIA
 from sysdiff.transforms.plan import plan_ranges
 
@@ -86,57 +87,67 @@ def read_shard_mentions(path: str, shard: DocShard) -> pl.DataFrame:
             .select(MENTION_COLUMNS).collect())
 
 
+@dataclass(frozen=True)
+class CorefFile:
+    """One ingested coreference file: its hash, where its mentions lie, a note on its
+    single-token mentions without a type (no POS), and the key's per-document token counts
+    (key only)."""
+
+    sha256: str
+    mentions: str
+    no_pos: str | None = None
+    tokens: pl.DataFrame | None = None
+
+
 def run_coref(spec: RunSpec, stage: Staging) -> None:
     """Coreference: scores, ARCS classes, pairs, oracles and agreement for all systems."""
-    from sysdiff.schemas.formats.coref import validate_response
-
-    corpus = spec.corpus
-    sources = spec.sources
-    known = known_inputs(stage, corpus)
-    shas: dict[str, str] = {}
-    paths: dict[str, str] = {}
-    no_pos: list[str] = []
-    with progress("ingest", len(sources)) as tick:
-        key_tokens = None
-        for source, role in sources:
-            sid, part = source.id, partition(corpus, source.id)
-            row = known.get(sid)
-            if unchanged(row, source.path) and stage.has(
-                    "mentions", part, signature(row["sha256"], row["format"],
-                                                shas.get(KEY_ID, row["sha256"]))):
-                shas[sid] = row["sha256"]  # the file read before: not read again
-                paths[sid] = str(stage.live_file("mentions", part))
-                tick()
-                continue
-            try:
-                m, toks, fmt, shas[sid] = read_coref_file(source)
-                if role == "key":
-                    key_tokens = toks
-                else:
-                    if key_tokens is None:
-                        key_tokens = _live_tokens(stage, corpus)
-                    validate_response(key_tokens, toks, spec.key.path, source.path)
-            except InputError as e:
-                skip_system(spec, stage, source, role, e)
-                tick()
-                continue
-            n_unknown = int((m["mtype"] == "UNKNOWN").sum())
-            if n_unknown:
-                no_pos.append(f"{Path(source.path).name} ({n_unknown} of {m.height})")
-            sig = signature(shas[sid], fmt, shas[KEY_ID])
-            stage.write("mentions", part, sig, with_literals(m, corpus=corpus, system=sid))
-            stage.write("coref_tokens", part, sig, with_literals(toks, corpus=corpus, system=sid))
-            stage.write("systems", part, sig, systems_row(
-                spec, source, role, shas[sid], fmt, toks.height,
-                int(m["sent"].n_unique()) if m.height else 0, m.height))
-            paths[sid] = str(stage.staged_path("mentions", part))
-            tick()
-    check_some_left(spec, stage)
+    files = ingest_coref(spec, stage)
+    no_pos = [f.no_pos for f in files.values() if f.no_pos]
     if no_pos:
         log.warning("mention types are unavailable (UNKNOWN) for single-token mentions without "
                     "a POS tag (the POS column is '_'): %s", ", ".join(no_pos))
-    spec = dataclasses.replace(spec, systems=[s for s in spec.systems if s.id in paths])
-    _coref_results(spec, stage, paths, shas)
+    spec = dataclasses.replace(spec, systems=[s for s in spec.systems if s.id in files])
+    _coref_results(spec, stage, {s: f.mentions for s, f in files.items()},
+                   {s: f.sha256 for s, f in files.items()})
+
+
+def ingest_coref(spec: RunSpec, stage: Staging) -> dict[str, CorefFile]:
+    """The key, then the systems (several at once): an unchanged file is not read again;
+    every other is read once, checked against the key's documents and staged."""
+    corpus = spec.corpus
+    known = known_inputs(stage, corpus)
+    live_key_tokens = functools.cache(lambda: _live_tokens(stage, corpus))
+
+    def reuse(source: Source, role: str, key: CorefFile | None) -> CorefFile | None:
+        row, part = known.get(source.id), partition(corpus, source.id)
+        if row is None:
+            return None
+        key_sha = key.sha256 if key else row["sha256"]
+        if unchanged(row, source.path) and stage.has(
+                "mentions", part, signature(row["sha256"], row["format"], key_sha)):
+            return CorefFile(row["sha256"], str(stage.live_file("mentions", part)))
+        return None
+
+    def read(source: Source, role: str, key: CorefFile | None, at: dt.datetime) -> CorefFile:
+        from sysdiff.schemas.formats.coref import validate_response
+
+        m, toks, fmt, sha = read_coref_file(source)
+        if role != "key":
+            gold = key.tokens if key.tokens is not None else live_key_tokens()
+            validate_response(gold, toks, spec.key.path, source.path)
+        sid, part = source.id, partition(corpus, source.id)
+        sig = signature(sha, fmt, key.sha256 if key else sha)
+        stage.write("mentions", part, sig, with_literals(m, corpus=corpus, system=sid))
+        stage.write("coref_tokens", part, sig, with_literals(toks, corpus=corpus, system=sid))
+        stage.write("systems", part, sig, systems_row(
+            spec, source, role, sha, fmt, toks.height,
+            int(m["sent"].n_unique()) if m.height else 0, m.height, at=at))
+        n_unknown = int((m["mtype"] == "UNKNOWN").sum())
+        return CorefFile(sha, str(stage.staged_path("mentions", part)),
+                         f"{Path(source.path).name} ({n_unknown} of {m.height})"
+                         if n_unknown else None, toks if role == "key" else None)
+
+    return ingest_all(spec, stage, reuse, read)
 
 
 @task(name="coref shard", task_run_name="coref shard {shard.index}", cache_policy=NONE,

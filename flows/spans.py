@@ -4,7 +4,10 @@ systems over span units (METRICS 5).
 Ingest reads each file once, in chunks of whole sentences: validates it (a system against
 the key's sentences and forms), maps its labels, decodes its spans with the run's scheme,
 computes its token accuracy against the key, and stages its tokens (``span_tokens``),
-sentences (``sents``) and spans (``spans``) while hashing it. Compare maps one task over
+sentences (``sents``) and spans (``spans``) while hashing it. A system whose tokens differ
+from the key's but whose text is the key's is then read once more and its spans placed on
+the key's characters (:func:`place_on_key`); the comparison then compares every span by
+characters (``SpanJob.by_chars``). Compare maps one task over
 shards of whole documents of the key: each returns the additive span counts and the engine's
 pair, transition and oracle counts (:mod:`sysdiff.transforms.spans`), and the classes of its
 spans, which are streamed into ``span_classes``; the fold sums the counts in shard order, so
@@ -15,6 +18,7 @@ options, so an unchanged file is not read again and unchanged results are not re
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import hashlib
 import logging
 import uuid
@@ -27,7 +31,7 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from sysdiff.flows.history import stage_history
-from sysdiff.flows.preflight import check_some_left, skip_system
+from sysdiff.flows.ingest import ingest_all
 from sysdiff.flows.progress import notice, progress
 from sysdiff.flows.shards import map_fold
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
@@ -43,20 +47,34 @@ from sysdiff.flows.warehouse import (
     with_literals,
 )
 from sysdiff.schemas.errors import InputError
+from sysdiff.transforms import span_alignment as A
 from sysdiff.transforms import span_decoding as D
 from sysdiff.transforms import span_tables as R
 from sysdiff.transforms import spans as T
+from sysdiff.transforms.alignment import first_difference
 from sysdiff.transforms.plan import Shard, plan_shards
 
 log = logging.getLogger("sysdiff")
 SPAN_READ = ["sent", "start", "end", "type", "text"]
 
 
-def options_string(spec: RunSpec) -> str:
-    """What produced a row: the scheme and the label mappings (as the token tables say)."""
+def options_string(spec: RunSpec, by_chars: bool = False) -> str:
+    """What produced a row: the scheme, ``align:characters`` for a system tokenised
+    otherwise than the key (or a pair with one), and the label mappings (as the token tables
+    say)."""
     maps = ";".join(f"{s}:" + ",".join(f"{a}>{b}" for a, b in sorted(m.items()))
                     for s, m in sorted(spec.mappings.items()) if m)
-    return f"scheme:{spec.scheme}|map:{maps or 'none'}"
+    align = "|align:characters" if by_chars else ""
+    return f"scheme:{spec.scheme}{align}|map:{maps or 'none'}"
+
+
+def _options(spec: RunSpec, by_chars: list[str], *columns: str) -> pl.Expr:
+    """The options of each row: aligned ones where a named system is placed by characters."""
+    plain = pl.lit(options_string(spec))
+    if not by_chars:
+        return plain
+    touched = pl.any_horizontal(pl.col(c).is_in(by_chars) for c in columns)
+    return pl.when(touched).then(pl.lit(options_string(spec, True))).otherwise(plain)
 
 
 @dataclass(frozen=True)
@@ -72,6 +90,13 @@ class SpanFile:
     sents: Path
     row: pl.DataFrame
     tags: pl.DataFrame
+    #: notes on the file read now, said in the run's source order once every file is read
+    notes: tuple[str, ...] = ()
+
+    @property
+    def by_chars(self) -> bool:
+        """The file is tokenised otherwise than the key: its spans are placed by characters."""
+        return "alignment" in self.row.columns and self.row["alignment"][0] == "characters"
 
 
 def _mapping(spec: RunSpec, sid: str) -> dict[str, str]:
@@ -99,7 +124,7 @@ class KeyTokens:
 
 @task(name="ingest", task_run_name="ingest {spec.corpus} {source.id}", cache_policy=NONE)
 def ingest_span_file(spec: RunSpec, source: Source, role: str, stage: Staging,
-                     key: SpanFile | None) -> SpanFile:
+                     key: SpanFile | None, at: dt.datetime | None = None) -> SpanFile:
     """Read, validate, map, decode and stage one tag file in one pass (see the module)."""
     from sysdiff.schemas.formats.conllu import WordCheck
     from sysdiff.schemas.formats.spans import iter_tags
@@ -133,21 +158,60 @@ def ingest_span_file(spec: RunSpec, source: Source, role: str, stage: Staging,
                                                  corpus=corpus, system=sid))
             writers["sents"](with_literals(chunk.sents, corpus=corpus, system=sid))
             writers["spans"](with_literals(spans, corpus=corpus, system=sid))
-        if check is not None:
-            check.finish()
+        mismatch = None if check is None else check.difference()
     sha = hasher.hexdigest()
     sig = ingest_signature(spec, sid, sha, fmt, key.sig if key else None)
     for table in ("span_tokens", "sents", "spans"):
         stage.sign(table, part, sig)
-    stats.notices(source, mapping, role)
+    alignment = "identical"
+    if mismatch is not None:  # another tokenisation: placed on the key's characters, or an error
+        try:
+            stats.n_right, stats.n_scored = place_on_key(
+                spec, source, key, stage, part, sig, mismatch, fmt,
+                same_tokens=mismatch is check.form_error)
+        except InputError:
+            stage.discard(part, ("span_tokens", "sents", "spans"))
+            raise
+        alignment = "characters"
     row = systems_row(spec, source, role, sha, fmt, stats.n_docs, stats.n_sents,
-                      stats.n_tokens)
-    tags = stats.tags_row(spec, sid, key is not None)
+                      stats.n_tokens, alignment=alignment, at=at)
+    tags = stats.tags_row(spec, sid, key is not None, alignment == "characters")
     stage.write("systems", part, sig, row)
     stage.write("span_tags", part, sig, tags)
     return SpanFile(sid, sig, stage.staged_path("spans", part),
                     stage.staged_path("span_tokens", part), stage.staged_path("sents", part),
-                    row, tags)
+                    row, tags, stats.notes(source, mapping, role))
+
+
+def place_on_key(spec: RunSpec, source: Source, key: SpanFile, stage: Staging, part: str,
+                 sig: str, mismatch: InputError, fmt: str, same_tokens: bool = False
+                 ) -> tuple[int, int]:
+    """A system whose tokens differ from the key's: when its text (characters without
+    spaces, NFC) is the key's, restage its spans placed on the key's characters and its
+    tokens with their own forms (:mod:`sysdiff.transforms.span_alignment`), and return
+    (key tokens it labels alike, key tokens); else an error at the first differing
+    character, or, when it has the key's number of tokens in every sentence
+    (``same_tokens``), the word check's own error (the token whose form differs). The file
+    is read once more, for its forms."""
+    from sysdiff.flows.tokens import text_difference
+    from sysdiff.schemas.formats.spans import iter_tags
+
+    key_tokens = pl.read_parquet(key.tokens, columns=["sent", "id", "form", "label", "line"],
+                                 glob=False)
+    mine = pl.read_parquet(stage.staged_path("span_tokens", part), glob=False)
+    forms = pl.concat([c.tokens["form"] for c in iter_tags(source.path, fmt, spec.scheme)])
+    mine = mine.with_columns(form=forms)
+    key_text, sys_text = A.tag_text(key_tokens), A.tag_text(mine)
+    at = first_difference(key_text.chars, sys_text.chars)
+    if at is not None:
+        raise mismatch if same_tokens else text_difference(spec, source, key_text, sys_text,
+                                                           at, mismatch)
+    spans = A.place_spans(pl.read_parquet(stage.staged_path("spans", part), glob=False),
+                          key_text, sys_text)
+    stage.write("spans", part, sig, spans)
+    stage.write("span_tokens", part, sig, mine)
+    right = A.same_span_tokens(key_text, key_tokens["label"], sys_text, mine["label"])
+    return right, key_tokens.height
 
 
 def _stored_tokens(toks: pl.DataFrame, is_key: bool) -> pl.DataFrame:
@@ -162,6 +226,7 @@ class _Stats:
     def __init__(self) -> None:
         self.n_sents = self.n_tokens = self.n_spans = self.n_ill = self.n_docs = 0
         self.n_right = 0
+        self.n_scored: int | None = None  # key tokens, when placed by characters
         self.has_es = self.has_i_start = False
         self.raw_types: set[str] = set()
 
@@ -186,26 +251,31 @@ class _Stats:
     def detected(self) -> str:
         return "bioes" if self.has_es else "iob1" if self.has_i_start else "iob2"
 
-    def tags_row(self, spec: RunSpec, sid: str, scored: bool) -> pl.DataFrame:
-        acc = self.n_right / self.n_tokens if scored and self.n_tokens else None
+    def tags_row(self, spec: RunSpec, sid: str, scored: bool, by_chars: bool = False
+                 ) -> pl.DataFrame:
+        units = self.n_tokens if self.n_scored is None else self.n_scored
+        acc = self.n_right / units if scored and units else None
         return pl.DataFrame([{
             "corpus": spec.corpus, "system": sid, "scheme": spec.scheme,
             "detected": self.detected, "n_sents": self.n_sents, "n_tokens": self.n_tokens,
             "n_tokens_correct": self.n_right if scored else None, "token_accuracy": acc,
             "n_spans": self.n_spans, "n_ill_formed": self.n_ill,
-            "options": options_string(spec)}],
+            "options": options_string(spec, by_chars)}],
             schema_overrides={"n_tokens_correct": pl.Int64, "token_accuracy": pl.Float64})
 
-    def notices(self, source: Source, mapping: dict[str, str], role: str) -> None:
+    def notes(self, source: Source, mapping: dict[str, str], role: str) -> tuple[str, ...]:
+        """What to say about the file: mapped types it does not have, ill-formed spans."""
         unused = sorted(set(mapping) - set(self.raw_types))
         who = "the key" if role == "key" else f"system '{source.id}'"
+        out = []
         if unused:
-            notice(f"{who}: the mapping names types its file does not have: "
-                   f"{', '.join(unused[:8])}{' ...' if len(unused) > 8 else ''}")
+            out.append(f"{who}: the mapping names types its file does not have: "
+                       f"{', '.join(unused[:8])}{' ...' if len(unused) > 8 else ''}")
         if self.n_ill:
-            notice(f"{who}: {self.n_ill} span(s) are ill-formed for {self.detected.upper()} "
-                   "(e.g. I-X after O); scheme auto reads them as conlleval does, "
-                   "--scheme iob2/bioes drops them (seqeval strict)")
+            out.append(f"{who}: {self.n_ill} span(s) are ill-formed for "
+                       f"{self.detected.upper()} (e.g. I-X after O); scheme auto reads them "
+                       "as conlleval does, --scheme iob2/bioes drops them (seqeval strict)")
+        return tuple(out)
 
 
 def _live(stage: Staging, corpus: str, row: dict, sig: str) -> SpanFile:
@@ -218,29 +288,28 @@ def _live(stage: Staging, corpus: str, row: dict, sig: str) -> SpanFile:
 
 
 def ingest_spans(spec: RunSpec, stage: Staging) -> dict[str, SpanFile]:
-    """Ingest the key, then every system: an unchanged file (same path, size, time, and the
-    same options and key) is not read again."""
-    out: dict[str, SpanFile] = {}
+    """Ingest the key, then the systems (several at once): an unchanged file (same path,
+    size, time, and the same options and key) is not read again. Notes on the files read
+    are said in the run's source order."""
     known = known_inputs(stage, spec.corpus)
-    with progress("ingest", len(spec.sources)) as tick:
-        for source, role in spec.sources:
-            sid = source.id
-            try:
-                key = out.get(KEY_ID) if role == "system" else None
-                row = known.get(sid)
-                sig = None if row is None else ingest_signature(
-                    spec, sid, row["sha256"], row["format"], key.sig if key else None)
-                part = partition(spec.corpus, sid)
-                reuse = (unchanged(row, Path(source.path)) and stage.has("spans", part, sig)
-                         and stage.has("span_tags", part, sig)
-                         and stage.has("span_tokens", part, sig))
-                out[sid] = (_live(stage, spec.corpus, row, sig) if reuse
-                            else ingest_span_file(spec, source, role, stage, key))
-            except InputError as e:
-                skip_system(spec, stage, source, role, e)
-            tick()
-    check_some_left(spec, stage)
-    return out
+
+    def reuse(source: Source, role: str, key: SpanFile | None) -> SpanFile | None:
+        row, part = known.get(source.id), partition(spec.corpus, source.id)
+        sig = None if row is None else ingest_signature(
+            spec, source.id, row["sha256"], row["format"], key.sig if key else None)
+        if unchanged(row, Path(source.path)) and all(
+                stage.has(t, part, sig) for t in ("spans", "span_tags", "span_tokens")):
+            return _live(stage, spec.corpus, row, sig)
+        return None
+
+    def read(source: Source, role: str, key: SpanFile | None, at: dt.datetime) -> SpanFile:
+        return ingest_span_file(spec, source, role, stage, key, at)
+
+    files = ingest_all(spec, stage, reuse, read)
+    for file in files.values():
+        for note in file.notes:
+            notice(note)
+    return files
 
 
 # ------------------------------------------------------------------------------ compare
@@ -254,6 +323,10 @@ class SpanJob:
     paths: dict[str, str]
     types: list[str]
     compare: bool
+    #: systems placed on the key's characters, and then the key's token file (their spans
+    #: and everyone's are compared by characters)
+    by_chars: tuple[str, ...] = ()
+    key_tokens: str | None = None
 
 
 def read_shard_spans(path: str, shard: Shard) -> pl.DataFrame:
@@ -269,6 +342,12 @@ def span_shard(job: SpanJob, shard: Shard) -> tuple[T.SpanCounts, list[pl.DataFr
     """The map: additive counts of one shard and each system's class rows."""
     key = read_shard_spans(job.paths[KEY_ID], shard)
     systems = [read_shard_spans(job.paths[s], shard) for s in job.systems]
+    if job.by_chars:
+        offsets = A.key_offsets(pl.scan_parquet(job.key_tokens, glob=False)
+                                .filter(pl.col("sent").is_between(shard.lo, shard.hi - 1))
+                                .select("sent", "id", "form").collect())
+        key = A.char_positions(key, offsets)
+        systems = [A.char_positions(s, offsets) for s in systems]
     return T.comparison_counts(key, systems, job.types, shard.lo, shard.hi - shard.lo,
                                job.compare)
 
@@ -310,15 +389,16 @@ def _compute(spec: RunSpec, stage: Staging, files: dict[str, SpanFile], systems:
     shards = plan_shards(key_sents, spec.shard_sents)
     types = corpus_types(paths)
     _type_notice(systems, paths)
-    job = SpanJob(systems, paths, types, compare)
+    by_chars = tuple(s for s in systems if files[s].by_chars)
+    job = SpanJob(systems, paths, types, compare, by_chars,
+                  str(files[KEY_ID].tokens) if by_chars else None)
     with contextlib.ExitStack() as stack, progress("compare", len(shards)) as tick:
         fold = _Fold(systems, {s: stack.enter_context(stage.writer(
             "span_classes", partition(corpus, s), sigs[s])) for s in score}, corpus)
         map_fold(lambda sh: span_shard.submit(job, sh), shards, fold, tick)
     c = fold.total
-    opts = options_string(spec)
     scores = R.score_rows(c, systems, types).with_columns(
-        scheme=pl.lit(spec.scheme), options=pl.lit(opts))
+        scheme=pl.lit(spec.scheme), options=_options(spec, list(by_chars), "system"))
     for s in score:
         stage.write("span_scores", partition(corpus, s), sigs[s],
                     with_literals(scores.filter(pl.col("system") == s), corpus=corpus))
@@ -331,8 +411,8 @@ def _compute(spec: RunSpec, stage: Staging, files: dict[str, SpanFile], systems:
     if len(systems) < 2:
         return
     pairs = R.pair_rows(c, systems, spec.ar_trials, spec.seed)
-    stage.write("span_pairs", part, all_sig,
-                with_literals(pairs, **tag, options=opts))
+    stage.write("span_pairs", part, all_sig, with_literals(pairs, **tag).with_columns(
+        options=_options(spec, list(by_chars), "sys1", "sys2")))
     stage.write("span_transitions", part, all_sig,
                 with_literals(R.transition_rows(c, systems, types), **tag))
 

@@ -12,6 +12,7 @@ own rows and its pairs.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import hashlib
 import logging
 import uuid
@@ -27,7 +28,7 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from sysdiff.flows.history import stage_history
-from sysdiff.flows.preflight import check_some_left, skip_system
+from sysdiff.flows.ingest import ingest_all
 from sysdiff.flows.progress import notice, progress
 from sysdiff.flows.shards import map_fold
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
@@ -93,7 +94,7 @@ class Ingested:
 
 @task(name="ingest", task_run_name="ingest {spec.corpus} {source.id}", cache_policy=NONE)
 def ingest_file(spec: RunSpec, source: Source, role: str, stage: Staging,
-                key: Ingested | None) -> Ingested:
+                key: Ingested | None, at: dt.datetime | None = None) -> Ingested:
     """Read and validate one file chunk by chunk, check it against the key, stage its units,
     sentences and label counts as it goes, and hash it on the way: one read of the file,
     memory bounded by the chunk size. Only paths and small frames leave the task."""
@@ -127,14 +128,18 @@ def ingest_file(spec: RunSpec, source: Source, role: str, stage: Staging,
         counts = pl.concat(vocab).group_by("field", "label").agg(pl.col("n").sum())
         words, alignment = stage.staged_path("units", part), "identical"
     else:  # another tokenisation: aligned with the key on the characters, or an error
-        projected = align_with_key(spec, source, key, stage.staged_path("units", part),
-                                   mismatch, stage, sig)
+        try:
+            projected = align_with_key(spec, source, key, stage.staged_path("units", part),
+                                       mismatch, stage, sig)
+        except InputError:  # nothing of a bad file is committed (--keep-going skips it)
+            stage.discard(part, ("units", "sents"))
+            raise
         counts, alignment = label_counts(projected), "characters"
         words = stage.write("aligned", part, sig, with_literals(projected, corpus=spec.corpus,
                                                                 system=sid))
     counts = with_literals(counts, corpus=spec.corpus, system=sid)
     row = systems_row(spec, source, role, sha, fmt, n_docs, n_sents, n_units, n_tokens,
-                      alignment)
+                      alignment, at)
     stage.write("vocab", part, sig, counts)
     stage.write("systems", part, sig, row)
     return Ingested(sid, sha, fmt, words, stage.staged_path("sents", part), row, counts)
@@ -211,26 +216,23 @@ def run_tokens(spec: RunSpec, stage: Staging) -> None:
 
 
 def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
-    """Ingest the key and every system: an unchanged file is not read again; any other is
-    read once (validated, staged and hashed in one pass)."""
-    out: dict[str, Ingested] = {}
+    """Ingest the key, then the systems (several at once): an unchanged file is not read
+    again; any other is read once (validated, staged and hashed in one pass)."""
     known = known_inputs(stage, spec.corpus)
-    with progress("ingest", len(spec.sources)) as tick:
-        for source, role in spec.sources:
-            sid = source.id
-            try:
-                key = out[KEY_ID] if role == "system" else None
-                row = known.get(sid)
-                reuse = unchanged(row, Path(source.path)) and stage.has(
-                    "vocab", partition(spec.corpus, sid), _ingest_signature(
-                        row["sha256"], row["format"], role, key.sha256 if key else None))
-                out[sid] = (_live(stage, spec.corpus, row) if reuse
-                            else ingest_file(spec, source, role, stage, key))
-            except InputError as e:
-                skip_system(spec, stage, source, role, e)
-            tick()
-    check_some_left(spec, stage)
-    return out
+
+    def reuse(source: Source, role: str, key: Ingested | None) -> Ingested | None:
+        row = known.get(source.id)
+        sig = None if row is None else _ingest_signature(
+            row["sha256"], row["format"], role, key.sha256 if key else None)
+        if unchanged(row, Path(source.path)) and stage.has(
+                "vocab", partition(spec.corpus, source.id), sig):
+            return _live(stage, spec.corpus, row)
+        return None
+
+    def read(source: Source, role: str, key: Ingested | None, at: dt.datetime) -> Ingested:
+        return ingest_file(spec, source, role, stage, key, at)
+
+    return ingest_all(spec, stage, reuse, read)
 
 
 def corpus_systems(stage: Staging, corpus: str, ingested: dict[str, Ingested]
@@ -271,6 +273,8 @@ class CompareJob:
     segments: dict[str, tuple[int, int, int]]
     #: the key's label columns that are ``_`` in every word
     key_blank: set[str]
+    #: the task scores trees (dep): CoNLL 2018 counts UAS ... BLEX too
+    tree: bool = True
 
 
 def read_shard_words(path: str, shard: Shard, aligned: bool = False) -> pl.DataFrame:
@@ -298,7 +302,7 @@ def shard_compare(job: CompareJob, shard: Shard) -> dict:
              for s in job.systems}
     out: dict[Any, Any] = {}
     if job.conll18:
-        out["conll18"] = {s: conll18.conll18_counts(key, words[s]) for s in job.conll18}
+        out["conll18"] = conll18_of_shard(job, key, words)
     mapped = ShardWords(
         key=apply_mapping(key, job.mappings.get("@key", {})),
         systems=[apply_mapping(words[s], job.mappings.get(s, {})) for s in job.systems],
@@ -307,6 +311,15 @@ def shard_compare(job: CompareJob, shard: Shard) -> dict:
         aligned=aligned_matrix(job, words, key.height))
     out.update(tokens.shard_counts(mapped, job.views, job.vocab, job.pairs, job.with_corpus))
     return out
+
+
+def conll18_of_shard(job: CompareJob, key: pl.DataFrame, words: dict[str, pl.DataFrame]
+                     ) -> dict[str, pl.DataFrame]:
+    """The CoNLL 2018 counts of the shard's systems of the key's tokenisation (the key
+    normalised once; a tagging task skips the tree's metrics)."""
+    gold = conll18.normalised_key(key)
+    count = conll18.conll18_counts if job.tree else conll18.tag_counts
+    return {s: count(key, words[s], gold) for s in job.conll18}
 
 
 def aligned_matrix(job: CompareJob, words: dict[str, pl.DataFrame], n_words: int
@@ -428,7 +441,7 @@ def compare_tokens(spec: RunSpec, stage: Staging, ingested: dict[str, Ingested])
         by_chars=by_chars,
         segments={s: (n_tok, n_sent, n_word) for s, n_tok, n_sent, n_word in rows.select(
             "system", "n_tokens", "n_sents", "n_units").rows() if s not in by_chars},
-        key_blank=_absent_columns(vocab_rows).get(KEY_ID, set()))
+        key_blank=_absent_columns(vocab_rows).get(KEY_ID, set()), tree=spec.task == "dep")
     blocks = pair_blocks(job.pairs, PAIRS_PER_BLOCK)
     with PairWriter(stage, corpus, todo_pairs, pair_sig) as pair_out, \
             progress("compare", len(shards) * len(blocks)) as tick:

@@ -50,7 +50,7 @@ from sysdiff.flows.names import (  # noqa: F401 (re-exported)
     resolve_warehouse,
 )
 from sysdiff.schemas.errors import InputError
-from sysdiff.schemas.tables import all_tables, conform, polars_schema
+from sysdiff.schemas.tables import all_tables, conform, parquet_options, polars_schema
 
 if TYPE_CHECKING:
     from sysdiff.flows.spec import RunSpec, Source
@@ -107,16 +107,16 @@ def input_sha256(path: str | Path) -> str:
 
 def systems_row(spec: RunSpec, source: Source, role: str, sha: str, fmt: str, n_docs: int,
                 n_sents: int, n_units: int, n_tokens: int | None = None,
-                alignment: str | None = None) -> pl.DataFrame:
+                alignment: str | None = None, at: dt.datetime | None = None) -> pl.DataFrame:
     """The ``systems`` table's row of one ingested file (the key's id is ``__key__``), with
     the file's size and modification time; ``n_tokens`` and ``alignment`` only for token
-    tasks (null otherwise)."""
+    tasks (null otherwise); ``at``: when it was ingested (now by default)."""
     stat = Path(source.path).stat()
     return pl.DataFrame([{
         "corpus": spec.corpus, "system": source.id, "version": source.version,
         "task": spec.task, "role": role, "format": fmt,
         "path": str(Path(source.path).absolute()), "sha256": sha, "n_docs": n_docs,
-        "n_sents": n_sents, "n_units": n_units, "ingested_at": dt.datetime.now(dt.UTC),
+        "n_sents": n_sents, "n_units": n_units, "ingested_at": at or dt.datetime.now(dt.UTC),
         "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
         "n_tokens": n_tokens, "alignment": alignment,
     }], schema_overrides={"n_tokens": pl.Int64, "alignment": pl.String})
@@ -240,6 +240,12 @@ class Staging:
         rel, _old = self.staged[(table, partition)]
         self.staged[(table, partition)] = (rel, sig)
 
+    def discard(self, partition: str, tables: tuple[str, ...]) -> None:
+        """Forget what this run staged of a partition in ``tables`` (a file found bad after
+        it was staged: nothing of it is committed)."""
+        for table in tables:
+            self.staged.pop((table, partition), None)
+
     @contextlib.contextmanager
     def block_writer(self, table: str, name: str, partitions: dict[str, str]
                      ) -> Iterator[Callable[[pl.DataFrame], None]]:
@@ -250,7 +256,7 @@ class Staging:
         rel = f"tables/{table}/{name}.parquet"
         path = self.dir / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        with pq.ParquetWriter(path, schema, compression="zstd") as out:
+        with pq.ParquetWriter(path, schema, **parquet_options(schema)) as out:
             yield lambda df: out.write_table(conform(df, schema), row_group_size=ROW_GROUP)
         for partition, sig in partitions.items():
             self.staged[(table, partition)] = (rel, sig)

@@ -196,20 +196,28 @@ UNL_TABLES: dict[str, pa.Schema] = {
 
 
 # ------------------------------------------------------------------------------ spans (ner)
-# Positions are 0-based token indexes in the sentence, ``end`` inclusive. ``scheme``: the
-# decoding of the run (auto, iob1, iob2, bioes); ``options``: scheme and label mappings.
+# Positions are 0-based token indexes in the key's sentence, ``end`` inclusive. A system
+# tokenised otherwise (``systems.alignment = 'characters'``) has its spans placed on the
+# key's characters (transforms/span_alignment.py): ``sent`` is the key sentence of a span's
+# first character, and a boundary inside a key token is ``-(1 + c)``, ``c`` the offset of
+# its first (start) or last (end) character in the key sentence's text. ``scheme``: the
+# decoding of the run (auto, iob1, iob2, bioes); ``options``: scheme, ``align:characters``
+# for such a system (or a pair with one) and label mappings.
 _SPAN_UNIT = [("sent", I32), ("start", I32), ("end", I32), ("type", S)]
 
 SPAN_TABLES: dict[str, pa.Schema] = {
     # Every token of an ingested file: its tag as written and as decoded (``label``, after
-    # the label mapping); ``form`` only for the key (a system's forms are checked equal).
+    # the label mapping); ``form`` only for the key and a system placed by characters
+    # (another system's forms are checked equal to the key's).
     "span_tokens": _schema(*OWNER, ("sent", I32), ("id", I32), ("form", S), ("tag", S),
                            ("label", S), ("line", I32)),
     # The spans decoded from a file (``text``: its words joined by spaces).
     "spans": _schema(*OWNER, *_SPAN_UNIT, ("text", S)),
     # Per file: the scheme its tags follow (``detected``), segments the strict rule of that
     # scheme drops (``n_ill_formed``: an I-X that starts a span, ...), token accuracy of the
-    # (mapped) tags against the key's (conlleval's accuracy; null for the key).
+    # (mapped) tags against the key's (conlleval's accuracy; null for the key; for a system
+    # placed by characters, over the key's tokens: a key token without a system token of
+    # the same characters is wrong, and ``n_tokens`` is the system's own count).
     "span_tags": _schema(
         *OWNER, ("scheme", S), ("detected", S), ("n_sents", I64), ("n_tokens", I64),
         ("n_tokens_correct", I64), ("token_accuracy", F64), ("n_spans", I64),
@@ -272,6 +280,36 @@ def all_tables() -> dict[str, pa.Schema]:
 def polars_schema(table: str) -> pl.Schema:
     """The polars schema of a table (derived from its Arrow schema)."""
     return pl.Schema(pl.from_arrow(TABLES[table].empty_table()).schema)
+
+
+#: String columns that name what a row belongs to: their statistics let a reader skip row
+#: groups of other corpora, systems and pairs.
+IDENTITY_COLUMNS = ("corpus", "system", "sys1", "sys2", "view")
+
+
+def parquet_options(schema: pa.Schema) -> dict[str, object]:
+    """How a table's Parquet file is encoded: dictionaries for string columns only (an
+    integer column such as a line number has as many values as rows, and a dictionary
+    attempt costs more than it saves), min/max statistics for numbers and identity columns
+    (what readers filter on; a string column's min/max costs much and is never used)."""
+    strings, others = [], []
+    for name, leaf in _leaves(schema):
+        is_text = pa.types.is_string(leaf) or pa.types.is_large_string(leaf)
+        (strings if is_text else others).append(name)
+    return {"compression": "zstd", "use_dictionary": strings,
+            "write_statistics": others + [c for c in IDENTITY_COLUMNS if c in schema.names]}
+
+
+def _leaves(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
+    """(Parquet column path, type) of every leaf column (a list's items are
+    ``name.list.element``)."""
+    out = []
+    for f in schema:
+        path, t = f.name, f.type
+        while pa.types.is_list(t) or pa.types.is_large_list(t):
+            path, t = f"{path}.list.element", t.value_type
+        out.append((path, t))
+    return out
 
 
 def conform(df: pl.DataFrame, schema: pa.Schema) -> pa.Table:

@@ -240,3 +240,23 @@ def test_text_difference_names_both_strings(tmp_path, prefect_harness):
     assert f"{raw}:{line}: the text differs from the key's at character" in err
     assert "consomation" in err and "consommation" in err and f"({key}:" in err
     assert snapshot(root) == before
+
+
+def test_keep_going_skips_a_text_difference_without_a_trace(tmp_path, prefect_harness):
+    """With --keep-going the system whose text differs is skipped (found after its words
+    were staged) and nothing of it is committed: no units, sentences or systems row."""
+    key = tmp_path / "key.conllu"
+    first_sentences(SEQUOIA / "key.conllu", key, 5)
+    raw = tmp_path / "raw.conllu"
+    text = (SEQUOIA / "raw" / "fr_core_news_md-3.8.0.raw.conllu").read_text(encoding="utf-8")
+    raw.write_text("\n\n".join(text.split("\n\n")[:6]).replace("\tconsommation\t",
+                                                               "\tconsomation\t", 1) + "\n\n",
+                   encoding="utf-8")
+    root = tmp_path / "wh"
+    code, _, err = run_cli("run", "--key", str(key), "--system", f"ok={key}", "--system",
+                           f"raw={raw}", "--corpus", "c", "--keep-going", "-w", str(root))
+    assert code == 3, err
+    assert "the text differs from the key's" in err
+    for table in ("units", "sents", "systems", "vocab"):
+        systems = query(root, f"select distinct system from {table}")["system"].to_list()
+        assert sorted(systems) == ["__key__", "ok"], table

@@ -9,7 +9,15 @@ import pytest
 
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.conllu import read_conll
-from sysdiff.transforms.conll18 import METRICS, conll18_counts, conll18_matches, conll18_scores
+from sysdiff.transforms.conll18 import (
+    METRICS,
+    TAG_METRICS,
+    conll18_counts,
+    conll18_matches,
+    conll18_scores,
+    normalised_key,
+    tag_counts,
+)
 
 SEQUOIA = Path(__file__).resolve().parents[1] / "data" / "sequoia"
 SYSTEMS = [
@@ -97,6 +105,20 @@ def test_sequoia_equals_official_script(name, key, expected):
     got = printed(conll18_scores(conll18_counts(key, system)))
     assert list(got) == list(METRICS)
     assert got == {metric: expected[name][metric] for metric in METRICS}
+
+
+@pytest.mark.parametrize("name", SYSTEMS)
+def test_tag_counts_and_a_shared_key_give_the_same_counts(name, key):
+    """A tagging task's short path (no tree joins) and the key normalised once for many
+    systems count exactly what the full computation counts."""
+    system = read_conll(SEQUOIA / f"{name}.conllu").words
+    full = conll18_counts(key, system)
+    gold = normalised_key(key)
+    assert conll18_counts(key, system, gold).equals(full)
+    tags = tag_counts(key, system, gold)
+    assert tags["metric"].to_list() == list(TAG_METRICS)
+    assert tags.equals(full.filter(pl.col("metric").is_in(TAG_METRICS)))
+    assert tags["correct"].to_list() != [key.height] * len(TAG_METRICS)  # real errors
 
 
 def test_counts_are_additive_over_sentence_shards(key):

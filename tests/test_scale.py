@@ -101,6 +101,19 @@ def test_pairs_counted_one_block_at_a_time_give_the_same_tables(small, unsharded
     assert_same_tables(unsharded, tmp_path / "wh")
 
 
+@pytest.mark.parametrize("threads", ["1", "4"])
+def test_files_read_one_at_a_time_or_all_at_once_give_identical_tables(
+        threads, small, unsharded, tmp_path, cli, monkeypatch):
+    """Systems are ingested concurrently; the tables do not depend on how many at once, and
+    ``ingested_at`` (the order of systems in every table) follows the run's sources."""
+    monkeypatch.setenv("SYSDIFF_INGEST_THREADS", threads)
+    root = tmp_path / "wh"
+    run(cli, small, root)
+    assert_same_tables(unsharded, root)
+    systems = read_table(root, "systems", read_manifest(root)).sort("ingested_at")
+    assert systems["system"].to_list() == ["__key__", *[n for n in small if n != "key"]]
+
+
 def test_a_changed_system_file_gives_the_tables_of_a_fresh_run(small, tmp_path, cli):
     """System b's file changes between two runs: its pairs are recomputed, the pairs that
     shared their block file are carried over, and no pair is stored twice."""

@@ -50,6 +50,12 @@ def _squeezed(forms: pl.Series) -> pl.Series:
     return forms.str.replace_all(r"\p{Zs}", "").str.normalize("NFC")
 
 
+def text_lengths(forms: pl.Series) -> pl.Series:
+    """How many characters of the text each FORM holds (spaces removed, NFC), as
+    :func:`file_text` counts them."""
+    return _squeezed(forms).str.len_chars()
+
+
 def file_text(tokens: pl.DataFrame) -> Text:
     """The :class:`Text` of a file's token rows (the reader's columns ``sent``, ``id``,
     ``token_id``, ``kind``, ``form``, ``line``; empty nodes are ignored)."""
@@ -86,6 +92,27 @@ def file_text(tokens: pl.DataFrame) -> Text:
         word_multi=in_range[words],
         word_form=[f.lower() for f in rows["form"].gather(words).to_list()],
         sent_start=token_start[first], sent_end=token_end[last])
+
+
+def words_text(tokens: pl.DataFrame) -> Text:
+    """The :class:`Text` of a file whose every token is one word (no multiword tokens or
+    empty nodes, e.g. a tag file): its rows ``sent``, ``form``, ``line`` in file order. The
+    same spans as :func:`file_text` gives such rows, without its per-row work."""
+    forms = _squeezed(tokens["form"])
+    length = forms.str.len_chars().to_numpy().astype(np.int64)
+    end = np.cumsum(length)
+    start = end - length
+    sent = tokens["sent"].to_numpy()
+    first = np.flatnonzero(np.r_[True, sent[1:] != sent[:-1]]) if sent.size else \
+        np.zeros(0, np.int64)
+    last = np.r_[first[1:], sent.size] - 1
+    return Text(
+        chars=forms.str.join("").item() if forms.len() else "", token_form=forms,
+        token_start=start, token_end=end, token_line=tokens["line"].to_numpy(),
+        token_sent=sent, word_start=start, word_end=end,
+        word_multi=np.zeros(sent.size, bool),
+        word_form=tokens["form"].str.to_lowercase().to_list(),
+        sent_start=start[first], sent_end=end[last])
 
 
 def first_difference(a: str, b: str) -> int | None:

@@ -41,8 +41,8 @@ WORD_METRICS = ("UPOS", "XPOS", "UFeats", "AllTags", "Lemmas", "UAS", "LAS")
 CONTENT_METRICS = ("CLAS", "MLAS", "BLEX")
 METRICS = WORD_METRICS + CONTENT_METRICS
 #: The metrics a task reports: a tagger has no tree (no UAS ... BLEX).
-TASK_METRICS = {"dep": SEGMENT_METRICS + METRICS,
-                "pos": SEGMENT_METRICS + ("UPOS", "XPOS", "UFeats", "AllTags", "Lemmas")}
+TAG_METRICS = ("UPOS", "XPOS", "UFeats", "AllTags", "Lemmas")
+TASK_METRICS = {"dep": SEGMENT_METRICS + METRICS, "pos": SEGMENT_METRICS + TAG_METRICS}
 
 
 #: The key columns each metric compares.
@@ -78,19 +78,20 @@ def universal_deprel(deprel: pl.Expr) -> pl.Expr:
     return deprel.str.replace(r":.*", "")
 
 
-def _with_universal_feats(units: pl.LazyFrame) -> pl.LazyFrame:
-    """Add ``ufeats``, computed once per distinct FEATS value (few, even in large corpora)."""
-    table = units.select(pl.col("feats").unique()).with_columns(
-        ufeats=universal_feats(pl.col("feats"))
-    )
-    return units.join(table, on="feats", how="left", maintain_order="left")
+def _per_value(units: pl.DataFrame, column: str, normalise, name: str) -> pl.Expr:
+    """``normalise`` applied to each distinct value of ``column`` once (few, even in large
+    corpora) and looked up per word, as ``name``."""
+    values = units.get_column(column).unique()
+    table = pl.DataFrame({column: values}).select(column, normalise(pl.col(column)).alias(name))
+    return pl.col(column).replace(table[column], table[name]).alias(name)
 
 
 def _normalised(units: pl.DataFrame) -> pl.LazyFrame:
     """The columns the metrics compare: universal feats and deprel, content/functional flags."""
     return (
-        _with_universal_feats(units.lazy().select(_UNIT_COLUMNS))
-        .with_columns(udeprel=universal_deprel(pl.col("deprel")))
+        units.lazy().select(_UNIT_COLUMNS)
+        .with_columns(_per_value(units, "feats", universal_feats, "ufeats"),
+                      _per_value(units, "deprel", universal_deprel, "udeprel"))
         .with_columns(
             content=pl.col("udeprel").is_in(CONTENT_DEPRELS),
             functional=pl.col("udeprel").is_in(FUNCTIONAL_DEPRELS),
@@ -139,12 +140,15 @@ def _same(column: str) -> pl.Expr:
     return pl.col(column) == pl.col(f"{column}_sys")
 
 
-def conll18_matches(key: pl.DataFrame, system: pl.DataFrame) -> pl.DataFrame:
+def conll18_matches(key: pl.DataFrame, system: pl.DataFrame,
+                    gold: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per word: ``sent``, ``id``, one Boolean per metric (correct or not; a missing value,
     e.g. HEAD ``_``, is never correct), ``gold_content`` and ``system_content`` (whether the
-    word counts for CLAS/MLAS/BLEX on the key's and the system's side)."""
+    word counts for CLAS/MLAS/BLEX on the key's and the system's side). ``gold``: the key
+    already normalised (when one key is compared with many systems)."""
     _check_same_words(key, system)
-    gold, predicted = _normalised(key), _normalised(system)
+    gold = (_normalised(key) if gold is None else gold.lazy())
+    predicted = _normalised(system)
     mismatch = _children_mismatch(gold, predicted).with_columns(children_ok=pl.lit(False))
     both = pl.concat([gold, predicted.select(pl.all().name.suffix("_sys"))], how="horizontal")
     return (
@@ -152,10 +156,7 @@ def conll18_matches(key: pl.DataFrame, system: pl.DataFrame) -> pl.DataFrame:
         .select(
             "sent",
             "id",
-            UPOS=_same("upos"),
-            XPOS=_same("xpos"),
-            UFeats=_same("ufeats"),
-            Lemmas=(pl.col("lemma") == "_") | _same("lemma"),
+            *_tag_matches(),
             UAS=_same("head"),
             same_deprel=_same("udeprel"),
             children_ok=pl.col("children_ok").fill_null(True),
@@ -176,13 +177,22 @@ def conll18_matches(key: pl.DataFrame, system: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def conll18_counts(key: pl.DataFrame, system: pl.DataFrame) -> pl.DataFrame:
+def _tag_matches() -> list[pl.Expr]:
+    """UPOS, XPOS, UFeats and Lemmas of each word (system columns suffixed ``_sys``)."""
+    return [_same("upos").alias("UPOS"), _same("xpos").alias("XPOS"),
+            _same("ufeats").alias("UFeats"),
+            ((pl.col("lemma") == "_") | _same("lemma")).alias("Lemmas")]
+
+
+def conll18_counts(key: pl.DataFrame, system: pl.DataFrame,
+                   gold: pl.DataFrame | None = None) -> pl.DataFrame:
     """Additive counts per metric: ``metric, correct, gold_total, system_total, aligned_total``.
 
-    ``key`` and ``system`` are units frames of the same words in the same order.
+    ``key`` and ``system`` are units frames of the same words in the same order; ``gold``
+    the key already normalised (:func:`normalised_key`).
     """
     totals = (
-        conll18_matches(key, system)
+        conll18_matches(key, system, gold)
         .select(
             pl.col(*METRICS, "gold_content", "system_content").sum(),
             words=pl.len(),
@@ -190,16 +200,39 @@ def conll18_counts(key: pl.DataFrame, system: pl.DataFrame) -> pl.DataFrame:
         .row(0, named=True)
     )
     words, gold_content = totals["words"], totals["gold_content"]
-    gold = [words] * len(WORD_METRICS) + [gold_content] * len(CONTENT_METRICS)
+    gold_n = [words] * len(WORD_METRICS) + [gold_content] * len(CONTENT_METRICS)
     predicted = [words] * len(WORD_METRICS) + [totals["system_content"]] * len(CONTENT_METRICS)
+    return _count_frame(list(METRICS), [totals[m] for m in METRICS], gold_n, predicted)
+
+
+def tag_counts(key: pl.DataFrame, system: pl.DataFrame,
+               gold: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The counts of the tag metrics only (UPOS, XPOS, UFeats, AllTags, Lemmas: what a
+    tagger is scored on), without the tree's joins; equal to :func:`conll18_counts`' rows."""
+    _check_same_words(key, system)
+    gold = _normalised(key) if gold is None else gold.lazy()
+    both = pl.concat([gold.select("upos", "xpos", "ufeats", "lemma"),
+                      _normalised(system).select(pl.col("upos", "xpos", "ufeats", "lemma")
+                                                 .name.suffix("_sys"))], how="horizontal")
+    correct = (both.select(*_tag_matches()).select(
+        pl.all().fill_null(False)).with_columns(
+        AllTags=pl.col("UPOS") & pl.col("XPOS") & pl.col("UFeats"))
+        .select(pl.col(*TAG_METRICS).sum()).collect().row(0, named=True))
+    n = key.height
+    return _count_frame(list(TAG_METRICS), [correct[m] for m in TAG_METRICS],
+                        [n] * len(TAG_METRICS), [n] * len(TAG_METRICS))
+
+
+def normalised_key(key: pl.DataFrame) -> pl.DataFrame:
+    """The key's words as the metrics compare them, computed once for many systems."""
+    return _normalised(key).collect()
+
+
+def _count_frame(metrics: list[str], correct: list[int], gold: list[int],
+                 system: list[int]) -> pl.DataFrame:
     return pl.DataFrame(
-        {
-            "metric": list(METRICS),
-            "correct": [totals[metric] for metric in METRICS],
-            "gold_total": gold,
-            "system_total": predicted,
-            "aligned_total": gold,  # every gold word is aligned
-        },
+        {"metric": metrics, "correct": correct, "gold_total": gold, "system_total": system,
+         "aligned_total": gold},  # every gold word is aligned
         schema={"metric": pl.String, **dict.fromkeys(COUNT_COLUMNS, pl.Int64)},
     )
 

@@ -21,7 +21,12 @@ from sysdiff.transforms.counts import (
     decode_sentence_differences,
 )
 from sysdiff.transforms.engine import MAX_ALL_SUBSETS, settle_majority
-from sysdiff.transforms.significance import AR_TRIALS, mcnemar_exact, randomization_from_histogram
+from sysdiff.transforms.significance import (
+    AR_TRIALS,
+    map_cores,
+    mcnemar_exact,
+    randomization_from_histogram,
+)
 
 #: Rows of pair tables built at once (bounded memory with many systems).
 PAIR_BLOCK = 256
@@ -83,8 +88,8 @@ def pair_rows(pc: PairCounts, names: Sequence[str], correct: np.ndarray, n_units
     n_diff, fix, brk, changed = (pc.classes[:, k] for k in range(4))
     acc = ratio(correct, n_units)
     mcnemar = np.array([mcnemar_exact(int(a), int(b)) for a, b in zip(fix, brk, strict=True)])
-    ar = np.array([randomization_from_histogram(*decode_sentence_differences(s), trials, seed)
-                   for s in pc.sent_diffs], np.float64)
+    ar = np.array(map_cores(lambda s: randomization_from_histogram(
+        *decode_sentence_differences(s), trials, seed), pc.sent_diffs), np.float64)
     decomposition = pc.decomposition
     cols = {
         "sys1": _names(names, i, j), "sys2": _names(names, j, i),

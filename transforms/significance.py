@@ -2,13 +2,33 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
 import numpy as np
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 AR_TRIALS = 10_000
 #: Largest lattice of the swapped sum whose exact distribution is computed (else sampled;
 #: the exact way costs about as much as sampling 4 trials per lattice point).
 EXACT_SUPPORT = 1 << 20
 _BATCH = 2048
+
+
+def map_cores(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+    """``fn`` over ``items`` on one thread per core, results in order: for the pairs'
+    randomization tests, whose numpy draws release the GIL (each pair has its own seeded
+    generator, so the results do not depend on the threads)."""
+    items = list(items)
+    workers = min(len(items), os.cpu_count() or 1)
+    if workers <= 1:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(workers, thread_name_prefix="sysdiff-ar") as pool:
+        return list(pool.map(fn, items))
 
 
 def mcnemar_exact(b: int, c: int) -> float:

@@ -13,6 +13,7 @@ import polars as pl
 from sysdiff.schemas.vocabulary import SPAN_CLASSES
 from sysdiff.transforms.counts import Sparse
 from sysdiff.transforms.reduce import mcnemar_column, oracle_correct, oracle_subsets, ratio
+from sysdiff.transforms.significance import map_cores
 from sysdiff.transforms.spans import _D, SPURIOUS, SpanCounts
 
 ALL = "ALL"
@@ -63,9 +64,13 @@ def pair_rows(c: SpanCounts, names: Sequence[str], trials: int, seed: int) -> pl
     f1 = f1_of(c)
     tp, found = c.correct.sum(axis=1), c.pred.sum(axis=1)
     gold = int(c.gold.sum())
-    ar = np.array([f1_randomization(*_decode_f1(s), (tp[a], found[a]), (tp[b], found[b]),
-                                    gold, trials, seed)
-                   for s, (a, b) in zip(c.sent_f1, pc.pairs, strict=True)], np.float64)
+
+    def ar_p(job: tuple[Sparse, tuple[int, int]]) -> float:
+        diffs, (a, b) = job
+        return f1_randomization(*_decode_f1(diffs), (tp[a], found[a]), (tp[b], found[b]),
+                                gold, trials, seed)
+
+    ar = np.array(map_cores(ar_p, zip(c.sent_f1, pc.pairs, strict=True)), np.float64)
     arr = np.array(names, dtype=object)
     return pl.DataFrame({
         "sys1": np.concatenate([arr[i], arr[j]]).tolist(),

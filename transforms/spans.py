@@ -41,7 +41,11 @@ _D = 1 << 20
 
 
 def _positions(spans: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end of each span as one sortable integer (sentence, then token)."""
+    """Start and end of each span as one sortable integer (sentence, then token; or the
+    ``pos_start``/``pos_end`` characters when spans are compared by characters, see
+    :mod:`sysdiff.transforms.span_alignment`)."""
+    if "pos_start" in spans.columns:
+        return spans["pos_start"].to_numpy(), spans["pos_end"].to_numpy()
     sent = spans["sent"].to_numpy().astype(np.int64) << 32
     return sent | spans["start"].to_numpy(), sent | spans["end"].to_numpy()
 

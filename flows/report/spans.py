@@ -263,7 +263,9 @@ def spans_html(read: Read, corpus: str, tables: set[str]) -> str:
     parts = [f'<section class="view spans" id="{esc(corpus)}-spans"><h3>{esc(corpus)}: '
              f'spans</h3><p class="note">scheme {esc(scheme)} (auto: conlleval rules; iob2, '
              "bioes: seqeval strict). A span is correct when a key span has the same start, "
-             "end and type; ALL = micro average over types (METRICS 5)</p>",
+             "end and type (a system tokenised otherwise than the key: the same first and "
+             "last character of the text); ALL = micro average over types (METRICS 4.1, "
+             "5)</p>",
              "<h4>Span scores</h4>" + scores_html(data)]
     if data.tags.height:
         parts.append("<h4>Tags</h4>" + tags_html(data.tags))

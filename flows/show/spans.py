@@ -118,16 +118,34 @@ def span_units_sql(corpus: str, sys1: str, sys2: str, where: str, limit: int | N
     """The one query behind span examples: the units of ``sys1 -> sys2`` whose class
     differs (columns ``change``, ``c1``, ``c2``, ``type`` filtered by ``where``), in corpus
     order; ``per_cell`` keeps the first units of each (c1, c2) cell. Each row: sent_id, the
-    unit (type, text, in_key), c1, c2, what each system predicted, the bracketed sentence."""
+    unit (type, text, in_key), c1, c2, what each system predicted (1-based key token
+    positions; for a system placed on the key's characters, its own words), the bracketed
+    key sentence (a unit with a boundary inside a key token brackets the key tokens it
+    touches; one that runs on into the next sentence ends in ``…]``)."""
     c = sql_literal(corpus)
     ok = "('correct', 'absent')"
-    side = ("select sent, start, \"end\", type, text, in_key, cls, pred_start, pred_end, "
-            "pred_type from span_classes where corpus = " + c + " and system = ")
-    shown = "case when {p}.cls is null then 'absent' when {p}.pred_type is null then {p}.cls " \
-            "else {p}.cls || ' (' || {p}.pred_type || ' ' || ({p}.pred_start + 1) || '-' " \
-            "|| ({p}.pred_end + 1) || ')' end"
-    rank = ("row_number() over (partition by c1, c2 order by sent, start, \"end\", type)"
+    side = f"""select x.sent, x.start, x."end", x.type, x.text, x.in_key, x.cls,
+                x.pred_start, x.pred_end, x.pred_type, w.text as pred_words
+            from span_classes x
+            left join systems m on m.corpus = {c} and m.system = x.system
+                 and m.alignment = 'characters'
+            left join spans w on m.system is not null and w.corpus = {c}
+                 and w.system = x.system and w.sent = x.sent and w.start = x.pred_start
+                 and w."end" = x.pred_end and w.type = x.pred_type
+            where x.corpus = {c} and x.system = """
+    shown = ("case when {p}.cls is null then 'absent' when {p}.pred_type is null then {p}.cls "
+             "when {p}.pred_words is not null then {p}.cls || ' (' || {p}.pred_type || ' ' "
+             "|| chr(39) || {p}.pred_words || chr(39) || ')' "
+             "else {p}.cls || ' (' || {p}.pred_type || ' ' || ({p}.pred_start + 1) || '-' "
+             "|| ({p}.pred_end + 1) || ')' end")
+    rank = ('row_number() over (partition by c1, c2 order by sent, start, "end", type)'
             if per_cell else "1")
+    # a boundary inside a key token is -(1 + its character offset in the sentence's text)
+    opens = ("((p.start >= 0 and t.id - 1 = p.start) or (p.start < 0 and t.cs <= -1 - p.start"
+             " and -1 - p.start < t.ce))")
+    closes = ('((p."end" >= 0 and t.id - 1 = p."end") or (p."end" < 0 and '
+              't.cs <= -1 - p."end" and -1 - p."end" < t.ce))')
+    runs_on = '(p."end" < 0 and t.id = t.n_tok and -1 - p."end" >= t.ce)'
     sql = f"""
         with a as ({side}{sql_literal(sys1)}), b as ({side}{sql_literal(sys2)}),
         u as (select sent, start, "end", type, coalesce(a.text, b.text) as text,
@@ -142,17 +160,25 @@ def span_units_sql(corpus: str, sys1: str, sys2: str, where: str, limit: int | N
         picked as (select *, {rank} as rank from d where {where or 'true'}
                    {f'qualify rank <= {int(per_cell)}' if per_cell else ''}
                    order by sent, start, "end", type
-                   {'' if limit is None else f'limit {int(limit)}'})
+                   {'' if limit is None else f'limit {int(limit)}'}),
+        k as (select sent, id, form,
+                     length(nfc_normalize(regexp_replace(form, '\\p{{Zs}}', '', 'g'))) as n
+              from span_tokens where corpus = {c} and system = '__key__'
+                   and sent in (select sent from picked)),
+        t as (select sent, id, form, sum(n) over w - n as cs, sum(n) over w as ce,
+                     max(id) over (partition by sent) as n_tok
+              from k window w as (partition by sent order by id))
         select s.sent_id, p.type, p.text as span, p.in_key, p.c1, p.c2,
                p.s1 as {_ident(sys1)}, p.s2 as {_ident(sys2)},
-               string_agg(case when t.id - 1 = p.start and t.id - 1 = p."end"
-                               then '[' || t.form || ']'
-                               when t.id - 1 = p.start then '[' || t.form
-                               when t.id - 1 = p."end" then t.form || ']' else t.form end,
+               string_agg(case when {opens} and {closes} then '[' || t.form || ']'
+                               when {opens} and {runs_on} then '[' || t.form || ' …]'
+                               when {opens} then '[' || t.form
+                               when {closes} then t.form || ']'
+                               when {runs_on} then t.form || ' …]' else t.form end,
                           ' ' order by t.id) as sentence
         from picked p
         join sents s on s.corpus = {c} and s.system = '__key__' and s.sent = p.sent
-        join span_tokens t on t.corpus = {c} and t.system = '__key__' and t.sent = p.sent
+        join t on t.sent = p.sent
         group by p.sent, p.start, p."end", p.type, s.sent_id, p.text, p.in_key, p.c1, p.c2,
                  p.s1, p.s2
         order by p.sent, p.start, p."end", p.type"""

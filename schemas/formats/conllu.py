@@ -560,15 +560,30 @@ def read_conll(path: str | Path, fmt: str | None = None, chunk_bytes: int | None
                     pl.concat([c.sents for c in chunks], rechunk=False))
 
 
+def positions_in_sentences(sent: pl.Series) -> pl.Series:
+    """1, 2, 3, ... within each run of equal sentence numbers (sentences are contiguous):
+    a row's index minus its sentence's first row's, in numpy (a window expression over
+    the sentence costs several times more)."""
+    sent_np = sent.to_numpy()
+    first = np.zeros(sent_np.size, np.int64)
+    change = np.flatnonzero(sent_np[1:] != sent_np[:-1]) + 1
+    first[change] = change
+    return pl.Series("id", np.arange(sent_np.size) - np.maximum.accumulate(first) + 1,
+                     dtype=pl.Int32)
+
+
 def _tsv_to_conll(toks: pl.DataFrame) -> pl.DataFrame:
-    """word<TAB>tag: the tag fills both UPOS and XPOS; IDs are positions in the sentence."""
-    pos = pl.int_range(1, pl.len() + 1).over("sent").cast(pl.String)
+    """word<TAB>tag: the tag fills UPOS (XPOS stays ``_``, so the one tag is scored once);
+    IDs are positions in the sentence (``_id`` as a number, counted from each sentence's
+    first row: sentences are contiguous)."""
+    ids = positions_in_sentences(toks["sent"]).alias("_id")
     blank = pl.lit("_")
     return toks.with_columns(
-        pos.alias("id"), blank.alias("lemma"), pl.col("tag").alias("upos"),
-        pl.col("tag").alias("xpos"), blank.alias("feats"), blank.alias("head"),
-        blank.alias("deprel"), blank.alias("deps"), blank.alias("misc"),
+        ids, ids.cast(pl.String).alias("id"), blank.alias("lemma"),
+        pl.col("tag").alias("upos"), blank.alias("xpos"), blank.alias("feats"),
+        blank.alias("head"), blank.alias("deprel"), blank.alias("deps"), blank.alias("misc"),
     )
+
 
 class WordCheck:
     """Checks a system file against the key while it is read chunk by chunk.

@@ -38,6 +38,7 @@ from sysdiff.schemas.formats.conllu import (
     chunk_bounds,
     first_token_line,
     mapped_file,
+    positions_in_sentences,
     read_lines,
     sentence_table,
 )
@@ -224,7 +225,7 @@ def parse_chunk(path: str | Path, data: bytes | mmap.mmap, fmt: str, scheme: str
     f_form, f_tag = FIELDS[fmt]
     toks = parts.select("sent", form=f"field_{f_form}", tag=f"field_{f_tag}", line="line",
                         _id=f"field_{0}")
-    toks = toks.with_columns(id=pl.int_range(1, pl.len() + 1, dtype=pl.Int32).over("sent"))
+    toks = toks.with_columns(positions_in_sentences(toks["sent"]))
     if fmt == "uner":
         _check_ids(path, toks)
     toks = _tags(path, toks, scheme).with_columns(kind=pl.lit(0, pl.Int8))
