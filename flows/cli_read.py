@@ -119,7 +119,8 @@ def examples(
             found = span_examples(root, corpus, sys1, sys2, cls, l1, l2,
                                   gold or (None if view == "ALL" else view), limit)
         else:
-            found = find(root, corpus, view, sys1, sys2, cls, l1, l2, limit, punct, gold)
+            found = find(root, corpus, view, sys1, sys2, cls, l1, l2, limit, punct, gold,
+                         rows=True)
     typer.echo(to_text(found, fmt), nl=False)
 
 

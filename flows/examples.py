@@ -10,13 +10,17 @@ its view's column; for ``head`` and ``las`` the shown label is the DEPREL (as in
 from __future__ import annotations
 
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from sysdiff.flows.catalog import sql_literal as lit
-from sysdiff.flows.queries import query
+from sysdiff.flows.queries import query, query_rows
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import CLASSES, KEY_ID, PTB_PUNCT, View, view
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from sysdiff.flows.rows import Rows
 
 
 def parse_mappings(options: str) -> dict[str, dict[str, str]]:
@@ -105,7 +109,7 @@ def examples_sql(corpus: str, view_name: str, punct: bool, sys1: str, sys2: str,
 def pair_context(root: Path, corpus: str, view: str, punct: bool, sys1: str,
                  sys2: str) -> tuple[str, dict[str, dict[str, str]]]:
     """The key's input format and the label mappings the pair was computed with."""
-    meta = query(root, f"""
+    meta = query_rows(root, f"""
         select (select any_value(format) from systems where corpus = {lit(corpus)}
                 and system = {lit(KEY_ID)}) as format,
                (select any_value(options) from pairs where corpus = {lit(corpus)}
@@ -130,8 +134,9 @@ def check_labels(root: Path, corpus: str, view: str, punct: bool, sys1: str, sys
     where = (f"corpus = {lit(corpus)} and view = {lit(view)} and punct = {str(punct).lower()} "
              f"and sys1 = {lit(sys1)} and sys2 = {lit(sys2)}")
     for col, value in asked.items():
-        labels = query(root, f"select distinct {col} as label from changes where {where} "
-                             "order by 1")["label"].drop_nulls().to_list()
+        labels = [v for v in query_rows(root, f"select distinct {col} as label from changes "
+                                              f"where {where} order by 1").column("label")
+                  if v is not None]
         if value not in labels:
             raise InputError(f"no label '{value}' for --{col} in the changes of {sys1} -> "
                              f"{sys2} ({view}, punct={str(punct).lower()}); expected one of "
@@ -141,8 +146,9 @@ def check_labels(root: Path, corpus: str, view: str, punct: bool, sys1: str, sys
 def examples(root: Path, corpus: str, view_name: str, sys1: str, sys2: str, cls: str,
              l1: str | None = None, l2: str | None = None, limit: int = 10,
              punct: bool | None = None, gold: str | None = None,
-             context: int = 0) -> pl.DataFrame:
-    """Words of class ``cls`` in ``sys1 -> sys2`` (optionally with labels l1/l2/gold).
+             context: int = 0, rows: bool = False) -> pl.DataFrame | Rows:
+    """Words of class ``cls`` in ``sys1 -> sys2`` (optionally with labels l1/l2/gold), as a
+    frame or (``rows``) as :class:`Rows`.
 
     ``limit`` < 0 means no limit. Columns: sent_id, sent, id, form (the key's), form1 and
     form2 (each system's own word aligned with it, null when none), class, gold, l1, l2,
@@ -160,7 +166,7 @@ def examples(root: Path, corpus: str, view_name: str, sys1: str, sys2: str, cls:
               if v is not None]
     sql = examples_sql(corpus, view_name, punct, sys1, sys2, fmt, mappings,
                        " and ".join(conds), None, None if limit < 0 else limit, context)
-    return query(root, sql)
+    return query(root, sql, rows=rows)
 
 
 def cell_examples(root: Path, corpus: str, view: str, punct: bool, sys1: str, sys2: str,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.names import COREF_TASKS, SPAN_TASKS, UNL_TASKS
-from sysdiff.flows.queries import query
+from sysdiff.flows.queries import query_rows
 from sysdiff.flows.show.common import check_systems, check_view, corpora, corpus_systems
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import DEP_VIEWS, score_name
@@ -58,7 +58,7 @@ def pick_pair_corpus(root: Path, corpus: str | None, baseline: str, candidate: s
 
 
 def _pair(root: Path, table: str, where: str, a: str, b: str) -> dict:
-    rows = query(root, f"select * from {table} where {where} and sys1 = {sql_literal(a)} "
+    rows = query_rows(root, f"select * from {table} where {where} and sys1 = {sql_literal(a)} "
                        f"and sys2 = {sql_literal(b)}")
     if rows.is_empty():
         raise InputError(f"no comparison {a} -> {b} in {table}; run both systems on this "
@@ -70,22 +70,22 @@ def _label_delta(root: Path, corpus: str, view: str, punct: bool, a: str, b: str
                  label: str) -> tuple[float, int]:
     where = (f"corpus = {sql_literal(corpus)} and view = {sql_literal(view)} "
              f"and punct = {str(punct).lower()}")
-    labels = query(root, f"select distinct gold_label from labels where {where} "
-                         "order by 1")["gold_label"].to_list()
+    labels = query_rows(root, f"select distinct gold_label from labels where {where} "
+                              "order by 1").column("gold_label")
     if label not in labels:
         raise InputError(f"no gold label '{label}' in view '{view}' of corpus '{corpus}'; "
                          f"expected one of {', '.join(labels) or 'none'}", root)
-    rows = query(root, f"""select system, accuracy, n from labels where {where}
+    rows = query_rows(root, f"""select system, accuracy, n from labels where {where}
         and gold_label = {sql_literal(label)} and system in ({sql_literal(a)}, {sql_literal(b)})""")
-    acc = dict(zip(rows["system"], rows["accuracy"], strict=True))
-    return acc[b] - acc[a], int(rows["n"][0])
+    acc = dict(zip(rows.column("system"), rows.column("accuracy"), strict=True))
+    return acc[b] - acc[a], int(rows.column("n")[0])
 
 
 def _score(root: Path, sql: str, system: str) -> float:
-    rows = query(root, sql)
+    rows = query_rows(root, sql)
     if rows.is_empty():
         raise InputError(f"no score of '{system}' in this corpus", root)
-    return float(rows[0, 0])
+    return float(rows.row(0)[0])
 
 
 def previous_version(root: Path, corpus: str | None, candidate: str) -> tuple[str, str]:
@@ -96,14 +96,14 @@ def previous_version(root: Path, corpus: str | None, candidate: str) -> tuple[st
                          "give --baseline, or a versioned candidate to gate against its "
                          "previous version")
     corpus = pick_pair_corpus(root, corpus, candidate, candidate)
-    rows = query(root, f"select distinct previous from history where corpus = "
+    rows = query_rows(root, f"select distinct previous from history where corpus = "
                        f"{sql_literal(corpus)} and name = {sql_literal(name)} and version = "
                        f"{sql_literal(version)}")
     if rows.is_empty():
         check_systems(root, corpus, candidate)
         raise InputError(f"no history of '{name}' in corpus '{corpus}' holds version "
                          f"'{version}'", root)
-    previous = rows["previous"][0]
+    previous = rows.column("previous")[0]
     if previous is None:
         raise InputError(f"'{candidate}' is the first version of '{name}' in corpus "
                          f"'{corpus}'; there is no previous version to gate against", root)
@@ -180,10 +180,10 @@ def check(root: Path, corpus: str | None, baseline: str | None, candidate: str,
 def _span_new_errors(root: Path, c: str, span_type: str, a: str, b: str) -> int:
     """Span units of one type right under ``a`` (correct, absent) and wrong under ``b``."""
     ok = "('correct', 'absent')"
-    rows = query(root, f"""select coalesce(sum(count), 0) as n from span_transitions
+    rows = query_rows(root, f"""select coalesce(sum(count), 0) as n from span_transitions
         where corpus = {c} and sys1 = {sql_literal(a)} and sys2 = {sql_literal(b)}
         and type = {sql_literal(span_type)} and c1 in {ok} and c2 not in {ok}""")
-    return int(rows["n"][0])
+    return int(rows.column("n")[0])
 
 
 def latest_steps(root: Path, corpus: str, alpha: float = 0.05) -> list[str]:
@@ -195,7 +195,7 @@ def latest_steps(root: Path, corpus: str, alpha: float = 0.05) -> list[str]:
     which = "true" if task in UNL_TASKS + SPAN_TASKS else f"view = {sql_literal(view)}"
     if task not in UNL_TASKS + COREF_TASKS + SPAN_TASKS:
         which += f" and punct = {str(view not in DEP_VIEWS).lower()}"
-    rows = query(root, f"""select * from history where corpus = {sql_literal(corpus)} and
+    rows = query_rows(root, f"""select * from history where corpus = {sql_literal(corpus)} and
         {which} and previous is not null
         qualify position = max(position) over (partition by name) order by name""")
     lines = []

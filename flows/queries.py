@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from sysdiff.flows.catalog import CATALOG, sql_literal
-from sysdiff.flows.render import Rows
+from sysdiff.flows.rows import NUMERIC, Rows, plain, polars_type
 from sysdiff.schemas.errors import InputError
 
 if TYPE_CHECKING:
@@ -97,10 +97,11 @@ def catalog_files(con: duckdb.DuckDBPyConnection) -> list[str]:
     return list(row[0] or [])
 
 
-def check_read_only(sql: str) -> None:
-    """Refuse, in one line, anything but one read-only query."""
+def check_read_only(sql: str, con: duckdb.DuckDBPyConnection | None = None) -> None:
+    """Refuse, in one line, anything but one read-only query (parsed by ``con``, else by
+    DuckDB's default connection, which costs 25 ms to create)."""
     try:
-        statements = duckdb.extract_statements(sql)
+        statements = (duckdb if con is None else con).extract_statements(sql)
     except duckdb.Error as e:
         raise InputError(f"SQL error: {_first_line(e)}") from None
     if len(statements) != 1:
@@ -152,16 +153,20 @@ def one_connection() -> Iterator[None]:
 
 def query(root: Path, sql: str, rows: bool = False) -> pl.DataFrame | Rows:
     """Run one read-only SQL statement in the sandbox; anything else is an InputError. With
-    ``rows``, a small result of plain types comes back as :class:`Rows` (polars is not
-    imported: ``sysdiff sql`` printing a table)."""
-    check_read_only(sql)
+    ``rows``, the result comes back as :class:`Rows` (polars is not imported for the usual
+    column types: the read-only commands)."""
     shared = _shared is not None
     con = _shared.get(root) if shared else None
     if con is None:
-        con = connect(root)
+        try:
+            con = connect(root)
+        except InputError:
+            check_read_only(sql)  # a refused statement is said first, the warehouse next
+            raise
         if shared:
             _shared[root] = con
     try:
+        check_read_only(sql, con)
         return fetch(con.execute(sql), rows)
     except duckdb.PermissionException as e:
         raise InputError("refused: sysdiff reads only the warehouse's tables (no other "
@@ -179,62 +184,36 @@ def query(root: Path, sql: str, rows: bool = False) -> pl.DataFrame | Rows:
             con.close()
 
 
-#: Rows of a result read as Python values (no Arrow: pyarrow and numpy take 0.1-0.2 s to
-#: import); a bigger result, or one with a column of another type, is read as Arrow.
+
+def query_rows(root: Path, sql: str) -> Rows:
+    """:func:`query`, the result as :class:`Rows` (what the read-only commands compute and
+    print from without importing polars)."""
+    return query(root, sql, rows=True)
+
+#: Rows of a result read as Python values without Arrow (pyarrow and numpy take 0.1-0.2 s to
+#: import) when a frame is asked for; a bigger result, or one with a column of another type,
+#: is read as Arrow.
 SMALL_RESULT = 10_000
-_SCALARS = {"boolean": "Boolean", "tinyint": "Int8", "smallint": "Int16", "integer": "Int32",
-            "bigint": "Int64", "utinyint": "UInt8", "usmallint": "UInt16",
-            "uinteger": "UInt32", "ubigint": "UInt64", "float": "Float32", "double": "Float64",
-            "varchar": "String", "blob": "Binary", "date": "Date", "null": "Null"}
-
-
-_NUMERIC = {"tinyint", "smallint", "integer", "bigint", "utinyint", "usmallint", "uinteger",
-            "ubigint", "float", "double", "decimal"}
-
-
-def plain(t: duckdb.DuckDBPyType) -> bool:
-    """True for the types read without Arrow (those :func:`polars_type` maps)."""
-    if t.id in _SCALARS or t.id == "decimal":
-        return True
-    if t.id == "list":
-        return plain(t.children[0][1])
-    return t.id == "struct" and all(plain(child) for _, child in t.children)
-
-
-def polars_type(t: duckdb.DuckDBPyType) -> pl.DataType | None:
-    """The polars type ``pl.from_arrow`` gives a DuckDB column of type ``t``, for the types
-    read without Arrow; None for the others."""
-    import polars as pl
-
-    if t.id in _SCALARS:
-        return getattr(pl, _SCALARS[t.id])()
-    if t.id == "decimal":
-        (_, precision), (_, scale) = t.children
-        return pl.Decimal(precision, scale)
-    if t.id == "list":
-        inner = polars_type(t.children[0][1])
-        return None if inner is None else pl.List(inner)
-    if t.id == "struct":
-        fields = [(name, polars_type(child)) for name, child in t.children]
-        return None if any(f is None for _, f in fields) else pl.Struct(dict(fields))
-    return None
 
 
 def fetch(result: duckdb.DuckDBPyConnection, as_rows: bool = False) -> pl.DataFrame | Rows:
     """An executed query's rows as a polars frame (column types as Arrow would give); with
-    ``as_rows``, a small result of plain types as :class:`Rows`."""
+    ``as_rows``, as :class:`Rows` (polars not imported when every column is of a type read
+    without Arrow, whatever the size)."""
     names = [d[0] for d in result.description]
     if not all(plain(d[1]) for d in result.description) or len(set(names)) != len(names):
-        return _from_arrow(result, names, [])
+        frame = _from_arrow(result, names, [])
+        return Rows.from_frame(frame) if as_rows else frame
+    types = [d[1] for d in result.description]
+    if as_rows:
+        return Rows(names, [t.id in NUMERIC for t in types], result.fetchall(), types)
     rows = result.fetchmany(SMALL_RESULT + 1)
     if len(rows) > SMALL_RESULT:
         return _from_arrow(result, names, rows)
-    if as_rows:
-        return Rows(names, [d[1].id in _NUMERIC for d in result.description], rows)
     import polars as pl
 
-    types = [polars_type(d[1]) for d in result.description]
-    return pl.DataFrame(rows, schema=list(zip(names, types, strict=True)), orient="row")
+    schema = list(zip(names, map(polars_type, types), strict=True))
+    return pl.DataFrame(rows, schema=schema, orient="row")
 
 
 def _from_arrow(result: duckdb.DuckDBPyConnection, names: list[str], head: list[tuple]

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sysdiff.flows.names import FORMATS  # noqa: F401 (the output formats)
+from sysdiff.flows.rows import Rows
 
 if TYPE_CHECKING:
     import polars as pl
@@ -17,16 +17,6 @@ _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
 }
-
-
-@dataclass(frozen=True)
-class Rows:
-    """A small query result as Python rows, for the terminal table (``sysdiff sql`` prints
-    one without importing polars): column names, which columns are numeric, the rows."""
-
-    columns: list[str]
-    numeric: list[bool]
-    rows: list[tuple]
 
 
 def cell(value: object, column: str = "") -> str:
@@ -68,14 +58,16 @@ def latex_escape(text: str) -> str:
 
 
 def to_text(df: pl.DataFrame | Rows, fmt: str, title: str | None = None) -> str:
-    """A frame in one of FORMATS (``table`` is rendered for a terminal); :class:`Rows` in
-    the ``table`` format."""
+    """A frame or :class:`Rows` in one of FORMATS (``table`` is rendered for a terminal).
+    Rows print as a table, Markdown or LaTeX without polars, and as CSV, TSV or JSON through
+    their frame (polars' writers)."""
     if isinstance(df, Rows):
-        if fmt != "table":
-            raise ValueError(f"Rows are rendered as a table, not {fmt}")
+        if fmt in ("csv", "tsv", "json"):
+            return to_text(df.to_frame(), fmt, title)
+        columns, numeric = df.columns, df.numeric
         rows = [[cell(blob_text(v) if isinstance(v, bytes) else v, c)
-                 for v, c in zip(r, df.columns, strict=True)] for r in df.rows]
-        return terminal_table(df.columns, df.numeric, rows, title)
+                 for v, c in zip(r, columns, strict=True)] for r in df.rows]
+        return _layout(columns, numeric, rows, fmt, title)
     import polars as pl
 
     df = printable(df)
@@ -86,20 +78,26 @@ def to_text(df: pl.DataFrame | Rows, fmt: str, title: str | None = None) -> str:
     if fmt == "json":
         return json.dumps(df.to_dicts(), default=str, indent=1) + "\n"
     rows = [[cell(v, c) for v, c in zip(r, df.columns, strict=True)] for r in df.rows()]
+    return _layout(df.columns, [df.schema[c].is_numeric() for c in df.columns], rows, fmt,
+                   title)
+
+
+def _layout(columns: list[str], numeric: list[bool], rows: list[list[str]], fmt: str,
+            title: str | None) -> str:
+    """Cells as a terminal table, Markdown or LaTeX."""
     if fmt == "markdown":
-        head = "| " + " | ".join(df.columns) + " |"
-        sep = "|" + "|".join("---" for _ in df.columns) + "|"
+        head = "| " + " | ".join(columns) + " |"
+        sep = "|" + "|".join("---" for _ in columns) + "|"
         body = ["| " + " | ".join(r) + " |" for r in rows]
         return "\n".join([f"**{title}**", ""] * bool(title) + [head, sep, *body]) + "\n"
     if fmt == "latex":
-        cols = "l" * len(df.columns)
+        cols = "l" * len(columns)
         lines = [r"\begin{tabular}{" + cols + "}", r"\hline",
-                 " & ".join(latex_escape(c) for c in df.columns) + r" \\", r"\hline"]
+                 " & ".join(latex_escape(c) for c in columns) + r" \\", r"\hline"]
         lines += [" & ".join(latex_escape(v) for v in r) + r" \\" for r in rows]
         lines += [r"\hline", r"\end{tabular}"]
         return "\n".join(lines) + "\n"
-    return terminal_table(df.columns, [df.schema[c].is_numeric() for c in df.columns], rows,
-                          title)
+    return terminal_table(columns, numeric, rows, title)
 
 
 def terminal_table(columns: list[str], numeric: list[bool], rows: list[list[str]],

@@ -21,7 +21,8 @@ from sysdiff.flows.runner import _relay, _send, code_fingerprint, files, import_
 from sysdiff.flows.runner_child import DECLINED, child
 
 #: Imported before serving, so that a child imports (almost) nothing.
-WARM = ("sysdiff.flows.cli", "sysdiff.flows.run", "sysdiff.flows.tokens",
+WARM = ("sysdiff.flows.cli", "sysdiff.flows.cli_runs", "sysdiff.flows.cli_server",
+        "sysdiff.flows.run", "sysdiff.flows.tokens",
         "sysdiff.flows.coref", "sysdiff.flows.unl", "sysdiff.flows.show",
         "sysdiff.flows.report", "sysdiff.flows.queries", "sysdiff.flows.render",
         "sysdiff.flows.warehouse", "sysdiff.flows.spec", "sysdiff.flows.preflight",

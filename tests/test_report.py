@@ -165,6 +165,31 @@ def test_significance_marks_and_ticks():
     assert ticks(1.5) == [0, 0.5, 1, 1.5]
 
 
+def test_a_transition_matrix_adds_up_and_colours_by_change_class():
+    """The one matrix of coreference and span pairs, on hand-made cells: rows under sys1,
+    columns under sys2, sums; the diagonal neutral, two right classes 'other'."""
+    from sysdiff.flows.report.html import transition_matrix_html
+    from sysdiff.transforms.summaries import transition_class
+
+    cells = [("TP", "FN", 3), ("FN", "TP", 1), ("TP", "TP", 5), ("TN", "TP", 2),
+             ("FP", "WL", 4)]
+    page = transition_matrix_html(cells, ["TP", "FN", "TN"], transition_class, "a<1",
+                                  "b", {"criterion": "nom"})
+    assert page.startswith('<table class="trans" data-criterion="nom" data-sys1="a&lt;1" '
+                           'data-sys2="b">')
+    found = re.findall(r'class="cell (\w+)" data-c1="(\w+)" data-c2="(\w+)"[^>]*>(\d+)</td>',
+                       page)
+    assert [(c1, c2, kind, int(n)) for kind, c1, c2, n in found] == [
+        ("TP", "TP", "diag", 5), ("TP", "FN", "new_error", 3), ("TP", "TN", "other", 0),
+        ("FN", "TP", "correction", 1), ("FN", "FN", "diag", 0), ("FN", "TN", "correction", 0),
+        ("TN", "TP", "other", 2), ("TN", "FN", "new_error", 0), ("TN", "TN", "diag", 0)]
+    # row sums (TP 8, FN 1, TN 2), column sums (TP 8, FN 3, TN 0), all cells (FP->WL too)
+    assert re.findall(r'<td class="tot">(\d+)</td>', page) == ["8", "1", "2", "8", "3", "0",
+                                                             "15"]
+    # the largest off-diagonal count (4, outside the shown classes) sets the colour scale
+    assert 'title="TP → FN: 3 (New errors)"' in page and "rgba(198,40,40,0.680)" in page
+
+
 # ----------------------------------------------------------------------------- examples
 
 def change_counts(warehouse: Path, view: str, punct: bool, sys1: str, sys2: str) -> pl.DataFrame:

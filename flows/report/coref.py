@@ -10,7 +10,7 @@ import polars as pl
 
 from sysdiff.flows.report.charts import CLASS_NAMES, class_bars_svg, heatmap
 from sysdiff.flows.report.data import TOP_WORDS, CorefData, Read, load_coref
-from sysdiff.flows.report.html import esc, heat_style, mix, pct, table_html, td
+from sysdiff.flows.report.html import esc, mix, pct, table_html, td, transition_matrix_html
 from sysdiff.flows.report.tokens import ALL_PAIRS, PAIR_DETAILS, TOP_PAIRS, cls_col
 from sysdiff.schemas.vocabulary import ARCS_CLASSES as ARCS
 from sysdiff.schemas.vocabulary import CLASSES, CRITERIA
@@ -100,32 +100,9 @@ def coref_summary_html(pair: dict) -> str:
 
 def transition_html(trans: pl.DataFrame, criterion: str, sys1: str, sys2: str) -> str:
     """5x5 ARCS transition matrix (c1 rows under S1, c2 columns under S2) as a heat table."""
-    counts = {(a, b): n for a, b, n in trans.select("c1", "c2", "count").rows()}
     classes = _arcs_order([*trans["c1"].to_list(), *trans["c2"].to_list()])
-    off = [n for (a, b), n in counts.items() if a != b]
-    peak = max(off, default=0) or 1
-    head = (f'<th class="l">{esc(sys1)} ↓ / {esc(sys2)} →</th>'
-            + "".join(f"<th>{esc(c)}</th>" for c in classes) + "<th>Σ</th>")
-    rows = []
-    for a in classes:
-        cells = [f'<th class="l">{esc(a)}</th>']
-        for b in classes:
-            n = counts.get((a, b), 0)
-            cls = transition_class(a, b)
-            name = CLASS_NAMES.get(cls, "same class" if a == b else "other")
-            kind = cls or ("diag" if a == b else "other")  # other: correct in both
-            cells.append(f'<td class="cell {kind}" data-c1="{esc(a)}" '
-                         f'data-c2="{esc(b)}" style="{heat_style(cls, n / peak if n else 0)}" '
-                         f'title="{esc(a)} → {esc(b)}: {n} ({esc(name)})">{n}</td>')
-        cells.append(td(str(sum(counts.get((a, b), 0) for b in classes)), "tot"))
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    foot = ('<tr><th class="l">Σ</th>'
-            + "".join(td(str(sum(counts.get((a, b), 0) for a in classes)), "tot")
-                      for b in classes)
-            + td(str(sum(counts.values())), "tot") + "</tr>")
-    return (f'<table class="trans" data-criterion="{esc(criterion)}" data-sys1="{esc(sys1)}" '
-            f'data-sys2="{esc(sys2)}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
-            f"{foot}</tbody></table>")
+    return transition_matrix_html(trans.select("c1", "c2", "count").rows(), classes,
+                                  transition_class, sys1, sys2, {"criterion": criterion})
 
 
 def words_html(words: pl.DataFrame) -> str:

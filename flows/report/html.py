@@ -9,10 +9,12 @@ from __future__ import annotations
 import html
 import itertools
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import polars as pl
+
+from sysdiff.schemas.vocabulary import CLASS_NAMES
 
 
 def esc(value: object) -> str:
@@ -119,3 +121,38 @@ def heat_style(cls: str, t: float) -> str:
         return "background:#eef1f5"
     colour = "#fff" if t > 0.55 else "#1d2430"
     return f"background:rgba({rgb},{0.08 + 0.8 * t:.3f});color:{colour}"
+
+
+def transition_matrix_html(cells: Iterable[tuple[str, str, int]], classes: list[str],
+                           classify: Callable[[str, str], str], sys1: str, sys2: str,
+                           data: dict[str, str]) -> str:
+    """A class transition matrix of a pair as a heat table (coreference: ARCS classes;
+    spans: span classes): rows the class under ``sys1``, columns under ``sys2``, in the
+    order ``classes``, with row and column sums. ``cells`` are (c1, c2, count);
+    ``classify`` gives a cell's change class ('' on the diagonal and between two right
+    classes: "other"), which colours it. Every cell carries ``data-c1``/``data-c2`` (what
+    the page's drill-down reads); ``data`` are the table's own ``data-`` attributes,
+    before ``data-sys1`` and ``data-sys2``."""
+    counts = {(a, b): n for a, b, n in cells}
+    peak = max((n for (a, b), n in counts.items() if a != b), default=0) or 1
+    head = (f'<th class="l">{esc(sys1)} ↓ / {esc(sys2)} →</th>'
+            + "".join(f"<th>{esc(c)}</th>" for c in classes) + "<th>Σ</th>")
+    rows = []
+    for a in classes:
+        row = [f'<th class="l">{esc(a)}</th>']
+        for b in classes:
+            n = counts.get((a, b), 0)
+            cls = classify(a, b)
+            name = CLASS_NAMES.get(cls, "same class" if a == b else "other")
+            kind = cls or ("diag" if a == b else "other")  # other: right in both
+            row.append(f'<td class="cell {kind}" data-c1="{esc(a)}" data-c2="{esc(b)}" '
+                       f'style="{heat_style(cls, n / peak if n else 0)}" '
+                       f'title="{esc(a)} → {esc(b)}: {n} ({esc(name)})">{n}</td>')
+        row.append(td(str(sum(counts.get((a, b), 0) for b in classes)), "tot"))
+        rows.append("<tr>" + "".join(row) + "</tr>")
+    foot = ('<tr><th class="l">Σ</th>'
+            + "".join(td(str(sum(counts.get((a, b), 0) for a in classes)), "tot")
+                      for b in classes) + td(str(sum(counts.values())), "tot") + "</tr>")
+    attrs = "".join(f' data-{k}="{esc(v)}"' for k, v in data.items())
+    return (f'<table class="trans"{attrs} data-sys1="{esc(sys1)}" data-sys2="{esc(sys2)}">'
+            f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}{foot}</tbody></table>')

@@ -12,7 +12,15 @@ import polars as pl
 from sysdiff.flows.catalog import sql_literal as lit
 from sysdiff.flows.report.charts import CLASS_NAMES, class_bars_svg
 from sysdiff.flows.report.data import MAX_ROWS, Read
-from sysdiff.flows.report.html import esc, heat_style, p_value, pct, points, table_html, td
+from sysdiff.flows.report.html import (
+    esc,
+    p_value,
+    pct,
+    points,
+    table_html,
+    td,
+    transition_matrix_html,
+)
 from sysdiff.flows.report.tokens import ALL_PAIRS, PAIR_DETAILS, TOP_PAIRS, cls_col
 from sysdiff.schemas.vocabulary import CLASSES, SPAN_CLASSES, SPAN_CORRECT
 from sysdiff.transforms.summaries import MANY_SYSTEMS
@@ -173,31 +181,11 @@ def pairs_html(data: SpanData, pairs: list[dict]) -> str:
 
 def matrix_html(trans: pl.DataFrame, span_type: str, sys1: str, sys2: str) -> str:
     """The class transition matrix of a pair and type (rows: class under S1)."""
-    counts = {(a, b): n for a, b, n in trans.select("c1", "c2", "count").rows()}
-    classes = [c for c in SPAN_CLASSES if any(c in k for k in counts)]
-    peak = max((n for (a, b), n in counts.items() if a != b), default=0) or 1
-    head = (f'<th class="l">{esc(sys1)} ↓ / {esc(sys2)} →</th>'
-            + "".join(f"<th>{esc(c)}</th>" for c in classes) + "<th>Σ</th>")
-    rows = []
-    for a in classes:
-        cells = [f'<th class="l">{esc(a)}</th>']
-        for b in classes:
-            n = counts.get((a, b), 0)
-            cls = change_class(a, b)
-            kind = cls or "diag"
-            name = CLASS_NAMES.get(cls, "same class")
-            cells.append(f'<td class="cell {kind}" data-c1="{esc(a)}" data-c2="{esc(b)}" '
-                         f'style="{heat_style(cls, n / peak if n else 0)}" '
-                         f'title="{esc(a)} → {esc(b)}: {n} ({esc(name)})">{n}</td>')
-        cells.append(td(str(sum(counts.get((a, b), 0) for b in classes)), "tot"))
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    foot = ('<tr><th class="l">Σ</th>'
-            + "".join(td(str(sum(counts.get((a, b), 0) for a in classes)), "tot")
-                      for b in classes) + td(str(sum(counts.values())), "tot") + "</tr>")
-    return (f'<div><h4>type {esc(span_type)}</h4><table class="trans" '
-            f'data-type="{esc(span_type)}" data-sys1="{esc(sys1)}" data-sys2="{esc(sys2)}">'
-            f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}{foot}</tbody></table>'
-            "</div>")
+    present = {*trans["c1"].to_list(), *trans["c2"].to_list()}
+    classes = [c for c in SPAN_CLASSES if c in present]
+    table = transition_matrix_html(trans.select("c1", "c2", "count").rows(), classes,
+                                   change_class, sys1, sys2, {"type": span_type})
+    return f"<div><h4>type {esc(span_type)}</h4>{table}</div>"
 
 
 def examples_html(read: Read, corpus: str, sys1: str, sys2: str, trans: pl.DataFrame) -> str:

@@ -10,12 +10,11 @@ warehouse holds: a wrong one is one line naming the valid choices.
 from __future__ import annotations
 
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.names import COREF_TASKS, SHOWABLE, SPAN_TASKS, TOKEN_TASKS, UNL_TASKS
-from sysdiff.flows.queries import query
+from sysdiff.flows.queries import query, query_rows
 from sysdiff.flows.render import to_text
 from sysdiff.flows.show.common import (
     VIEW_ORDER,
@@ -41,6 +40,9 @@ from sysdiff.flows.show.unl import _unl_rows
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import DEP_VIEWS, score_name
 
+if TYPE_CHECKING:
+    import polars as pl
+
 COREF_NAMES = {"muc": "MUC", "bcub": "B3", "ceafm": "CEAF-m", "ceafe": "CEAF-e",
                "blanc": "BLANC", "lea": "LEA", "conll": "CoNLL"}
 
@@ -49,6 +51,8 @@ def headline(root: Path, corpus: str) -> pl.DataFrame:
     """The headline figures of a corpus, one row per system, every rate in percent: token
     accuracies (dependency views without punctuation, LAS with it, and CoNLL18 LAS F1),
     coreference F1s, or UNL precision/recall/F."""
+    import polars as pl
+
     task = corpus_task(root, corpus)
     c = sql_literal(corpus)
     if task in SPAN_TASKS:
@@ -65,7 +69,7 @@ def headline(root: Path, corpus: str) -> pl.DataFrame:
         return wide.select("system", *[pl.col(m).alias(f"{COREF_NAMES[m]} F1 %")
                                       for m in order])
     if task in UNL_TASKS:  # the options are in 'show unl'; a figure the task lacks is dropped
-        rows = _unl_rows(root, c).drop("options")
+        rows = _unl_rows(root, c).to_frame().drop("options")
         return rows.select(col for col in rows.columns if rows[col].null_count() < rows.height)
     rows = query(root, f"""select system, view, punct, n_units, {pct('accuracy')} as acc
         from scores where corpus = {c}""")
@@ -144,4 +148,4 @@ def show_table(root: Path, table: str, corpus: str | None, view: str | None, sys
     if table == "conll18":
         _blank_metrics_note(root, corpus)
     title = f"{table}: {corpus}" + ("" if table == "conll18" else f", {name}")
-    return to_text(query(root, sql), fmt, title=title)
+    return to_text(query_rows(root, sql), fmt, title=title)

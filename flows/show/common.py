@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.names import COREF_TASKS, SPAN_TASKS, UNL_TASKS
-from sysdiff.flows.queries import query
+from sysdiff.flows.queries import query_rows
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import CRITERIA, VIEWS
 
@@ -17,9 +17,9 @@ VIEW_ORDER = tuple(VIEWS)
 
 def corpora(root: Path) -> dict[str, str]:
     """corpus -> task, for every corpus in the warehouse."""
-    rows = query(root, "select corpus, any_value(task) as task from systems group by corpus "
-                       "order by corpus")
-    return dict(rows.rows())
+    rows = query_rows(root, "select corpus, any_value(task) as task from systems group by "
+                            "corpus order by corpus")
+    return dict(rows.rows)
 
 
 def pick_corpus(root: Path, corpus: str | None, tasks: tuple[str, ...] | None = None,
@@ -54,15 +54,16 @@ def corpus_task(root: Path, corpus: str) -> str:
 
 def corpus_views(root: Path, corpus: str) -> list[str]:
     """The views scored for a token corpus, in the usual order."""
-    got = set(query(root, f"select distinct view from scores where corpus = "
-                          f"{sql_literal(corpus)}")["view"])
+    got = set(query_rows(root, f"select distinct view from scores where corpus = "
+                               f"{sql_literal(corpus)}").column("view"))
     return [v for v in VIEW_ORDER if v in got] + sorted(got - set(VIEW_ORDER))
 
 
 def corpus_systems(root: Path, corpus: str) -> list[str]:
     """The systems (not the key) of a corpus, by name."""
-    return query(root, f"select distinct system from systems where corpus = "
-                       f"{sql_literal(corpus)} and role = 'system' order by 1")["system"].to_list()
+    return query_rows(root, f"select distinct system from systems where corpus = "
+                            f"{sql_literal(corpus)} and role = 'system' order by 1"
+                      ).column("system")
 
 
 def check_view(root: Path, corpus: str, task: str, view: str | None) -> str | None:
@@ -91,8 +92,8 @@ def check_view(root: Path, corpus: str, task: str, view: str | None) -> str | No
 
 def span_types(root: Path, corpus: str) -> list[str]:
     """``ALL`` and the span types scored in a ner corpus (key or predicted)."""
-    got = query(root, f"select distinct type from span_scores where corpus = "
-                      f"{sql_literal(corpus)} and type != 'ALL' order by 1")["type"].to_list()
+    got = query_rows(root, f"select distinct type from span_scores where corpus = "
+                           f"{sql_literal(corpus)} and type != 'ALL' order by 1").column("type")
     return ["ALL", *got]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sysdiff.flows.catalog import sql_literal
-from sysdiff.flows.queries import query
+from sysdiff.flows.queries import query_rows
 from sysdiff.flows.render import to_text
 from sysdiff.flows.show.common import pair_summary, pct
 from sysdiff.flows.show.unl import _unl_rows
@@ -47,7 +47,7 @@ def _domain_table(root: Path, table: str, corpus: str, view: str | None, sys1: s
                      f"order by sys1, sys2",
     }[table]
     suffix = "" if table in ("coref", "agreement") else f", criterion {_criterion(view)}"
-    return to_text(query(root, sql), fmt, title=f"{table}: {corpus}{suffix}")
+    return to_text(query_rows(root, sql), fmt, title=f"{table}: {corpus}{suffix}")
 
 
 def _coref_pair(root: Path, corpus: str, criterion: str, sys1: str, sys2: str, top: int,
@@ -55,7 +55,7 @@ def _coref_pair(root: Path, corpus: str, criterion: str, sys1: str, sys2: str, t
     """The paper's mention-level comparison of two responses, with the top transitions."""
     where = (f"corpus = {sql_literal(corpus)} and criterion = {sql_literal(criterion)} "
              f"and sys1 = {sql_literal(sys1)} and sys2 = {sql_literal(sys2)}")
-    p = query(root, f"select * from coref_pairs where {where}")
+    p = query_rows(root, f"select * from coref_pairs where {where}")
     if p.is_empty():
         raise InputError(f"no coreference pair {sys1} -> {sys2} for corpus '{corpus}'")
     r = p.row(0, named=True)
@@ -63,7 +63,7 @@ def _coref_pair(root: Path, corpus: str, criterion: str, sys1: str, sys2: str, t
                         r["changed_errors"])
     head += ("Read 'a->b' as the mention's ARCS class in sys1 -> in sys2 (tp, fp, fn, wl, "
              "tn; METRICS 2.3).\n")
-    rows = query(root, f"""select lower(c1) || '->' || lower(c2) as change, sum(count) as count
+    rows = query_rows(root, f"""select lower(c1) || '->' || lower(c2) as change, sum(count) as count
         from coref_transitions where {where} and c1 != c2 and mtype = 'ALL'
         and word is null group by all
         order by count desc, change limit {int(top)}""")

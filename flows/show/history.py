@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.names import COREF_TASKS, SPAN_TASKS, TOKEN_TASKS
-from sysdiff.flows.queries import query
+from sysdiff.flows.queries import query_rows
 from sysdiff.flows.render import to_text
 from sysdiff.flows.show.common import pct
 from sysdiff.schemas.errors import InputError
@@ -16,8 +16,8 @@ from sysdiff.schemas.vocabulary import DEP_VIEWS, score_name
 
 def history_names(root: Path, corpus: str) -> list[str]:
     """The NAMEs of the corpus' NAME@VERSION histories."""
-    return query(root, f"select distinct name from history where corpus = {sql_literal(corpus)} "
-                       "order by name")["name"].to_list()
+    return query_rows(root, f"select distinct name from history where corpus = "
+                            f"{sql_literal(corpus)} order by name").column("name")
 
 
 def pick_history(root: Path, corpus: str, name: str | None) -> str:
@@ -48,7 +48,7 @@ def show_history(root: Path, corpus: str, task: str, view: str | None, punct: bo
         score, which = "span F1 (micro)", "true"
     else:
         score, which = "F1", "true"
-    rows = query(root, f"""
+    rows = query_rows(root, f"""
         select version, previous, {pct('score')} as "{score} %",
                {pct('delta')} as "delta (points)", corrections, new_errors, changed_errors,
                mcnemar_p,

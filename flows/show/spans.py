@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import polars as pl
-
 from sysdiff.flows.catalog import sql_literal
-from sysdiff.flows.queries import query
+from sysdiff.flows.queries import query_rows
 from sysdiff.flows.render import to_text
+from sysdiff.flows.rows import Rows
 from sysdiff.flows.show.common import check_span_type, pair_summary, pct
 from sysdiff.schemas.errors import InputError
 
@@ -23,8 +22,9 @@ def _span_table(root: Path, table: str, corpus: str, view: str, sys1: str | None
                 sys2: str | None, top: int, fmt: str) -> str:
     """The ner tables; ``--view`` is an entity type (ALL: every type)."""
     c, t = sql_literal(corpus), sql_literal(view)
-    scheme = query(root, f"select any_value(scheme) as s from span_scores where corpus = {c}")
-    how = f"scheme {scheme['s'][0]}" if scheme.height and scheme["s"][0] else "no scores"
+    [(scheme,)] = query_rows(root, f"select any_value(scheme) as s from span_scores "
+                                   f"where corpus = {c}").rows
+    how = f"scheme {scheme}" if scheme else "no scores"
     if table == "span_pairs" and sys1 and sys2:
         return _span_pair(root, corpus, view, sys1, sys2, top, fmt)
     pair = "".join(f" and {col} = {sql_literal(s)}" for col, s in (("sys1", sys1),
@@ -55,9 +55,9 @@ def _span_table(root: Path, table: str, corpus: str, view: str, sys1: str | None
         raise InputError(f"table '{table}' does not apply to ner corpus '{corpus}'; expected "
                          "one of span_scores, span_classes, span_pairs, span_oracles, history")
     title = f"{table}: {corpus}, {how}" + ("" if view == "ALL" else f", type {view}")
-    body = to_text(query(root, sql), fmt, title=title)
+    body = to_text(query_rows(root, sql), fmt, title=title)
     if table == "span_scores" and fmt in ("table", "markdown"):
-        tags = query(root, f"""select system, detected, n_tokens, n_tokens_correct,
+        tags = query_rows(root, f"""select system, detected, n_tokens, n_tokens_correct,
             {pct('token_accuracy')} as "token accuracy %", n_spans, n_ill_formed
             from span_tags where corpus = {c} order by system = '__key__' desc, system""")
         body += to_text(tags, fmt, title="tags: scheme detected, token accuracy (conlleval), "
@@ -70,7 +70,7 @@ def _span_pair(root: Path, corpus: str, view: str, sys1: str, sys2: str, top: in
     """One pair over span units: the paper's summary and the top class transitions."""
     c = sql_literal(corpus)
     where = f"corpus = {c} and sys1 = {sql_literal(sys1)} and sys2 = {sql_literal(sys2)}"
-    p = query(root, f"select * from span_pairs where {where}")
+    p = query_rows(root, f"select * from span_pairs where {where}")
     if p.is_empty():
         raise InputError(f"no span pair {sys1} -> {sys2} for corpus '{corpus}'")
     r = p.row(0, named=True)
@@ -78,7 +78,7 @@ def _span_pair(root: Path, corpus: str, view: str, sys1: str, sys2: str, top: in
                         r["changed_errors"])
     head += (f"Delta F1: {100 * r['delta_f1']:+.2f} points  McNemar p = {r['mcnemar_p']:.3g}"
              f"  AR p (F1, by sentence) = {r['ar_p']:.3g}\n" + SPAN_LEGEND)
-    rows = query(root, f"""select c1 || '->' || c2 as change, count,
+    rows = query_rows(root, f"""select c1 || '->' || c2 as change, count,
         case when c1 in ('correct', 'absent') and c2 not in ('correct', 'absent')
              then 'new_error' when c2 in ('correct', 'absent')
              and c1 not in ('correct', 'absent') then 'correction'
@@ -91,7 +91,7 @@ def _span_pair(root: Path, corpus: str, view: str, sys1: str, sys2: str, top: in
 
 
 def span_examples(root: Path, corpus: str, sys1: str, sys2: str, cls: str, c1: str | None,
-                  c2: str | None, span_type: str | None, limit: int) -> pl.DataFrame:
+                  c2: str | None, span_type: str | None, limit: int) -> Rows:
     """The span units behind a transition cell of a ner pair: units whose class differs
     between sys1 and sys2 in change class ``cls`` (optionally: from class ``c1``, to ``c2``,
     of type ``span_type``), each with its sentence (the unit in brackets) and what each
@@ -109,7 +109,7 @@ def span_examples(root: Path, corpus: str, sys1: str, sys2: str, cls: str, c1: s
     filters = [f"change = {sql_literal(cls)}"]
     filters += [f"{col} = {sql_literal(v)}" for col, v in (("c1", c1), ("c2", c2),
                                                            ("type", span_type)) if v]
-    return query(root, span_units_sql(corpus, sys1, sys2, " and ".join(filters),
+    return query_rows(root, span_units_sql(corpus, sys1, sys2, " and ".join(filters),
                                       None if limit < 0 else limit, None))
 
 

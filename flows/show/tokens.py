@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import polars as pl
-
 from sysdiff.flows.catalog import sql_literal
-from sysdiff.flows.queries import query
+from sysdiff.flows.queries import query, query_rows
 from sysdiff.flows.render import to_text
+from sysdiff.flows.rows import Rows
 from sysdiff.flows.show.common import pair_summary, pct
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import DEP_VIEWS
@@ -35,9 +34,10 @@ CONLL18_ORDER = "['Tokens', 'Sentences', 'Words', 'UPOS', 'XPOS', 'UFeats', 'All
 
 def _blank_metrics_note(root: Path, corpus: str) -> None:
     """One line naming the CoNLL 2018 metrics left out: the key has no data for them."""
-    blank = query(root, f"select distinct metric from conll18 where corpus = "
-                        f"{sql_literal(corpus)} and not key_data order by 1")["metric"]
-    if blank.len():
+    blank = query_rows(root, f"select distinct metric from conll18 where corpus = "
+                             f"{sql_literal(corpus)} and not key_data order by 1"
+                       ).column("metric")
+    if blank:
         from sysdiff.flows.progress import notice
 
         notice(f"CoNLL 2018 {', '.join(blank)}: a column they compare is '_' in every key "
@@ -46,7 +46,10 @@ def _blank_metrics_note(root: Path, corpus: str) -> None:
 
 
 def _gains(root: Path, where: str, corpus: str, name: str, fmt: str) -> str:
-    """What each system adds to the oracle of all: oracle(all) - oracle(all but it)."""
+    """What each system adds to the oracle of all: oracle(all) - oracle(all but it)
+    (computed by the report's function, over polars: this table imports polars)."""
+    import polars as pl
+
     from sysdiff.transforms.summaries import marginal_gains
 
     gains = marginal_gains(query(root, f"select systems, n_correct, n_units from oracles "
@@ -61,16 +64,26 @@ def _gains(root: Path, where: str, corpus: str, name: str, fmt: str) -> str:
 
 def _labels(root: Path, where: str, corpus: str, name: str, fmt: str) -> str:
     """Accuracy per gold label: one column per system (long form for CSV and JSON)."""
-    long = query(root, f"""select gold_label, system, n, {pct('accuracy')} as "{name} %"
+    long = query_rows(root, f"""select gold_label, system, n, {pct('accuracy')} as "{name} %"
         from labels where {where} order by n desc, gold_label, system""")
     title = f"labels: {corpus}, {name} per gold label"
     if fmt in ("csv", "tsv", "json"):
         return to_text(long, fmt, title=title)
-    order = long.select("gold_label", "n").unique("gold_label", maintain_order=True)
-    wide = long.pivot("system", index="gold_label", values=f"{name} %")
-    systems = sorted(c for c in wide.columns if c != "gold_label")
-    wide = order.join(wide, on="gold_label", how="left", maintain_order="left")
-    return to_text(wide.rename({s: f"{s} %" for s in systems}), fmt, title=title)
+    return to_text(_by_system(long), fmt, title=title)
+
+
+def _by_system(long: Rows) -> Rows:
+    """Rows (gold_label, system, n, value) as one row per gold label (in order of first
+    appearance, with its first n) and one ``SYSTEM %`` column per system (in order of first
+    appearance); a missing value is null."""
+    systems = list(dict.fromkeys(long.column("system")))
+    wide: dict[str, list] = {}
+    for gold, system, n, value in long.rows:
+        row = wide.setdefault(gold, [gold, n] + [None] * len(systems))
+        row[2 + systems.index(system)] = value
+    return Rows(["gold_label", "n", *(f"{s} %" for s in systems)],
+                [False, long.numeric[2], *(True for _ in systems)],
+                [tuple(r) for r in wide.values()])
 
 
 def _labeldiff(root: Path, where: str, name: str, sys1: str | None, sys2: str | None,
@@ -78,7 +91,7 @@ def _labeldiff(root: Path, where: str, name: str, sys1: str | None, sys2: str | 
     """The paper's appendix table: labels with the largest accuracy difference for a pair."""
     if not (sys1 and sys2):
         raise InputError("show labeldiff needs --sys1 and --sys2")
-    rows = query(root, f"""
+    rows = query_rows(root, f"""
         select a.gold_label, a.n, {pct('a.accuracy')} as "{sys1} %",
                {pct('b.accuracy')} as "{sys2} %",
                {pct('b.accuracy - a.accuracy')} as "delta (points)"
@@ -95,7 +108,7 @@ def _changes(root: Path, corpus: str, view: str, name: str, where: str, pair: st
              sys1: str | None, sys2: str | None, top: int, fmt: str) -> str:
     if not (sys1 and sys2):
         raise InputError("show changes needs --sys1 and --sys2")
-    p = query(root, f"select * from pairs where {where}{pair}")
+    p = query_rows(root, f"select * from pairs where {where}{pair}")
     if p.is_empty():
         raise InputError(f"no pair {sys1} -> {sys2} for corpus '{corpus}', view '{view}'")
     r = p.row(0, named=True)
@@ -103,7 +116,7 @@ def _changes(root: Path, corpus: str, view: str, name: str, where: str, pair: st
                          r["changed_errors"]) +
             f"Delta accuracy: {100 * r['delta_acc']:+.2f} points ({name})  "
             f"McNemar p = {r['mcnemar_p']:.3g}  AR p = {r['ar_p']:.3g}\n" + LEGEND)
-    rows = query(root, f"""
+    rows = query_rows(root, f"""
         with c as (select class, case when class = 'changed_error'
                           then gold || ' -> ' || l1 || ' -> ' || l2 else l1 || ' -> ' || l2 end
                           || case when attachment then ' (attachment)' else '' end as change,

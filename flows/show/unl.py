@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import polars as pl
-
-from sysdiff.flows.queries import query
+from sysdiff.flows.queries import query_rows
+from sysdiff.flows.rows import Rows
 from sysdiff.flows.show.common import pct
 
 
-def _unl_rows(root: Path, c: str) -> pl.DataFrame:
-    return query(root, f"""select system, task, n_expected, n_returned, n_correct,
+def _unl_rows(root: Path, c: str) -> Rows:
+    return query_rows(root, f"""select system, task, n_expected, n_returned, n_correct,
         {pct('precision')} as "precision %", {pct('recall')} as "recall %",
         {pct('f1')} as "F %", {pct('rel_f1')} as "relations F %",
         {pct('uw_f1')} as "UWs F %", {pct('attr_f1')} as "attributes F %",
