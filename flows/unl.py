@@ -13,6 +13,7 @@ per-sentence moved rows) and reduces last.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,7 +31,6 @@ from sysdiff.flows.spec import RunSpec, Source
 from sysdiff.flows.warehouse import (
     Staging,
     corpus_partition,
-    input_sha256,
     partition,
     signature,
     systems_row,
@@ -69,7 +69,8 @@ def read_sentences(source: Source, task_name: str) -> Opaque:
     from sysdiff.schemas.formats.unl import index_unl, read_nl
 
     if task_name == "nl":
-        return Opaque((read_nl(source.path), input_sha256(source.path)))
+        hasher = hashlib.sha256()
+        return Opaque((read_nl(source.path, hasher=hasher), hasher.hexdigest()))
     index = index_unl(source.path)
     return Opaque((index, index.sha256))
 

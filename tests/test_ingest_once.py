@@ -48,3 +48,15 @@ def test_unchanged_files_are_not_read_and_changed_ones_are(tmp_path, cli, monkey
     assert cli(*argv)[0] == 0
     assert read == [str(key)]
     assert query(root, "select * from scores").sort("view", "system").equals(before)
+
+
+def test_nlization_input_is_hashed_by_its_one_read(tmp_path):
+    """NL input: the hash comes from the read that parses it (no second pass to hash)."""
+    from sysdiff.schemas.formats.unl import read_nl
+
+    path = tmp_path / "nl.txt"
+    path.write_text("le chat dort\nil pleut\n\n", encoding="utf-8")
+    hasher = hashlib.sha256()
+    sentences = read_nl(path, hasher=hasher)
+    assert [s.text for s in sentences] == ["le chat dort", "il pleut"]
+    assert hasher.hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest()

@@ -6,8 +6,12 @@ import html
 import re
 from bisect import bisect_right
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sysdiff.schemas.errors import InputError
+
+if TYPE_CHECKING:
+    from sysdiff.schemas.formats.conllu import Hasher
 
 # --------------------------------------------------------------------------------------------
 # Text loading and cleaning
@@ -41,8 +45,10 @@ def _is_path(x: str | Path) -> bool:
         return False
 
 
-def _load(path_or_text: str | Path, source_name: str | None) -> tuple[str, str | None]:
-    """Return (raw text, name) of a path or a text."""
+def _load(path_or_text: str | Path, source_name: str | None,
+          hasher: Hasher | None = None) -> tuple[str, str | None]:
+    """Return (raw text, name) of a path or a text; a file's bytes also go to ``hasher``
+    (its content hash comes from the one read)."""
     if not _is_path(path_or_text):
         return str(path_or_text), source_name
     path = Path(path_or_text)
@@ -51,6 +57,8 @@ def _load(path_or_text: str | Path, source_name: str | None) -> tuple[str, str |
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror}", path=name) from exc
+    if hasher is not None:
+        hasher.update(data)
     if b"\x00" in data:
         raise InputError("binary file: expected a UNL document (text)", path=name)
     try:
