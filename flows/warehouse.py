@@ -265,8 +265,9 @@ class Staging:
         """The files a table will have once this run commits: staged partitions replace live
         ones (a file shared by partitions once)."""
         live = self.manifest["tables"].get(table, {})
-        files = {self.root / e["file"] for p, e in live.items() if (table, p) not in self.staged}
-        files |= {self.dir / rel for (t, _), (rel, _) in self.staged.items() if t == table}
+        staged = dict(self.staged)  # one snapshot: ingest threads stage files meanwhile
+        files = {self.root / e["file"] for p, e in live.items() if (table, p) not in staged}
+        files |= {self.dir / rel for (t, _), (rel, _) in staged.items() if t == table}
         return sorted(files)
 
     def read(self, table: str, where: pl.Expr | None = None) -> pl.DataFrame:
