@@ -87,16 +87,16 @@ def read_tags(path: Path, column: int) -> np.ndarray:
     tags = (pl.scan_csv(path, separator="\t", has_header=False, quote_char=None,
                         comment_prefix="#", infer_schema=False)
             .select(pl.nth(column - 1)).drop_nulls().collect().to_series())
-    return tags.replace_strict({t: i for i, t in enumerate(TAGS)},
-                               return_dtype=pl.UInt8).to_numpy()
+    return tags.cast(pl.Enum(TAGS)).to_physical().to_numpy()  # uint8 codes
 
 
 def numpy_compare(gold: np.ndarray, systems: list[np.ndarray]) -> None:
     """The plain compare loop over uint8 codes: per system its per-label correct counts, per
     pair the diff and its (gold, sys1, sys2) change cells, one ``bincount`` each."""
     n = len(TAGS)
+    twice = gold.astype(np.int64) * 2
     for x in systems:
-        np.bincount(gold.astype(np.int64) * 2 + (x == gold), minlength=2 * n)
+        np.bincount(twice + (x == gold), minlength=2 * n)
     for a, b in combinations(range(len(systems)), 2):
         x, y = systems[a], systems[b]
         diff = x != y
