@@ -70,5 +70,7 @@ def test_installed_by_the_cli():
 
     import sysdiff.flows.cli  # noqa: F401 (installs the converter)
 
-    assert getattr(typer.core.build_runtime_param, "quick", False)
-    assert cli_values.install()  # a second call keeps the one converter
+    installed = typer.core.build_runtime_param
+    assert getattr(installed, "quick", False)
+    assert cli_values.install()
+    assert typer.core.build_runtime_param is installed  # a second call does not wrap it again
