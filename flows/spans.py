@@ -51,7 +51,7 @@ from sysdiff.transforms import span_alignment as A
 from sysdiff.transforms import span_decoding as D
 from sysdiff.transforms import span_tables as R
 from sysdiff.transforms import spans as T
-from sysdiff.transforms.alignment import first_difference
+from sysdiff.transforms.alignment import first_difference, words_text
 from sysdiff.transforms.plan import Shard, plan_shards
 
 log = logging.getLogger("sysdiff")
@@ -201,7 +201,7 @@ def place_on_key(spec: RunSpec, source: Source, key: SpanFile, stage: Staging, p
     mine = pl.read_parquet(stage.staged_path("span_tokens", part), glob=False)
     forms = pl.concat([c.tokens["form"] for c in iter_tags(source.path, fmt, spec.scheme)])
     mine = mine.with_columns(form=forms)
-    key_text, sys_text = A.tag_text(key_tokens), A.tag_text(mine)
+    key_text, sys_text = words_text(key_tokens), words_text(mine)
     at = first_difference(key_text.chars, sys_text.chars)
     if at is not None:
         raise mismatch if same_tokens else text_difference(spec, source, key_text, sys_text,

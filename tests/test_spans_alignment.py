@@ -14,6 +14,7 @@ import pytest
 from sysdiff.flows.queries import query
 from sysdiff.transforms import span_alignment as A
 from sysdiff.transforms import spans as T
+from sysdiff.transforms.alignment import words_text
 from tests.conftest import REPO, snapshot
 from tests.retokenise import retokenise_tags
 from tests.snapshot import digests
@@ -197,7 +198,7 @@ def test_a_span_across_a_key_sentence_boundary_stays_in_its_first_sentence():
     key_rows = pl.DataFrame({"sent": [0, 0, 1, 1], "id": [1, 2, 1, 2],
                              "form": ["Go", ".", "Smith", "came"], "line": [1, 2, 4, 5]})
     sys_rows = key_rows.with_columns(sent=pl.lit(0), id=pl.Series([1, 2, 3, 4]))
-    key_text, sys_text = A.tag_text(key_rows), A.tag_text(sys_rows)
+    key_text, sys_text = words_text(key_rows), words_text(sys_rows)
     spans = pl.DataFrame({"sent": [0], "start": [1], "end": [2], "type": ["PER"],
                           "text": [". Smith"]}).cast({"sent": pl.Int32, "start": pl.Int32,
                                                       "end": pl.Int32})

@@ -31,13 +31,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from sysdiff.transforms.alignment import Text, text_lengths, words_text
-
-
-def tag_text(tokens: pl.DataFrame) -> Text:
-    """The :class:`Text` of a tag file's token rows (``sent``, ``form``, ``line``, in file
-    order): every token is one word."""
-    return words_text(tokens)
+from sysdiff.transforms.alignment import Text, text_lengths
 
 
 def _sentence_first(text: Text, sent: np.ndarray) -> np.ndarray:
@@ -116,4 +110,4 @@ def char_positions(spans: pl.DataFrame, offsets: tuple[np.ndarray, np.ndarray, n
                               pos_end=pl.Series((sent << 32) | c_end, dtype=pl.Int64))
 
 
-__all__ = ["char_positions", "key_offsets", "place_spans", "same_span_tokens", "tag_text"]
+__all__ = ["char_positions", "key_offsets", "place_spans", "same_span_tokens"]

@@ -20,7 +20,7 @@ from sysdiff.schemas.formats.unl.chunks import (
     chunk_from_sentences,
     drafts_frame,
 )
-from sysdiff.schemas.formats.unl.columns import UnlChunk, byte_slices
+from sysdiff.schemas.formats.unl.columns import UnlChunk, _first_in, byte_slices
 from sysdiff.schemas.formats.unl.document import _S_OPEN, _block_draft, _Draft, read_unl
 from sysdiff.schemas.formats.unl.model import UnlSentence
 from sysdiff.schemas.formats.unl.text import _is_path, clean_text
@@ -294,16 +294,9 @@ def _find_bytes(data: np.ndarray, pattern: bytes) -> np.ndarray:
     return at
 
 
-def _first_at(cands: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per range ``[lo, hi)``: (is there a candidate, the first one, else ``hi``)."""
-    i = np.searchsorted(cands, lo)
-    at = cands[np.minimum(i, cands.size - 1)] if cands.size else hi
-    found = (i < cands.size) & (at < hi)
-    return found, np.where(found, at, hi)
-
-
 def _has_in(cands: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    return _first_at(cands, lo, hi)[0]
+    """Per range ``[lo, hi)``: is there a candidate."""
+    return _first_in(cands, lo, hi)[0]
 
 
 def split_blocks(raw: bytes, starts: np.ndarray, ids: Sequence[str | None] | pl.Series,
@@ -324,13 +317,13 @@ def split_blocks(raw: bytes, starts: np.ndarray, ids: Sequence[str | None] | pl.
     br = _find_bytes(data, b"<")
     br = br[br + 2 < size]
     ok &= ~_has_in(br[((data[br + 1] | 32) == 98) & ((data[br + 2] | 32) == 114)], lo, hi)
-    found, head_end = _first_at(_find_bytes(data, b"]"), lo, hi)
+    found, head_end = _first_in(_find_bytes(data, b"]"), lo, hi)
     ok &= found
     head_end = head_end + 1
-    found, close = _first_at(_find_bytes(data, b"[/S]"), head_end, hi)
+    found, close = _first_in(_find_bytes(data, b"[/S]"), head_end, hi)
     ok &= found
-    u_found, u_open = _first_at(_find_bytes(data, b"{unl}"), head_end, close)
-    c_found, u_close = _first_at(_find_bytes(data, b"{/unl}"), u_open, close)
+    u_found, u_open = _first_in(_find_bytes(data, b"{unl}"), head_end, close)
+    c_found, u_close = _first_in(_find_bytes(data, b"{/unl}"), u_open, close)
     body_from = u_open + 5
     braces = np.flatnonzero((data == 123) | (data == 125))
     ok &= ~u_found | (c_found & ~_has_in(braces, body_from, u_close))
