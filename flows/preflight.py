@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sysdiff.flows.names import read_manifest
+from sysdiff.flows.names import check_warehouse_folder, read_manifest
 from sysdiff.flows.spec import RunSpec, Source
 from sysdiff.schemas.errors import InputError
 
@@ -110,6 +110,7 @@ def preflight(spec: RunSpec, root: Path) -> tuple[RunSpec, list[str]]:
     if not keep:
         raise InputError(f"no system left to evaluate: every system file of corpus "
                          f"'{spec.corpus}' is bad ({len(skipped)} skipped)")
+    check_warehouse_folder(root)
     check_lock(root)
     read_manifest(root)  # a damaged manifest is reported now
     return dataclasses.replace(spec, systems=keep), skipped

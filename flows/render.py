@@ -52,6 +52,27 @@ def printable(df: pl.DataFrame) -> pl.DataFrame:
                            for c in binary) if binary else df
 
 
+def flat_columns(df: pl.DataFrame) -> pl.DataFrame:
+    """Nested columns as text for CSV and TSV: a list of scalars joined with commas, other
+    nested values (structs, maps, lists of lists) as JSON."""
+    import polars as pl
+
+    out = []
+    for name, dtype in df.schema.items():
+        col = pl.col(name)
+        if isinstance(dtype, pl.List) and not dtype.inner.is_nested():
+            col = col.list.eval(pl.element().cast(pl.String)).list.join(",")
+        elif dtype.is_nested():
+            col = col.map_elements(_json_text, return_dtype=pl.String)
+        out.append(col)
+    return df.select(out)
+
+
+def _json_text(value: object) -> str:
+    """A nested value (polars hands lists of lists over as Series) as JSON."""
+    return json.dumps(value.to_list() if hasattr(value, "to_list") else value, default=str)
+
+
 def latex_escape(text: str) -> str:
     """Escape LaTeX's special characters."""
     return "".join(_LATEX_SPECIAL.get(c, c) for c in text)
@@ -68,13 +89,10 @@ def to_text(df: pl.DataFrame | Rows, fmt: str, title: str | None = None) -> str:
         rows = [[cell(blob_text(v) if isinstance(v, bytes) else v, c)
                  for v, c in zip(r, columns, strict=True)] for r in df.rows]
         return _layout(columns, numeric, rows, fmt, title)
-    import polars as pl
 
     df = printable(df)
     if fmt in ("csv", "tsv"):
-        flat = df.with_columns(pl.col(c).list.join(",") for c, t in df.schema.items()
-                               if isinstance(t, pl.List))
-        return flat.write_csv(separator="," if fmt == "csv" else "\t")
+        return flat_columns(df).write_csv(separator="," if fmt == "csv" else "\t")
     if fmt == "json":
         return json.dumps(df.to_dicts(), default=str, indent=1) + "\n"
     rows = [[cell(v, c) for v, c in zip(r, df.columns, strict=True)] for r in df.rows()]
