@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import functools
 import hashlib
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,34 +27,23 @@ from sysdiff.flows.progress import progress
 from sysdiff.flows.shards import map_collect
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
 from sysdiff.flows.warehouse import (
+    StagedFile,
     Staging,
     corpus_partition,
     known_inputs,
     partition,
     read_table,
     signature,
+    stage_frame,
     systems_row,
     unchanged,
     with_literals,
 )
+from sysdiff.schemas.frozen import FrozenMap
 from sysdiff.schemas.vocabulary import CRITERIA
 from sysdiff.transforms.plan import plan_ranges
 
 log = logging.getLogger("sysdiff")
-
-
-@task(name="ingest", task_run_name="ingest {source.id}", cache_policy=NONE)
-def read_coref_file(source: Source) -> tuple[pl.DataFrame, pl.DataFrame, str, str]:
-    """Mentions, per-document token counts, format and SHA-256 of one coreference file
-    (read once)."""
-    from sysdiff.schemas.formats.coref import detect_coref_format, read_coref_with_tokens
-    from sysdiff.schemas.formats.coref_shared import decode_text, read_bytes
-
-    data = read_bytes(source.path)
-    text = decode_text(data, source.path)
-    fmt = source.fmt or detect_coref_format(text, source.path)
-    mentions, toks = read_coref_with_tokens(source.path, fmt, text)
-    return mentions, toks, fmt, hashlib.sha256(data).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -89,14 +78,62 @@ def read_shard_mentions(path: str, shard: DocShard) -> pl.DataFrame:
 
 @dataclass(frozen=True)
 class CorefFile:
-    """One ingested coreference file: its hash, where its mentions lie, a note on its
-    single-token mentions without a type (no POS), and the key's per-document token counts
-    (key only)."""
+    """One ingested coreference file: its hash, where its mentions and its per-document token
+    counts lie, and a note on its single-token mentions without a type (no POS)."""
 
     sha256: str
     mentions: str
+    tokens: str
     no_pos: str | None = None
-    tokens: pl.DataFrame | None = None
+    staged: tuple[StagedFile, ...] = ()
+
+
+@dataclass(frozen=True)
+class CorefJob:
+    """One coreference file to ingest (a task's only parameter)."""
+
+    spec: RunSpec
+    source: Source
+    role: str
+    stage_dir: str
+    key: CorefFile | None
+    at: dt.datetime
+
+
+@task(name="ingest", task_run_name="ingest {job.spec.corpus} {job.source.id}",
+      cache_policy=NONE)
+def ingest_coref_file(job: CorefJob) -> CorefFile:
+    """Read one coreference file once (mentions, per-document token counts, format and
+    hash), check a response against the key's documents, and stage its tables."""
+    from sysdiff.schemas.formats.coref import (
+        detect_coref_format,
+        read_coref_with_tokens,
+        validate_response,
+    )
+    from sysdiff.schemas.formats.coref_shared import decode_text, read_bytes
+
+    spec, source, key = job.spec, job.source, job.key
+    data = read_bytes(source.path)
+    text = decode_text(data, source.path)
+    fmt = source.fmt or detect_coref_format(text, source.path)
+    m, toks = read_coref_with_tokens(source.path, fmt, text)
+    sha = hashlib.sha256(data).hexdigest()
+    if key is not None:
+        gold = pl.read_parquet(key.tokens, glob=False).drop("corpus", "system")
+        validate_response(gold, toks, spec.key.path, source.path)
+    sid, corpus, part = source.id, spec.corpus, partition(spec.corpus, source.id)
+    sig = signature(sha, fmt, key.sha256 if key else sha)
+    staged = {t: stage_frame(job.stage_dir, t, part, sig, df) for t, df in (
+        ("mentions", with_literals(m, corpus=corpus, system=sid)),
+        ("coref_tokens", with_literals(toks, corpus=corpus, system=sid)),
+        ("systems", systems_row(spec, source, job.role, sha, fmt, toks.height,
+                                int(m["sent"].n_unique()) if m.height else 0, m.height,
+                                at=job.at)))}
+    n_unknown = int((m["mtype"] == "UNKNOWN").sum())
+    here = {t: str(Path(job.stage_dir) / f.rel) for t, f in staged.items()}
+    return CorefFile(sha, here["mentions"], here["coref_tokens"],
+                     f"{Path(source.path).name} ({n_unknown} of {m.height})" if n_unknown
+                     else None, tuple(staged.values()))
 
 
 def run_coref(spec: RunSpec, stage: Staging) -> None:
@@ -116,7 +153,6 @@ def ingest_coref(spec: RunSpec, stage: Staging) -> dict[str, CorefFile]:
     every other is read once, checked against the key's documents and staged."""
     corpus = spec.corpus
     known = known_inputs(stage, corpus)
-    live_key_tokens = functools.cache(lambda: _live_tokens(stage, corpus))
 
     def reuse(source: Source, role: str, key: CorefFile | None) -> CorefFile | None:
         row, part = known.get(source.id), partition(corpus, source.id)
@@ -125,35 +161,20 @@ def ingest_coref(spec: RunSpec, stage: Staging) -> dict[str, CorefFile]:
         key_sha = key.sha256 if key else row["sha256"]
         if unchanged(row, source.path) and stage.has(
                 "mentions", part, signature(row["sha256"], row["format"], key_sha)):
-            return CorefFile(row["sha256"], str(stage.live_file("mentions", part)))
+            return CorefFile(row["sha256"], str(stage.live_file("mentions", part)),
+                             str(stage.live_file("coref_tokens", part)))
         return None
 
-    def read(source: Source, role: str, key: CorefFile | None, at: dt.datetime) -> CorefFile:
-        from sysdiff.schemas.formats.coref import validate_response
+    def submit(source: Source, role: str, key: CorefFile | None, at: dt.datetime):
+        return ingest_coref_file.submit(CorefJob(spec, source, role, str(stage.dir), key, at))
 
-        m, toks, fmt, sha = read_coref_file(source)
-        if role != "key":
-            gold = key.tokens if key.tokens is not None else live_key_tokens()
-            validate_response(gold, toks, spec.key.path, source.path)
-        sid, part = source.id, partition(corpus, source.id)
-        sig = signature(sha, fmt, key.sha256 if key else sha)
-        stage.write("mentions", part, sig, with_literals(m, corpus=corpus, system=sid))
-        stage.write("coref_tokens", part, sig, with_literals(toks, corpus=corpus, system=sid))
-        stage.write("systems", part, sig, systems_row(
-            spec, source, role, sha, fmt, toks.height,
-            int(m["sent"].n_unique()) if m.height else 0, m.height, at=at))
-        n_unknown = int((m["mtype"] == "UNKNOWN").sum())
-        return CorefFile(sha, str(stage.staged_path("mentions", part)),
-                         f"{Path(source.path).name} ({n_unknown} of {m.height})"
-                         if n_unknown else None, toks if role == "key" else None)
-
-    return ingest_all(spec, stage, reuse, read)
+    return ingest_all(spec, stage, reuse, submit)
 
 
 @task(name="coref shard", task_run_name="coref shard {shard.index}", cache_policy=NONE,
       retries=2)
-def coref_shard(systems: list[str], paths: dict[str, str], shard: DocShard, score: list[str],
-                compare: bool, mtypes: list[str]) -> dict:
+def coref_shard(systems: tuple[str, ...], paths: Mapping[str, str], shard: DocShard,
+                score: tuple[str, ...], compare: bool, mtypes: tuple[str, ...]) -> dict:
     """The map: per-document counts and mention classes of the ``score`` systems and, when
     ``compare``, the engine's comparison counts (per criterion) and the agreement counts of
     all systems."""
@@ -187,8 +208,9 @@ def _coref_results(spec: RunSpec, stage: Staging, paths: dict[str, str],
     shards = plan_doc_shards(paths, spec.shard_sents)
     mtypes = corpus_mention_types(paths)
     with progress("score", len(shards)) as tick:
-        parts = map_collect(lambda sh: coref_shard.submit(systems, paths, sh, score, compare,
-                                                          mtypes), shards, tick)
+        frozen = (tuple(systems), FrozenMap(paths))
+        parts = map_collect(lambda sh: coref_shard.submit(*frozen, sh, tuple(score), compare,
+                                                          tuple(mtypes)), shards, tick)
     for s in score:
         _stage_coref_system(stage, corpus, s, sigs[s], parts)
     if compare:
@@ -229,12 +251,6 @@ def _stage_coref_compare(stage: Staging, corpus: str, systems: list[str], sig: s
                 with_literals(pl.concat([t for _, t, _ in done]), corpus=corpus))
     agreement = coref.coref_scores(pl.concat([p["agreement"] for p in parts]))
     stage.write("coref_agreement", part, sig, with_literals(agreement, corpus=corpus))
-
-
-def _live_tokens(stage: Staging, corpus: str) -> pl.DataFrame:
-    """The key's per-document token counts as the warehouse holds them (an unchanged key)."""
-    return stage.read("coref_tokens", (pl.col("corpus") == corpus)
-                      & (pl.col("system") == KEY_ID)).drop("corpus", "system")
 
 
 def corpus_mention_types(paths: dict[str, str]) -> list[str]:

@@ -21,7 +21,6 @@ import contextlib
 import datetime as dt
 import hashlib
 import logging
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,17 +35,21 @@ from sysdiff.flows.progress import notice, progress
 from sysdiff.flows.shards import map_fold
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
 from sysdiff.flows.warehouse import (
+    PieceWriter,
+    StagedFile,
     Staging,
     corpus_partition,
     crash_point,
     known_inputs,
     partition,
     signature,
+    stage_frame,
     systems_row,
     unchanged,
     with_literals,
 )
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.frozen import freeze_fields
 from sysdiff.transforms import span_alignment as A
 from sysdiff.transforms import span_decoding as D
 from sysdiff.transforms import span_tables as R
@@ -81,22 +84,24 @@ def _options(spec: RunSpec, by_chars: list[str], *columns: str) -> pl.Expr:
 class SpanFile:
     """One ingested file: where its tables lie, its ``systems`` and ``span_tags`` rows, and
     the signature of its ingest (content, format, scheme, mapping and, for a system, the
-    key's)."""
+    key's); plain, immutable values (a task's result and another's parameter)."""
 
     system: str
     sig: str
-    spans: Path
-    tokens: Path
-    sents: Path
-    row: pl.DataFrame
-    tags: pl.DataFrame
+    spans: str
+    tokens: str
+    sents: str
+    systems: str
+    tags: str
+    alignment: str = "identical"
     #: notes on the file read now, said in the run's source order once every file is read
     notes: tuple[str, ...] = ()
+    staged: tuple[StagedFile, ...] = ()
 
     @property
     def by_chars(self) -> bool:
         """The file is tokenised otherwise than the key: its spans are placed by characters."""
-        return "alignment" in self.row.columns and self.row["alignment"][0] == "characters"
+        return self.alignment == "characters"
 
 
 def _mapping(spec: RunSpec, sid: str) -> dict[str, str]:
@@ -122,13 +127,29 @@ class KeyTokens:
                 .select("sent", "id", "form", "label").collect())
 
 
-@task(name="ingest", task_run_name="ingest {spec.corpus} {source.id}", cache_policy=NONE)
-def ingest_span_file(spec: RunSpec, source: Source, role: str, stage: Staging,
-                     key: SpanFile | None, at: dt.datetime | None = None) -> SpanFile:
+@dataclass(frozen=True)
+class SpanIngest:
+    """One tag file to ingest (a task's only parameter)."""
+
+    spec: RunSpec
+    source: Source
+    role: str
+    stage_dir: str
+    key: SpanFile | None
+    at: dt.datetime
+
+
+SPAN_FILE_TABLES = ("span_tokens", "sents", "spans")
+
+
+@task(name="ingest", task_run_name="ingest {job.spec.corpus} {job.source.id}",
+      cache_policy=NONE)
+def ingest_span_file(job: SpanIngest) -> SpanFile:
     """Read, validate, map, decode and stage one tag file in one pass (see the module)."""
     from sysdiff.schemas.formats.conllu import WordCheck
     from sysdiff.schemas.formats.spans import iter_tags
 
+    spec, source, key = job.spec, job.source, job.key
     sid, corpus = source.id, spec.corpus
     part = partition(corpus, sid)
     mapping = _mapping(spec, sid)
@@ -136,16 +157,14 @@ def ingest_span_file(spec: RunSpec, source: Source, role: str, stage: Staging,
     check = None if key is None else WordCheck(str(spec.key.path), key_tokens.sents,
                                                str(source.path))
     hasher = hashlib.sha256()
-    pending = f"read-{uuid.uuid4().hex[:16]}"
     stats = _Stats()
     fmt = source.fmt
-    with contextlib.ExitStack() as files:
-        writers: dict[str, Callable[[pl.DataFrame], None]] = {}
+    writers: dict[str, PieceWriter] = {}
+    try:
         for chunk in iter_tags(source.path, source.fmt, spec.scheme, hasher=hasher):
             if not writers:
                 fmt = chunk.fmt
-                writers = {t: files.enter_context(stage.writer(t, part, pending))
-                           for t in ("span_tokens", "sents", "spans")}
+                writers = {t: PieceWriter(job.stage_dir, t, part) for t in SPAN_FILE_TABLES}
             toks = D.map_types(chunk.tokens, mapping).with_columns(label=D.label_expr())
             lo, hi = int(chunk.sents["sent"][0]), int(chunk.sents["sent"][-1])
             if check is not None:
@@ -154,51 +173,52 @@ def ingest_span_file(spec: RunSpec, source: Source, role: str, stage: Staging,
                 stats.add_accuracy(toks, kw)
             spans, decoded = D.decode_spans(toks, spec.scheme)
             stats.add(chunk, spans, decoded, toks)
-            writers["span_tokens"](with_literals(_stored_tokens(toks, key is None),
-                                                 corpus=corpus, system=sid))
-            writers["sents"](with_literals(chunk.sents, corpus=corpus, system=sid))
-            writers["spans"](with_literals(spans, corpus=corpus, system=sid))
+            writers["span_tokens"].append(with_literals(_stored_tokens(toks, key is None),
+                                                        corpus=corpus, system=sid))
+            writers["sents"].append(with_literals(chunk.sents, corpus=corpus, system=sid))
+            writers["spans"].append(with_literals(spans, corpus=corpus, system=sid))
         mismatch = None if check is None else check.difference()
-    sha = hasher.hexdigest()
-    sig = ingest_signature(spec, sid, sha, fmt, key.sig if key else None)
-    for table in ("span_tokens", "sents", "spans"):
-        stage.sign(table, part, sig)
+        sha = hasher.hexdigest()
+        sig = ingest_signature(spec, sid, sha, fmt, key.sig if key else None)
+        staged = {t: w.close(sig) for t, w in writers.items()}
+    except BaseException:
+        for w in writers.values():
+            w.abort()
+        raise
+    here = {t: str(Path(job.stage_dir) / f.rel) for t, f in staged.items()}
     alignment = "identical"
     if mismatch is not None:  # another tokenisation: placed on the key's characters, or an error
-        try:
-            stats.n_right, stats.n_scored = place_on_key(
-                spec, source, key, stage, part, sig, mismatch, fmt,
-                same_tokens=mismatch is check.form_error)
-        except InputError:
-            stage.discard(part, ("span_tokens", "sents", "spans"))
-            raise
+        spans, mine, stats.n_right, stats.n_scored = place_on_key(
+            spec, source, key, here, mismatch, fmt, same_tokens=mismatch is check.form_error)
+        staged["spans"] = stage_frame(job.stage_dir, "spans", part, sig, spans)
+        staged["span_tokens"] = stage_frame(job.stage_dir, "span_tokens", part, sig, mine)
         alignment = "characters"
-    row = systems_row(spec, source, role, sha, fmt, stats.n_docs, stats.n_sents,
-                      stats.n_tokens, alignment=alignment, at=at)
+    row = systems_row(spec, source, job.role, sha, fmt, stats.n_docs, stats.n_sents,
+                      stats.n_tokens, alignment=alignment, at=job.at)
     tags = stats.tags_row(spec, sid, key is not None, alignment == "characters")
-    stage.write("systems", part, sig, row)
-    stage.write("span_tags", part, sig, tags)
-    return SpanFile(sid, sig, stage.staged_path("spans", part),
-                    stage.staged_path("span_tokens", part), stage.staged_path("sents", part),
-                    row, tags, stats.notes(source, mapping, role))
+    staged["systems"] = stage_frame(job.stage_dir, "systems", part, sig, row)
+    staged["span_tags"] = stage_frame(job.stage_dir, "span_tags", part, sig, tags)
+    here = {t: str(Path(job.stage_dir) / f.rel) for t, f in staged.items()}
+    return SpanFile(sid, sig, here["spans"], here["span_tokens"], here["sents"],
+                    here["systems"], here["span_tags"], alignment,
+                    stats.notes(source, mapping, job.role), tuple(staged.values()))
 
 
-def place_on_key(spec: RunSpec, source: Source, key: SpanFile, stage: Staging, part: str,
-                 sig: str, mismatch: InputError, fmt: str, same_tokens: bool = False
-                 ) -> tuple[int, int]:
+def place_on_key(spec: RunSpec, source: Source, key: SpanFile, mine_paths: dict[str, str],
+                 mismatch: InputError, fmt: str, same_tokens: bool = False
+                 ) -> tuple[pl.DataFrame, pl.DataFrame, int, int]:
     """A system whose tokens differ from the key's: when its text (characters without
-    spaces, NFC) is the key's, restage its spans placed on the key's characters and its
-    tokens with their own forms (:mod:`sysdiff.transforms.span_alignment`), and return
-    (key tokens it labels alike, key tokens); else an error at the first differing
-    character, or, when it has the key's number of tokens in every sentence
-    (``same_tokens``), the word check's own error (the token whose form differs). The file
-    is read once more, for its forms."""
+    spaces, NFC) is the key's, its spans placed on the key's characters and its tokens with
+    their own forms (:mod:`sysdiff.transforms.span_alignment`), with (key tokens it labels
+    alike, key tokens); else an error at the first differing character, or, when it has the
+    key's number of tokens in every sentence (``same_tokens``), the word check's own error
+    (the token whose form differs). The file is read once more, for its forms."""
     from sysdiff.flows.tokens import text_difference
     from sysdiff.schemas.formats.spans import iter_tags
 
     key_tokens = pl.read_parquet(key.tokens, columns=["sent", "id", "form", "label", "line"],
                                  glob=False)
-    mine = pl.read_parquet(stage.staged_path("span_tokens", part), glob=False)
+    mine = pl.read_parquet(mine_paths["span_tokens"], glob=False)
     forms = pl.concat([c.tokens["form"] for c in iter_tags(source.path, fmt, spec.scheme)])
     mine = mine.with_columns(form=forms)
     key_text, sys_text = words_text(key_tokens), words_text(mine)
@@ -206,12 +226,10 @@ def place_on_key(spec: RunSpec, source: Source, key: SpanFile, stage: Staging, p
     if at is not None:
         raise mismatch if same_tokens else text_difference(spec, source, key_text, sys_text,
                                                            at, mismatch)
-    spans = A.place_spans(pl.read_parquet(stage.staged_path("spans", part), glob=False),
-                          key_text, sys_text)
-    stage.write("spans", part, sig, spans)
-    stage.write("span_tokens", part, sig, mine)
+    spans = A.place_spans(pl.read_parquet(mine_paths["spans"], glob=False), key_text,
+                          sys_text)
     right = A.same_span_tokens(key_text, key_tokens["label"], sys_text, mine["label"])
-    return right, key_tokens.height
+    return spans, mine, right, key_tokens.height
 
 
 def _stored_tokens(toks: pl.DataFrame, is_key: bool) -> pl.DataFrame:
@@ -281,10 +299,9 @@ class _Stats:
 def _live(stage: Staging, corpus: str, row: dict, sig: str) -> SpanFile:
     """A file ingested by an earlier run, as the warehouse holds it."""
     part = partition(corpus, row["system"])
-    mine = (pl.col("corpus") == corpus) & (pl.col("system") == row["system"])
-    return SpanFile(row["system"], sig, stage.live_file("spans", part),
-                    stage.live_file("span_tokens", part), stage.live_file("sents", part),
-                    stage.read("systems", mine), stage.read("span_tags", mine))
+    paths = (str(stage.live_file(t, part)) for t in ("spans", "span_tokens", "sents",
+                                                      "systems", "span_tags"))
+    return SpanFile(row["system"], sig, *paths, row.get("alignment") or "identical")
 
 
 def ingest_spans(spec: RunSpec, stage: Staging) -> dict[str, SpanFile]:
@@ -302,10 +319,10 @@ def ingest_spans(spec: RunSpec, stage: Staging) -> dict[str, SpanFile]:
             return _live(stage, spec.corpus, row, sig)
         return None
 
-    def read(source: Source, role: str, key: SpanFile | None, at: dt.datetime) -> SpanFile:
-        return ingest_span_file(spec, source, role, stage, key, at)
+    def submit(source: Source, role: str, key: SpanFile | None, at: dt.datetime):
+        return ingest_span_file.submit(SpanIngest(spec, source, role, str(stage.dir), key, at))
 
-    files = ingest_all(spec, stage, reuse, read)
+    files = ingest_all(spec, stage, reuse, submit)
     for file in files.values():
         for note in file.notes:
             notice(note)
@@ -327,6 +344,9 @@ class SpanJob:
     #: and everyone's are compared by characters)
     by_chars: tuple[str, ...] = ()
     key_tokens: str | None = None
+
+    def __post_init__(self) -> None:
+        freeze_fields(self)  # a task parameter: nothing in it can change
 
 
 def read_shard_spans(path: str, shard: Shard) -> pl.DataFrame:

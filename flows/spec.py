@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.frozen import FrozenMap, freeze
 from sysdiff.schemas.vocabulary import KEY_ID
 
 TASKS = ("pos", "dep", "coref", "unl", "nl", "ner")
@@ -45,22 +47,25 @@ class Source:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """A validated evaluation request for one corpus."""
+    """A validated evaluation request for one corpus. Immutable all the way down (systems a
+    tuple, mappings, UNL options and versions FrozenMaps): it is a task parameter."""
 
     corpus: str
     task: str
     key: Source
-    systems: list[Source]
-    mappings: dict[str, dict[str, str]] = field(default_factory=dict)
+    systems: tuple[Source, ...]
+    mappings: Mapping[str, Mapping[str, str]] = field(default_factory=FrozenMap)
     ar_trials: int = 10_000
     seed: int = 0
     shard_sents: int = 5000
-    unl: dict = field(default_factory=dict)
-    versions: dict[str, list[str]] = field(default_factory=dict)
+    unl: Mapping = field(default_factory=FrozenMap)
+    versions: Mapping[str, tuple[str, ...]] = field(default_factory=FrozenMap)
     keep_going: bool = False  # skip a system whose file is bad instead of stopping
     scheme: str = "auto"  # span decoding (task ner)
 
     def __post_init__(self) -> None:
+        for name in ("systems", "mappings", "unl", "versions"):
+            object.__setattr__(self, name, freeze(getattr(self, name)))
         if self.scheme not in SCHEMES:
             raise InputError(f"unknown scheme '{self.scheme}'; expected one of "
                              f"{', '.join(SCHEMES)}")
@@ -69,9 +74,9 @@ class RunSpec:
                              f"{self.task}")
 
     @property
-    def sources(self) -> list[tuple[Source, str]]:
+    def sources(self) -> tuple[tuple[Source, str], ...]:
         """The key and every system with its role (``key`` or ``system``), key first."""
-        return [(self.key, "key")] + [(s, "system") for s in self.systems]
+        return ((self.key, "key"), *((s, "system") for s in self.systems))
 
 
 def check_name(kind: str, name: str) -> str:

@@ -15,7 +15,6 @@ import contextlib
 import datetime as dt
 import hashlib
 import logging
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,6 +33,8 @@ from sysdiff.flows.shards import map_fold
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
 from sysdiff.flows.warehouse import (
     ROW_GROUP,
+    PieceWriter,
+    StagedFile,
     Staging,
     corpus_partition,
     crash_point,
@@ -42,12 +43,14 @@ from sysdiff.flows.warehouse import (
     partition,
     read_table,
     signature,
+    stage_frame,
     systems_row,
     unchanged,
     with_literals,
 )
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.conllu import KIND_WORD, WordCheck, iter_conll
+from sysdiff.schemas.frozen import freeze_fields
 from sysdiff.schemas.vocabulary import TASK_VIEWS, VIEWS
 from sysdiff.transforms import conll18, reduce, tokens
 from sysdiff.transforms.alignment import (
@@ -80,77 +83,102 @@ CORPUS_TABLES = ("oracles", "oracle_labels", "difficulty", "majority")
 
 @dataclass(frozen=True)
 class Ingested:
-    """Where one ingested file lives and what it holds: its ``systems`` row and label counts
-    (``vocab``) travel with it, so the comparison does not read back what was just written."""
+    """Where one ingested file's tables lie (staged now, or live) and what it is: plain,
+    immutable values, so that it can be a task's result and another task's parameter."""
 
     system: str
     sha256: str
     fmt: str
-    units: Path
-    sents: Path
-    row: pl.DataFrame
-    vocab: pl.DataFrame
+    units: str  # the words compare reads: its units, or its aligned words (by characters)
+    sents: str
+    systems: str  # its ``systems`` row
+    vocab: str  # its label counts
+    staged: tuple[StagedFile, ...] = ()
+
+    def row(self) -> pl.DataFrame:
+        return pl.read_parquet(self.systems, glob=False)
+
+    def counts(self) -> pl.DataFrame:
+        return pl.read_parquet(self.vocab, glob=False)
 
 
-@task(name="ingest", task_run_name="ingest {spec.corpus} {source.id}", cache_policy=NONE)
-def ingest_file(spec: RunSpec, source: Source, role: str, stage: Staging,
-                key: Ingested | None, at: dt.datetime | None = None) -> Ingested:
+@dataclass(frozen=True)
+class TokenJob:
+    """One file to ingest (a task's only parameter): the run's spec, the file, its role, the
+    run's staging folder, the key (for a system) and when it is ingested."""
+
+    spec: RunSpec
+    source: Source
+    role: str
+    stage_dir: str
+    key: Ingested | None
+    at: dt.datetime
+
+
+@task(name="ingest", task_run_name="ingest {job.spec.corpus} {job.source.id}",
+      cache_policy=NONE)
+def ingest_file(job: TokenJob) -> Ingested:
     """Read and validate one file chunk by chunk, check it against the key, stage its units,
     sentences and label counts as it goes, and hash it on the way: one read of the file,
-    memory bounded by the chunk size. Only paths and small frames leave the task."""
+    memory bounded by the chunk size. Only paths and small records leave the task."""
+    spec, source, key = job.spec, job.source, job.key
     sid = source.id
     part = partition(spec.corpus, sid)
     check = None if key is None else WordCheck(str(spec.key.path), _key_sents(key),
                                                str(source.path))
     fmt, n_sents, n_units, n_docs, n_tokens = source.fmt, 0, 0, 0, 0
     hasher, vocab = hashlib.sha256(), []
-    pending = f"read-{uuid.uuid4().hex[:16]}"  # the signature needs the hash: known at the end
-    with contextlib.ExitStack() as files:
+    writers: dict[str, PieceWriter] = {}
+    try:
         for chunk in iter_conll(source.path, source.fmt, hasher=hasher):
-            if not vocab:
+            if not writers:
                 fmt = chunk.fmt
-                units = files.enter_context(stage.writer("units", part, pending))
-                sents = files.enter_context(stage.writer("sents", part, pending))
+                writers = {t: PieceWriter(job.stage_dir, t, part) for t in ("units", "sents")}
             if check is not None:
                 check.add(chunk, _key_words(key, chunk.sents))
-            units(with_literals(chunk.tokens, corpus=spec.corpus, system=sid))
-            sents(with_literals(chunk.sents, corpus=spec.corpus, system=sid))
+            writers["units"].append(with_literals(chunk.tokens, corpus=spec.corpus,
+                                                  system=sid))
+            writers["sents"].append(with_literals(chunk.sents, corpus=spec.corpus, system=sid))
             vocab.append(label_counts(chunk.words))
             n_sents, n_units = n_sents + chunk.sents.height, n_units + chunk.words.height
             n_tokens += token_count(chunk.tokens)
             n_docs = int(chunk.sents["doc"][-1]) + 1
-    sha = hasher.hexdigest()
-    sig = _ingest_signature(sha, fmt, role, key.sha256 if key else None)
-    for table in ("units", "sents"):
-        stage.sign(table, part, sig)
+        sha = hasher.hexdigest()
+        sig = _ingest_signature(sha, fmt, job.role, key.sha256 if key else None)
+        staged = {t: w.close(sig) for t, w in writers.items()}
+    except BaseException:
+        for w in writers.values():
+            w.abort()
+        raise
+    units = str(Path(job.stage_dir) / staged["units"].rel)
     mismatch = None if check is None else check.difference()
+    files = list(staged.values())
     if mismatch is None:
-        counts = pl.concat(vocab).group_by("field", "label").agg(pl.col("n").sum())
-        words, alignment = stage.staged_path("units", part), "identical"
+        counts, words, alignment = (pl.concat(vocab).group_by("field", "label")
+                                    .agg(pl.col("n").sum())), units, "identical"
     else:  # another tokenisation: aligned with the key on the characters, or an error
-        try:
-            projected = align_with_key(spec, source, key, stage.staged_path("units", part),
-                                       mismatch, stage, sig)
-        except InputError:  # nothing of a bad file is committed (--keep-going skips it)
-            stage.discard(part, ("units", "sents"))
-            raise
+        projected, conll = align_with_key(spec, source, key, units, mismatch)
         counts, alignment = label_counts(projected), "characters"
-        words = stage.write("aligned", part, sig, with_literals(projected, corpus=spec.corpus,
-                                                                system=sid))
+        files.append(stage_frame(job.stage_dir, "conll18", part, sig,
+                                 with_literals(conll, corpus=spec.corpus, system=sid)))
+        files.append(stage_frame(job.stage_dir, "aligned", part, sig, with_literals(
+            projected, corpus=spec.corpus, system=sid)))
+        words = str(Path(job.stage_dir) / files[-1].rel)
     counts = with_literals(counts, corpus=spec.corpus, system=sid)
-    row = systems_row(spec, source, role, sha, fmt, n_docs, n_sents, n_units, n_tokens,
-                      alignment, at)
-    stage.write("vocab", part, sig, counts)
-    stage.write("systems", part, sig, row)
-    return Ingested(sid, sha, fmt, words, stage.staged_path("sents", part), row, counts)
+    row = systems_row(spec, source, job.role, sha, fmt, n_docs, n_sents, n_units, n_tokens,
+                      alignment, job.at)
+    files.append(stage_frame(job.stage_dir, "vocab", part, sig, counts))
+    files.append(stage_frame(job.stage_dir, "systems", part, sig, row))
+    here = {f.table: str(Path(job.stage_dir) / f.rel) for f in files}
+    return Ingested(sid, sha, fmt, words, here["sents"], here["systems"], here["vocab"],
+                    tuple(files))
 
 
-def align_with_key(spec: RunSpec, source: Source, key: Ingested, units: Path,
-                   mismatch: InputError, stage: Staging, sig: str) -> pl.DataFrame:
+def align_with_key(spec: RunSpec, source: Source, key: Ingested, units: str,
+                   mismatch: InputError) -> tuple[pl.DataFrame, pl.DataFrame]:
     """A system whose words differ from the key's: when its text (characters without
     spaces) is the key's, its words aligned with the key's as the CoNLL 2018 script aligns
-    them (its CoNLL 2018 scores staged now); else an error at the first differing
-    character."""
+    them, and its CoNLL 2018 scores; else an error at the first differing character."""
     key_tokens = pl.read_parquet(key.units, glob=False)
     sys_tokens = pl.read_parquet(units, glob=False)
     key_text, sys_text = file_text(key_tokens), file_text(sys_tokens)
@@ -160,12 +188,10 @@ def align_with_key(spec: RunSpec, source: Source, key: Ingested, units: Path,
     to_key = align_words(key_text, sys_text)
     counts = conll18.aligned_counts(key_tokens, sys_tokens, to_key, key_text, sys_text)
     scores = conll18.task_rows(counts.join(conll18.conll18_scores(counts), on="metric"),
-                               spec.task, _absent_columns(key.vocab).get(KEY_ID, set()))
-    stage.write("conll18", partition(spec.corpus, source.id), sig,
-                with_literals(scores, corpus=spec.corpus, system=source.id))
+                               spec.task, _absent_columns(key.counts()).get(KEY_ID, set()))
     key_words = key_tokens.filter(pl.col("kind") == KIND_WORD)
     return project(key_words, sys_tokens.filter(pl.col("kind") == KIND_WORD), to_key,
-                   key_text, sys_text)
+                   key_text, sys_text), scores
 
 
 def text_difference(spec: RunSpec, source: Source, key_text: Text, sys_text: Text, at: int,
@@ -190,11 +216,10 @@ def _live(stage: Staging, corpus: str, row: dict) -> Ingested:
     """A file ingested by an earlier run, as the warehouse holds it (the words a system
     tokenised otherwise is compared on are its aligned words)."""
     part = partition(corpus, row["system"])
-    mine = (pl.col("corpus") == corpus) & (pl.col("system") == row["system"])
     words = "aligned" if row.get("alignment") == "characters" else "units"
     return Ingested(row["system"], row["sha256"], row["format"],
-                    stage.live_file(words, part), stage.live_file("sents", part),
-                    stage.read("systems", mine), stage.read("vocab", mine))
+                    *(str(stage.live_file(t, part)) for t in (words, "sents", "systems",
+                                                               "vocab")))
 
 
 def _key_sents(key: Ingested) -> pl.DataFrame:
@@ -229,10 +254,10 @@ def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
             return _live(stage, spec.corpus, row)
         return None
 
-    def read(source: Source, role: str, key: Ingested | None, at: dt.datetime) -> Ingested:
-        return ingest_file(spec, source, role, stage, key, at)
+    def submit(source: Source, role: str, key: Ingested | None, at: dt.datetime):
+        return ingest_file.submit(TokenJob(spec, source, role, str(stage.dir), key, at))
 
-    return ingest_all(spec, stage, reuse, read)
+    return ingest_all(spec, stage, reuse, submit)
 
 
 def corpus_systems(stage: Staging, corpus: str, ingested: dict[str, Ingested]
@@ -240,7 +265,7 @@ def corpus_systems(stage: Staging, corpus: str, ingested: dict[str, Ingested]
     """Every system of a corpus (ingested now, or earlier with the same key), in ingest
     order."""
     live = read_table(stage.root, "systems", stage.manifest, pl.col("corpus") == corpus)
-    now = [i.row for i in ingested.values()]
+    now = [i.row() for i in ingested.values()]
     df = pl.concat([live, *now], how="diagonal_relaxed")
     return df.unique("system", keep="last").sort("ingested_at", "system")
 
@@ -275,6 +300,9 @@ class CompareJob:
     key_blank: set[str]
     #: the task scores trees (dep): CoNLL 2018 counts UAS ... BLEX too
     tree: bool = True
+
+    def __post_init__(self) -> None:
+        freeze_fields(self)  # a task parameter: nothing in it can change
 
 
 def read_shard_words(path: str, shard: Shard, aligned: bool = False) -> pl.DataFrame:
@@ -393,7 +421,7 @@ def _absent_columns(vocab_rows: pl.DataFrame) -> dict[str, set[str]]:
 def _corpus_vocab(stage: Staging, corpus: str, names: list[str],
                   ingested: dict[str, Ingested]) -> pl.DataFrame:
     """The label counts of the key and every system (those read now travel with them)."""
-    frames = [ingested[s].vocab if s in ingested else
+    frames = [ingested[s].counts() if s in ingested else
               pl.read_parquet(_path(stage, "vocab", corpus, s), glob=False)
               for s in [KEY_ID, *names]]
     return pl.concat(frames, how="diagonal_relaxed")

@@ -33,7 +33,8 @@ import os
 import shutil
 import signal
 import tempfile
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -206,15 +207,77 @@ def _existing_parent(path: Path) -> Path:
     return path
 
 
+@dataclass(frozen=True)
+class StagedFile:
+    """A file written into a run's staging folder (by a task, in any thread or process), and
+    the partitions it holds with their signatures: what a task returns for the flow to
+    record (:meth:`Staging.record`)."""
+
+    table: str
+    rel: str
+    partitions: tuple[tuple[str, str], ...]
+
+
+class PieceWriter:
+    """Writes one table's file into a staging folder in pieces (conformed to the table's
+    Arrow schema): ``append(df)`` as often as needed, then :meth:`close`, which names the
+    file after ``sig`` and returns what was staged. Used by tasks: it touches only its own
+    file, never the run's :class:`Staging`."""
+
+    def __init__(self, stage_dir: str | Path, table: str, partition: str) -> None:
+        self.dir, self.table, self.partition = Path(stage_dir), table, partition
+        self.schema = all_tables()[table]
+        self.rel = f"tables/{table}/{partition}/pending-{uuid.uuid4().hex[:16]}.parquet"
+        path = self.dir / self.rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.out = pq.ParquetWriter(path, self.schema, **parquet_options(self.schema))
+
+    def append(self, df: pl.DataFrame) -> None:
+        self.out.write_table(conform(df, self.schema), row_group_size=ROW_GROUP)
+
+    def close(self, sig: str) -> StagedFile:
+        """Finish the file and name it after its signature."""
+        self.out.close()
+        rel = f"tables/{self.table}/{self.partition}/{sig}.parquet"
+        os.replace(self.dir / self.rel, self.dir / rel)
+        return StagedFile(self.table, rel, ((self.partition, sig),))
+
+    def abort(self) -> None:
+        """Drop the file (its task failed)."""
+        with contextlib.suppress(Exception):
+            self.out.close()
+        (self.dir / self.rel).unlink(missing_ok=True)
+
+
+def stage_frame(stage_dir: str | Path, table: str, partition: str, sig: str,
+                df: pl.DataFrame) -> StagedFile:
+    """Write one partition's rows into a staging folder (from a task)."""
+    writer = PieceWriter(stage_dir, table, partition)
+    try:
+        writer.append(df)
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.close(sig)
+
+
 @dataclass
 class Staging:
-    """Partitions written by a run, waiting to be committed into the warehouse."""
+    """Partitions written by a run, waiting to be committed into the warehouse. Only the
+    flow's own thread changes it: tasks write files into :attr:`dir` and return
+    :class:`StagedFile` records, which the flow :meth:`record` s."""
 
     root: Path
     manifest: dict
     dir: Path
     staged: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # bad system files (keep-going)
+
+    def record(self, files: Iterable[StagedFile]) -> None:
+        """Stage what tasks wrote (each partition of each file, with its signature)."""
+        for f in files:
+            for partition, sig in f.partitions:
+                self.staged[(f.table, partition)] = (f.rel, sig)
 
     def has(self, table: str, partition: str, sig: str) -> bool:
         """True when the live (or staged) partition already has this signature."""
@@ -231,8 +294,7 @@ class Staging:
 
     def write(self, table: str, partition: str, sig: str, df: pl.DataFrame) -> Path:
         """Stage one partition (conformed to the table's Arrow schema)."""
-        with self.writer(table, partition, sig) as append:
-            append(df)
+        self.record([stage_frame(self.dir, table, partition, sig, df)])
         return self.staged_path(table, partition)
 
     @contextlib.contextmanager
@@ -240,20 +302,13 @@ class Staging:
                ) -> Iterator[Callable[[pl.DataFrame], None]]:
         """Stage one partition written in pieces: yields ``append(df)``; the partition is
         staged only when the block ends without an error."""
-        with self.block_writer(table, f"{partition}/{sig}", {partition: sig}) as append:
-            yield append
-
-    def sign(self, table: str, partition: str, sig: str) -> None:
-        """Give a staged partition its signature once it is known (e.g. after hashing the
-        input while writing it; the file keeps its name)."""
-        rel, _old = self.staged[(table, partition)]
-        self.staged[(table, partition)] = (rel, sig)
-
-    def discard(self, partition: str, tables: tuple[str, ...]) -> None:
-        """Forget what this run staged of a partition in ``tables`` (a file found bad after
-        it was staged: nothing of it is committed)."""
-        for table in tables:
-            self.staged.pop((table, partition), None)
+        writer = PieceWriter(self.dir, table, partition)
+        try:
+            yield writer.append
+        except BaseException:
+            writer.abort()
+            raise
+        self.record([writer.close(sig)])
 
     @contextlib.contextmanager
     def block_writer(self, table: str, name: str, partitions: dict[str, str]
@@ -267,16 +322,14 @@ class Staging:
         path.parent.mkdir(parents=True, exist_ok=True)
         with pq.ParquetWriter(path, schema, **parquet_options(schema)) as out:
             yield lambda df: out.write_table(conform(df, schema), row_group_size=ROW_GROUP)
-        for partition, sig in partitions.items():
-            self.staged[(table, partition)] = (rel, sig)
+        self.record([StagedFile(table, rel, tuple(partitions.items()))])
 
     def current_files(self, table: str) -> list[Path]:
         """The files a table will have once this run commits: staged partitions replace live
         ones (a file shared by partitions once)."""
         live = self.manifest["tables"].get(table, {})
-        staged = dict(self.staged)  # one snapshot: ingest threads stage files meanwhile
-        files = {self.root / e["file"] for p, e in live.items() if (table, p) not in staged}
-        files |= {self.dir / rel for (t, _), (rel, _) in staged.items() if t == table}
+        files = {self.root / e["file"] for p, e in live.items() if (table, p) not in self.staged}
+        files |= {self.dir / rel for (t, _), (rel, _) in self.staged.items() if t == table}
         return sorted(files)
 
     def read(self, table: str, where: pl.Expr | None = None) -> pl.DataFrame:

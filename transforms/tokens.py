@@ -22,6 +22,7 @@ import numpy as np
 import polars as pl
 
 from sysdiff.schemas.formats.conllu import PTB_PUNCT
+from sysdiff.schemas.frozen import FrozenMap
 from sysdiff.schemas.vocabulary import KEY_ID, LABEL_FIELDS, VIEWS, view
 from sysdiff.transforms import engine, reduce
 from sysdiff.transforms.counts import Counts
@@ -57,9 +58,14 @@ BUCKET_NAMES = {"sent_length": bucket_names(LENGTH_EDGES),
 
 @dataclass(frozen=True)
 class Vocab:
-    """The corpus-wide sorted labels of each label column, after label mappings."""
+    """The corpus-wide sorted labels of each label column, after label mappings (read-only:
+    a mapping of tuples)."""
 
-    labels: dict[str, list[str]]
+    labels: Mapping[str, Sequence[str]]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "labels", FrozenMap(
+            {c: tuple(v) for c, v in self.labels.items()}))
 
     def codes(self, column: str, values: pl.Series) -> np.ndarray:
         """The codes of ``values`` (nulls read as ``_``) in the smallest unsigned type."""
