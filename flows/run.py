@@ -43,7 +43,9 @@ def task_runner(dask_address: str | None, dask_local: int):
     if not (dask_address or dask_local):
         from prefect.task_runners import ThreadPoolTaskRunner
 
-        return ThreadPoolTaskRunner(max_workers=max(1, min(4, os.cpu_count() or 1)))
+        threads = max(1, min(4, os.cpu_count() or 1))
+        forced = os.environ.get("SYSDIFF_INGEST_THREADS")  # files read at once, if set
+        return ThreadPoolTaskRunner(max_workers=max(threads, int(forced) if forced else 0))
     try:
         from prefect_dask import DaskTaskRunner
     except ImportError:
