@@ -136,7 +136,7 @@ class Warehouse:
         """The names of the warehouse's tables."""
         rows = self._box().con.execute(
             "select table_name from information_schema.tables where table_catalog = 'memory' "
-            "order by 1").fetchall()
+            "and table_schema = 'main' order by 1").fetchall()
         return [r[0] for r in rows]
 
     def __getitem__(self, table: str) -> pl.DataFrame:

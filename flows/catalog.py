@@ -53,7 +53,7 @@ def catalog_version(root: Path) -> str | None:
         con = duckdb.connect(str(path), read_only=True)
         try:
             digest, built_for = con.execute(
-                "select manifest, root from sysdiff_catalog").fetchone()
+                "select manifest, root from stored.catalog").fetchone()
             return digest if built_for == str(root) else None
         finally:
             con.close()
@@ -61,16 +61,53 @@ def catalog_version(root: Path) -> str | None:
         return None
 
 
+#: Stored tables that users read through a view of their own name built over them: their
+#: files are read by a view in the schema ``stored`` (not listed by ``show tables``).
+STORED_AS = {"units": "stored.units", "words": "stored.words"}
+#: Stored tables whose corpus and system are in their files' paths (``corpus=C/system=S``).
+HIVE = ("words",)
+#: A file's own codes of its label columns: each label's position among the file's distinct
+#: labels of the column, sorted (binary order, as the ingest sorts them).
+CODES_SQL = """CREATE VIEW stored.codes AS
+SELECT corpus, system, field, label,
+       (row_number() OVER (PARTITION BY corpus, system, field ORDER BY label) - 1)::UINTEGER
+       AS code
+FROM vocab WHERE field <> 'head'"""
+#: ``units``: the stored records (the key, systems aligned on the characters), and the
+#: systems read on the key's words: the key's word with the system's labels (its own line,
+#: DEPS and MISC are not stored).
+UNITS_SQL = """CREATE VIEW units AS
+SELECT corpus, system, sent, id, token_id, kind, form, lemma, upos, xpos, feats, head, deprel,
+       deps, misc, line
+FROM stored.units
+UNION ALL
+SELECT w.corpus, w.system, w.sent, w.id, k.token_id, k.kind, k.form, c1.label, c2.label,
+       c3.label, c4.label, w.head, c5.label, NULL::VARCHAR, NULL::VARCHAR, NULL::INTEGER
+FROM stored.words w
+JOIN stored.units k ON k.corpus = w.corpus AND k.system = '__key__' AND k.kind = 0
+     AND k.sent = w.sent AND k.id = w.id
+""" + "".join(
+    f"LEFT JOIN stored.codes c{i} ON c{i}.corpus = w.corpus AND c{i}.system = w.system "
+    f"AND c{i}.field = '{f}' AND c{i}.code = w.{f}\n"
+    for i, f in enumerate(("lemma", "upos", "xpos", "feats", "deprel"), start=1))
+DERIVED = (CODES_SQL, UNITS_SQL)
+
+
 def view_sql(table: str, files: list[str]) -> str:
-    """The view of a table over its files (absolute paths)."""
+    """The view of a table over its files (absolute paths), under its stored name."""
     listing = ", ".join(sql_literal(f) for f in files)
-    return (f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listing}], "
-            "union_by_name = true, hive_partitioning = false)")
+    hive = ("true, hive_types = {'corpus': VARCHAR, 'system': VARCHAR}" if table in HIVE
+            else "false")
+    return (f"CREATE VIEW {STORED_AS.get(table, table)} AS SELECT * FROM read_parquet("
+            f"[{listing}], union_by_name = true, hive_partitioning = {hive})")
 
 
 def empty_table_sql(table: str, columns: str) -> str:
-    """An empty typed table (a table without live files); ``columns`` as :func:`table_ddl`."""
-    return f"CREATE TABLE {table} ({columns})"
+    """An empty typed table (a table without live files), under its stored name;
+    ``columns`` as :func:`table_ddl`."""
+    if table in HIVE:
+        columns += ', "corpus" VARCHAR, "system" VARCHAR'
+    return f"CREATE TABLE {STORED_AS.get(table, table)} ({columns})"
 
 
 _DDL: dict[str, str] | None = None
@@ -98,16 +135,17 @@ def table_ddl() -> dict[str, str]:
     return dict(_DDL)
 
 
-def catalog_statements(manifest: dict, root: Path) -> list[str]:
+def catalog_statements(manifest: dict, root: Path, ddl: dict[str, str] | None = None
+                       ) -> list[str]:
     """The SQL that builds one view (or empty typed table) per table, over the live files
-    named by absolute path under ``root``."""
-    ddl = manifest.get("ddl") or table_ddl()
-    statements = []
+    named by absolute path under ``root``, then the views built over those (``units``)."""
+    ddl = ddl or manifest.get("ddl") or table_ddl()
+    statements = ["CREATE SCHEMA IF NOT EXISTS stored"]
     for table, columns in ddl.items():
         files = table_files(manifest, table)
         statements.append(view_sql(table, [str(root / f) for f in files]) if files
                           else empty_table_sql(table, columns))
-    return statements
+    return statements + list(DERIVED)
 
 
 def refresh_catalog(root: Path, manifest: dict) -> None:
@@ -157,7 +195,7 @@ def _alive(pid: int) -> bool:
 
 def build_catalog(path: Path, root: Path, manifest: dict) -> None:
     """Write a catalog database at ``path`` for the warehouse ``root``: one view per table
-    over its live files (absolute paths), and ``sysdiff_catalog`` (the manifest's digest, the
+    over its live files (absolute paths), and ``stored.catalog`` (the manifest's digest, the
     warehouse folder and the list of files the views read, relative to it)."""
     con = duckdb.connect(str(path), config={"autoinstall_known_extensions": False,
                                             "autoload_known_extensions": False})
@@ -165,7 +203,7 @@ def build_catalog(path: Path, root: Path, manifest: dict) -> None:
         for sql in catalog_statements(manifest, root):
             con.execute(sql)
         files = sorted({e["file"] for t in manifest["tables"].values() for e in t.values()})
-        con.execute("create table sysdiff_catalog as select ? as manifest, ? as root, "
+        con.execute("create table stored.catalog as select ? as manifest, ? as root, "
                     "?::varchar[] as files", [manifest_digest(manifest), str(root), files])
         con.execute("checkpoint")
     finally:

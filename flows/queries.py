@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from sysdiff.flows.catalog import empty_table_sql, sql_literal, table_files, view_sql
+from sysdiff.flows.catalog import catalog_statements, sql_literal, table_files
 from sysdiff.flows.locks import hold_shared, release
 from sysdiff.flows.names import MANIFEST, read_manifest
 from sysdiff.flows.rows import NUMERIC, Rows, plain, polars_type
@@ -175,24 +175,23 @@ def live_paths(root: Path, manifest: dict) -> dict[str, list[str]]:
 
 
 def build_views(con: duckdb.DuckDBPyConnection, root: Path, manifest: dict) -> None:
-    """One view per table over its live files, and an empty typed table for a table without
-    files (column types from the manifest; from the schemas for an older manifest)."""
+    """One view per table over its live files, an empty typed table for a table without
+    files (column types from the manifest; from the schemas for an older manifest), and the
+    views built over them (``units``)."""
     ddl = manifest.get("ddl")
     if ddl is None:
         from sysdiff.flows.catalog import table_ddl  # pyarrow: only for an older manifest
 
         ddl = table_ddl()
-    for table, columns in ddl.items():
-        files = [str(root / f) for f in table_files(manifest, table)]
-        if not files:
-            con.execute(empty_table_sql(table, columns))
-            continue
+    for sql in catalog_statements(manifest, root, ddl):
         try:
-            con.execute(view_sql(table, files))
+            con.execute(sql)
         except duckdb.Error as e:  # a damaged file: that table says so, the others work
-            why = (f"the table {table} cannot be read ({_first_line(e)}); the next "
-                   "'sysdiff run' on this corpus checks the files and recomputes a damaged one")
-            con.execute(f"CREATE VIEW {table} AS SELECT error({sql_literal(why)}) AS damaged")
+            name = sql.split()[2]
+            why = (f"the table {name.removeprefix('stored.')} cannot be read "
+                   f"({_first_line(e)}); the next 'sysdiff run' on this corpus checks the "
+                   "files and recomputes a damaged one")
+            con.execute(f"CREATE VIEW {name} AS SELECT error({sql_literal(why)}) AS damaged")
 
 
 @contextlib.contextmanager

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import hashlib
 import logging
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -49,9 +51,16 @@ from sysdiff.flows.warehouse import (
     with_literals,
 )
 from sysdiff.schemas.errors import InputError
-from sysdiff.schemas.formats.conllu import KIND_WORD, WordCheck, iter_conll
+from sysdiff.schemas.formats.conllu import (
+    KIND_WORD,
+    WordCheck,
+    detect_token_format,
+    iter_conll,
+    read_bytes,
+)
+from sysdiff.schemas.formats.fast_words import FastWords, fast_words
 from sysdiff.schemas.frozen import freeze_fields
-from sysdiff.schemas.vocabulary import TASK_VIEWS, VIEWS
+from sysdiff.schemas.vocabulary import LABEL_FIELDS, TASK_VIEWS, VIEWS
 from sysdiff.transforms import conll18, reduce, tokens
 from sysdiff.transforms.alignment import (
     Text,
@@ -62,10 +71,12 @@ from sysdiff.transforms.alignment import (
     token_at,
     token_count,
 )
+from sysdiff.transforms.engine import smallest_uint
 from sysdiff.transforms.plan import Shard, canonical, options_string, plan_shards
 from sysdiff.transforms.tokens import (
     BLANK,
     WORD_COLUMNS,
+    Coded,
     ShardWords,
     Vocab,
     apply_mapping,
@@ -81,6 +92,16 @@ PAIRS_PER_BLOCK = 256
 CORPUS_TABLES = ("oracles", "oracle_labels", "difficulty", "majority")
 
 
+#: How a file's words are stored: ``full`` every field of every token (``units``: the key,
+#: and a system the fast reader could not vouch for), ``lean`` the codes of the evaluated
+#: labels in the key's order (``words``: a system read on the key's words), ``aligned`` a
+#: system tokenised otherwise, its words aligned with the key's (``aligned``).
+LAYOUTS = ("full", "lean", "aligned")
+#: The stored tables of the other layouts, which a file read now in one layout replaces.
+STORED_BY = {"full": ("words", "aligned"), "lean": ("units", "sents", "aligned"),
+             "aligned": ("words",)}
+
+
 @dataclass(frozen=True)
 class Ingested:
     """Where one ingested file's tables lie (staged now, or live) and what it is: plain,
@@ -89,10 +110,13 @@ class Ingested:
     system: str
     sha256: str
     fmt: str
-    units: str  # the words compare reads: its units, or its aligned words (by characters)
-    sents: str
+    words: str  # what compare reads (see LAYOUTS)
+    layout: str
+    sents: str  # its sentences ('' for a lean system: the key's are its)
     systems: str  # its ``systems`` row
-    vocab: str  # its label counts
+    vocab: str  # its label counts (a lean system's: its codes' dictionaries too)
+    #: the key only: a hash of each word's form, in order (a staged .npy file)
+    forms: str = ""
     staged: tuple[StagedFile, ...] = ()
 
     def row(self) -> pl.DataFrame:
@@ -118,16 +142,88 @@ class TokenJob:
 @task(name="ingest", task_run_name="ingest {job.spec.corpus} {job.source.id}",
       cache_policy=NONE)
 def ingest_file(job: TokenJob) -> Ingested:
-    """Read and validate one file chunk by chunk, check it against the key, stage its units,
-    sentences and label counts as it goes, and hash it on the way: one read of the file,
-    memory bounded by the chunk size. Only paths and small records leave the task."""
+    """Read one file once, check it (a system against the key), stage what the run keeps
+    of it and hash it on the same bytes. A system whose words are the key's is read fast,
+    its evaluated columns only (:func:`ingest_lean`); any other file, or one the fast reader
+    cannot vouch for, is read in full (:func:`ingest_full`). Only paths and small records
+    leave the task."""
+    if job.key is not None:
+        lean = ingest_lean(job)
+        if lean is not None:
+            return lean
+    return ingest_full(job)
+
+
+def task_fields(task: str, fmt: str) -> tuple[str, ...]:
+    """The label columns (and ``head``) a task evaluates, as the format has them."""
+    if fmt == "tsv":
+        return ("upos",)
+    fields = ("lemma", "upos", "xpos", "feats")
+    return (*fields, "head", "deprel") if task == "dep" else fields
+
+
+def ingest_lean(job: TokenJob) -> Ingested | None:
+    """A system whose words are the key's, read fast (:func:`fast_words`) and stored lean
+    (``words``: the codes of its evaluated labels in the key's order, the codes' dictionaries
+    in ``vocab``); None when the fast reader cannot vouch for the file, or its words are not
+    the key's (the full reader then decides)."""
+    spec, source, key = job.spec, job.source, job.key
+    data = read_bytes(source.path)
+    fmt = source.fmt or detect_token_format(source.path, data)
+    fields = task_fields(spec.task, fmt)
+    found = fast_words(data, fmt, fields)
+    if found is None or not _same_words(found, key):
+        return None
+    sha = hashlib.sha256(data).hexdigest()
+    del data
+    words, vocab = tokens.lean_words(found)
+    sid, corpus = source.id, spec.corpus
+    part = partition(corpus, sid)
+    sig = _ingest_signature(sha, fmt, job.role, key.sha256)
+    key_row = key.row()
+    row = systems_row(spec, source, job.role, sha, fmt, int(key_row["n_docs"][0]),
+                      found.n_sents, found.sent.size, found.n_tokens, "identical", job.at)
+    files = (stage_frame(job.stage_dir, "words", part, sig, words),
+             stage_frame(job.stage_dir, "vocab", part, sig,
+                         with_literals(vocab, corpus=corpus, system=sid)),
+             stage_frame(job.stage_dir, "systems", part, sig, row))
+    here = [str(Path(job.stage_dir) / f.rel) for f in files]
+    return Ingested(sid, sha, fmt, here[0], "lean", "", here[2], here[1], staged=files)
+
+
+def _same_words(found: FastWords, key: Ingested) -> bool:
+    """The key's sentences, words per sentence and forms (by their hashes: a differing
+    form, even one equal after NFC, sends the file to the full reader's check)."""
+    n_words = pl.read_parquet(key.sents, columns=["n_words"], glob=False)["n_words"]
+    if found.n_sents != n_words.len() or not np.array_equal(found.n_words, n_words.to_numpy()):
+        return False
+    return np.array_equal(form_hashes(found.form), np.load(key.forms))
+
+
+def form_hashes(forms: pl.Series) -> np.ndarray:
+    """A 64-bit hash of each form (equal forms, equal hashes; stable for one polars)."""
+    return forms.hash(seed=0).to_numpy()
+
+
+def save_form_hashes(stage_dir: str, name: str, hashes: list[np.ndarray]) -> str:
+    """Keep the key's form hashes in the run's staging folder (not in the warehouse)."""
+    path = Path(stage_dir) / "aux" / f"{name}-{uuid.uuid4().hex[:12]}.npy"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, np.concatenate(hashes) if hashes else np.zeros(0, np.uint64))
+    return str(path)
+
+
+def ingest_full(job: TokenJob) -> Ingested:
+    """Read and validate one file chunk by chunk (every column), check it against the key,
+    stage its units, sentences and label counts as it goes, and hash it on the way: one read
+    of the file, memory bounded by the chunk size."""
     spec, source, key = job.spec, job.source, job.key
     sid = source.id
     part = partition(spec.corpus, sid)
     check = None if key is None else WordCheck(str(spec.key.path), _key_sents(key),
                                                str(source.path))
     fmt, n_sents, n_units, n_docs, n_tokens = source.fmt, 0, 0, 0, 0
-    hasher, vocab = hashlib.sha256(), []
+    hasher, vocab, hashes = hashlib.sha256(), [], []
     writers: dict[str, PieceWriter] = {}
     try:
         for chunk in iter_conll(source.path, source.fmt, hasher=hasher):
@@ -136,6 +232,8 @@ def ingest_file(job: TokenJob) -> Ingested:
                 writers = {t: PieceWriter(job.stage_dir, t, part) for t in ("units", "sents")}
             if check is not None:
                 check.add(chunk, _key_words(key, chunk.sents))
+            else:
+                hashes.append(form_hashes(chunk.words["form"]))
             writers["units"].append(with_literals(chunk.tokens, corpus=spec.corpus,
                                                   system=sid))
             writers["sents"].append(with_literals(chunk.sents, corpus=spec.corpus, system=sid))
@@ -154,11 +252,11 @@ def ingest_file(job: TokenJob) -> Ingested:
     mismatch = None if check is None else check.difference()
     files = list(staged.values())
     if mismatch is None:
-        counts, words, alignment = (pl.concat(vocab).group_by("field", "label")
-                                    .agg(pl.col("n").sum())), units, "identical"
+        counts, words, layout = (pl.concat(vocab).group_by("field", "label")
+                                 .agg(pl.col("n").sum())), units, "full"
     else:  # another tokenisation: aligned with the key on the characters, or an error
         projected, conll = align_with_key(spec, source, key, units, mismatch)
-        counts, alignment = label_counts(projected), "characters"
+        counts, layout = label_counts(projected), "aligned"
         files.append(stage_frame(job.stage_dir, "conll18", part, sig,
                                  with_literals(conll, corpus=spec.corpus, system=sid)))
         files.append(stage_frame(job.stage_dir, "aligned", part, sig, with_literals(
@@ -166,12 +264,13 @@ def ingest_file(job: TokenJob) -> Ingested:
         words = str(Path(job.stage_dir) / files[-1].rel)
     counts = with_literals(counts, corpus=spec.corpus, system=sid)
     row = systems_row(spec, source, job.role, sha, fmt, n_docs, n_sents, n_units, n_tokens,
-                      alignment, job.at)
+                      "characters" if layout == "aligned" else "identical", job.at)
     files.append(stage_frame(job.stage_dir, "vocab", part, sig, counts))
     files.append(stage_frame(job.stage_dir, "systems", part, sig, row))
     here = {f.table: str(Path(job.stage_dir) / f.rel) for f in files}
-    return Ingested(sid, sha, fmt, words, here["sents"], here["systems"], here["vocab"],
-                    tuple(files))
+    forms = save_form_hashes(job.stage_dir, "key-forms", hashes) if key is None else ""
+    return Ingested(sid, sha, fmt, words, layout, here["sents"], here["systems"],
+                    here["vocab"], forms, tuple(files))
 
 
 def align_with_key(spec: RunSpec, source: Source, key: Ingested, units: str,
@@ -213,13 +312,24 @@ def _ingest_signature(sha: str, fmt: str, role: str, key_sha: str | None) -> str
 
 
 def _live(stage: Staging, corpus: str, row: dict) -> Ingested:
-    """A file ingested by an earlier run, as the warehouse holds it (the words a system
-    tokenised otherwise is compared on are its aligned words)."""
+    """A file ingested by an earlier run, as the warehouse holds it."""
     part = partition(corpus, row["system"])
-    words = "aligned" if row.get("alignment") == "characters" else "units"
+    layout = ("aligned" if row.get("alignment") == "characters" else
+              "lean" if stage.live_file("words", part) is not None else "full")
+    table = {"full": "units", "lean": "words", "aligned": "aligned"}[layout]
+    sents = stage.live_file("sents", part)
     return Ingested(row["system"], row["sha256"], row["format"],
-                    *(str(stage.live_file(t, part)) for t in (words, "sents", "systems",
-                                                               "vocab")))
+                    str(stage.live_file(table, part)), layout, str(sents or ""),
+                    str(stage.live_file("systems", part)), str(stage.live_file("vocab", part)))
+
+
+def live_key_forms(stage: Staging, key: Ingested) -> Ingested:
+    """The key read by an earlier run, with its form hashes (computed once, from its stored
+    words, for the systems read now)."""
+    forms = (pl.scan_parquet(key.words, glob=False).filter(pl.col("kind") == KIND_WORD)
+             .select("form").collect()["form"])
+    return replace(key, forms=save_form_hashes(str(stage.dir), "key-forms",
+                                               [form_hashes(forms)]))
 
 
 def _key_sents(key: Ingested) -> pl.DataFrame:
@@ -230,7 +340,7 @@ def _key_sents(key: Ingested) -> pl.DataFrame:
 def _key_words(key: Ingested, sents: pl.DataFrame) -> pl.DataFrame:
     """The key's words of the sentences in ``sents`` (a contiguous range)."""
     lo, hi = int(sents["sent"][0]), int(sents["sent"][-1])
-    return (pl.scan_parquet(key.units, glob=False)
+    return (pl.scan_parquet(key.words, glob=False)
             .filter((pl.col("kind") == KIND_WORD) & pl.col("sent").is_between(lo, hi))
             .select("sent", "id", "form").collect())
 
@@ -255,9 +365,20 @@ def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
         return None
 
     def submit(source: Source, role: str, key: Ingested | None, at: dt.datetime):
+        if key is not None and not key.forms:  # a key read by an earlier run
+            key = forms_once(key)
         return ingest_file.submit(TokenJob(spec, source, role, str(stage.dir), key, at))
 
-    return ingest_all(spec, stage, reuse, submit)
+    @functools.cache
+    def forms_once(key: Ingested) -> Ingested:
+        return live_key_forms(stage, key)
+
+    files = ingest_all(spec, stage, reuse, submit)
+    for f in files.values():
+        if f.staged:  # read now: the tables of its other layouts go
+            for table in STORED_BY[f.layout]:
+                stage.drop(table, partition(spec.corpus, f.system))
+    return files
 
 
 def corpus_systems(stage: Staging, corpus: str, ingested: dict[str, Ingested]
@@ -284,6 +405,10 @@ class CompareJob:
 
     systems: list[str]
     unit_paths: dict[str, str]
+    #: how each source's words are stored (see LAYOUTS)
+    layouts: dict[str, str]
+    #: a lean system's dictionaries: field -> its sorted labels (its codes' meanings)
+    dictionaries: dict[str, dict[str, tuple[str, ...]]]
     sents_path: str
     fmt: str
     views: list[str]
@@ -314,6 +439,37 @@ def read_shard_words(path: str, shard: Shard, aligned: bool = False) -> pl.DataF
             .select(WORD_COLUMNS + ["aligned"] * aligned).collect())
 
 
+def read_shard_codes(path: str, shard: Shard) -> pl.DataFrame:
+    """A lean system's words of one shard: sentence, ID, its codes and HEAD."""
+    return (pl.scan_parquet(path, glob=False, hive_partitioning=False)
+            .filter(pl.col("sent").is_between(shard.lo, shard.hi - 1)).collect())
+
+
+def lean_coded(codes: pl.DataFrame, dictionaries: Mapping[str, Sequence[str]], vocab: Vocab,
+               mapping: Mapping[str, str]) -> Coded:
+    """A lean system's words as corpus codes (its labels mapped; a column it was not read
+    for is ``_``)."""
+    labels = {}
+    for field in LABEL_FIELDS:
+        column = codes[field]
+        if field not in dictionaries or column.null_count() == column.len():
+            labels[field] = np.full(codes.height, vocab.code_list(field, [BLANK])[0],
+                                    smallest_uint(len(vocab.labels[field])))
+            continue
+        lookup = vocab.lookup(field, dictionaries[field], mapping)
+        labels[field] = lookup[column.to_numpy()]
+    return Coded(labels, codes["head"].fill_null(-1).to_numpy())
+
+
+def lean_frame(codes: pl.DataFrame, dictionaries: Mapping[str, Sequence[str]]
+               ) -> pl.DataFrame:
+    """A lean system's words with their labels as strings (as the reader gave them: what
+    the CoNLL 2018 counts compare)."""
+    return codes.with_columns(
+        pl.Series(f, dictionaries[f]).gather(codes[f]).alias(f) if f in dictionaries
+        else pl.lit(BLANK).alias(f) for f in LABEL_FIELDS)
+
+
 def shard_lengths(sents_path: str, shard: Shard) -> np.ndarray:
     """Words per sentence of the shard's sentences, in order."""
     rows = (pl.scan_parquet(sents_path, glob=False)
@@ -326,14 +482,17 @@ def shard_lengths(sents_path: str, shard: Shard) -> np.ndarray:
 def shard_compare(job: CompareJob, shard: Shard) -> dict:
     """Every additive count of one shard (each file read once), for every view setting."""
     key = read_shard_words(job.unit_paths[KEY_ID], shard)
-    words = {s: read_shard_words(job.unit_paths[s], shard, s in job.by_chars)
+    words = {s: read_shard_codes(job.unit_paths[s], shard) if job.layouts[s] == "lean" else
+             read_shard_words(job.unit_paths[s], shard, s in job.by_chars)
              for s in job.systems}
     out: dict[Any, Any] = {}
     if job.conll18:
         out["conll18"] = conll18_of_shard(job, key, words)
     mapped = ShardWords(
         key=apply_mapping(key, job.mappings.get("@key", {})),
-        systems=[apply_mapping(words[s], job.mappings.get(s, {})) for s in job.systems],
+        systems=[lean_coded(words[s], job.dictionaries[s], job.vocab, job.mappings.get(s, {}))
+                 if job.layouts[s] == "lean" else
+                 apply_mapping(words[s], job.mappings.get(s, {})) for s in job.systems],
         first_sent=shard.lo, n_sents=shard.hi - shard.lo,
         sent_lengths=shard_lengths(job.sents_path, shard), fmt=job.fmt,
         aligned=aligned_matrix(job, words, key.height))
@@ -347,7 +506,8 @@ def conll18_of_shard(job: CompareJob, key: pl.DataFrame, words: dict[str, pl.Dat
     normalised once; a tagging task skips the tree's metrics)."""
     gold = conll18.normalised_key(key)
     count = conll18.conll18_counts if job.tree else conll18.tag_counts
-    return {s: count(key, words[s], gold) for s in job.conll18}
+    return {s: count(key, lean_frame(words[s], job.dictionaries[s])
+                     if job.layouts[s] == "lean" else words[s], gold) for s in job.conll18}
 
 
 def aligned_matrix(job: CompareJob, words: dict[str, pl.DataFrame], n_words: int
@@ -457,10 +617,12 @@ def compare_tokens(spec: RunSpec, stage: Staging, ingested: dict[str, Ingested])
     shards = plan_shards(key_sents, spec.shard_sents)
     index = {s: i for i, s in enumerate(systems)}
     by_chars = rows.filter(pl.col("alignment") == "characters")["system"].to_list()
+    stored = {s: _stored_words(stage, corpus, s, s in by_chars) for s in [KEY_ID, *systems]}
     job = CompareJob(
         systems=systems,
-        unit_paths={s: _path(stage, "aligned" if s in by_chars else "units", corpus, s)
-                    for s in [KEY_ID, *systems]},
+        unit_paths={s: path for s, (_layout, path) in stored.items()},
+        layouts={s: layout for s, (layout, _path) in stored.items()},
+        dictionaries=_dictionaries(vocab_rows, [s for s in systems if stored[s][0] == "lean"]),
         sents_path=sents_path, fmt=key_row["format"], views=views,
         vocab=vocab_from_counts(vocab_rows, spec.mappings),
         mappings={k: dict(v) for k, v in spec.mappings.items()},
@@ -487,6 +649,33 @@ def compare_tokens(spec: RunSpec, stage: Staging, ingested: dict[str, Ingested])
                     out.conll18(sys_sig)
             pair_out.write(out)
     stage_history(spec, stage, "tokens", all_sig)
+
+
+def _stored_words(stage: Staging, corpus: str, system: str, by_chars: bool
+                  ) -> tuple[str, str]:
+    """How a source's words are stored, and where: what this run staged, else the live
+    partition (see LAYOUTS)."""
+    if by_chars:
+        return "aligned", _path(stage, "aligned", corpus, system)
+    part = partition(corpus, system)
+    for find in (stage.staged_path, stage.live_file):
+        if find("words", part) is not None:
+            return "lean", str(find("words", part))
+        if find("units", part) is not None:
+            return "full", str(find("units", part))
+    raise InputError(f"the warehouse holds no words of system '{system}' of corpus "
+                     f"'{corpus}'; rerun with its file")
+
+
+def _dictionaries(vocab_rows: pl.DataFrame, lean: list[str]
+                  ) -> dict[str, dict[str, tuple[str, ...]]]:
+    """Each lean system's dictionaries: field -> its labels, sorted (their codes)."""
+    rows = vocab_rows.filter(pl.col("system").is_in(lean) & pl.col("field").is_in(
+        list(LABEL_FIELDS))).group_by("system", "field").agg(pl.col("label").sort())
+    out: dict[str, dict[str, tuple[str, ...]]] = {s: {} for s in lean}
+    for system, field, labels in rows.rows():
+        out[system][field] = tuple(labels)
+    return out
 
 
 def pair_blocks(pairs: list[tuple[int, int]], size: int) -> list[list[tuple[int, int]]]:

@@ -67,7 +67,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sysdiff")
 # Tables written when a file is ingested (the others are computed from them).
-INGEST_TABLES = frozenset({"systems", "units", "sents", "vocab", "mentions", "coref_tokens"})
+INGEST_TABLES = frozenset({"systems", "units", "words", "sents", "vocab", "mentions",
+                           "coref_tokens"})
 ROW_GROUP = 1 << 17  # rows per Parquet row group: shard reads skip the groups they do not need
 
 
@@ -79,7 +80,7 @@ def crash_point(name: str) -> None:
 
 #: Bumped when the shape or the meaning of stored partitions changes: a partition written by
 #: an older sysdiff has another signature and is recomputed by the next run.
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 
 def signature(*parts: object) -> str:
@@ -272,12 +273,20 @@ class Staging:
     dir: Path
     staged: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # bad system files (keep-going)
+    #: live partitions this run removes (a file now stored in another way)
+    dropped: set[tuple[str, str]] = field(default_factory=set)
 
     def record(self, files: Iterable[StagedFile]) -> None:
         """Stage what tasks wrote (each partition of each file, with its signature)."""
         for f in files:
             for partition, sig in f.partitions:
                 self.staged[(f.table, partition)] = (f.rel, sig)
+                self.dropped.discard((f.table, partition))
+
+    def drop(self, table: str, partition: str) -> None:
+        """Remove a live partition at commit (unless this run stages it)."""
+        if (table, partition) not in self.staged and self.live_file(table, partition):
+            self.dropped.add((table, partition))
 
     def has(self, table: str, partition: str, sig: str) -> bool:
         """True when the live (or staged) partition already has this signature."""
@@ -285,12 +294,14 @@ class Staging:
         if staged:
             return staged[1] == sig
         live = self.manifest["tables"].get(table, {}).get(partition)
-        return bool(live) and live["sig"] == sig and (self.root / live["file"]).exists()
+        return (bool(live) and live["sig"] == sig and (table, partition) not in self.dropped
+                and (self.root / live["file"]).exists())
 
     def live_file(self, table: str, partition: str) -> Path | None:
-        """The committed file of a partition, if any."""
+        """The committed file of a partition, if any (not one this run drops)."""
         live = self.manifest["tables"].get(table, {}).get(partition)
-        return self.root / live["file"] if live else None
+        return self.root / live["file"] if live and (table, partition) not in self.dropped \
+            else None
 
     def write(self, table: str, partition: str, sig: str, df: pl.DataFrame) -> Path:
         """Stage one partition (conformed to the table's Arrow schema)."""
@@ -328,7 +339,8 @@ class Staging:
         """The files a table will have once this run commits: staged partitions replace live
         ones (a file shared by partitions once)."""
         live = self.manifest["tables"].get(table, {})
-        files = {self.root / e["file"] for p, e in live.items() if (table, p) not in self.staged}
+        files = {self.root / e["file"] for p, e in live.items()
+                 if (table, p) not in self.staged and (table, p) not in self.dropped}
         files |= {self.dir / rel for (t, _), (rel, _) in self.staged.items() if t == table}
         return sorted(files)
 
@@ -401,7 +413,7 @@ def open_run(root: Path, corpus: str | None = None) -> Iterator[Staging]:
                 drop_damaged(root, manifest, corpus)
             staging = Staging(root, manifest, stage_dir)
             yield staging
-            if staging.staged:
+            if staging.staged or staging.dropped:
                 commit(staging)
         finally:
             shutil.rmtree(stage_dir, ignore_errors=True)
@@ -487,6 +499,8 @@ def commit(staging: Staging) -> None:
     hashes = {rel: (file_sha256(staging.dir / rel), (staging.dir / rel).stat().st_size)
               for rel in files}
     write_owned(root, read_owned(root) | files)
+    for table, partition in staging.dropped:
+        manifest["tables"].get(table, {}).pop(partition, None)
     for (table, partition), (rel, sig) in staging.staged.items():
         dest = root / rel
         dest.parent.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ import polars as pl
 import pyarrow as pa
 
 S, I32, I64, F64, B = pa.string(), pa.int32(), pa.int64(), pa.float64(), pa.bool_()
+U32 = pa.uint32()
 OWNER = [("corpus", S), ("system", S)]
 LIST_S = pa.list_(pa.string())
 VIEW_KEYS = [("corpus", S), ("view", S), ("punct", B)]
@@ -43,6 +44,16 @@ TOKEN_TABLES: dict[str, pa.Schema] = {
         ("corpus", S), ("system", S), ("sent", I32), ("id", I32), ("token_id", S),
         ("kind", pa.int8()), ("form", S), ("lemma", S), ("upos", S), ("xpos", S), ("feats", S),
         ("head", I32), ("deprel", S), ("deps", S), ("misc", S), ("line", I32),
+    ),
+    # The lean store of a system read on the key's words (``systems.alignment =
+    # 'identical'``): per key word, in the key's order, the codes of the labels the task
+    # evaluates (a code is the label's position among the file's distinct labels of that
+    # column, sorted: the file's ``vocab`` rows) and HEAD; null where the column is not
+    # read. Corpus and system are the partition's (``corpus=C/system=S`` in its path).
+    # Users read it through the ``units`` view.
+    "words": _schema(
+        ("sent", I32), ("id", I32), ("lemma", U32), ("upos", U32), ("xpos", U32),
+        ("feats", U32), ("head", I32), ("deprel", U32),
     ),
     "sents": _schema(
         ("corpus", S), ("system", S), ("sent", I32), ("sent_id", S), ("doc", I32),
@@ -288,14 +299,15 @@ IDENTITY_COLUMNS = ("corpus", "system", "sys1", "sys2", "view")
 
 
 def parquet_options(schema: pa.Schema) -> dict[str, object]:
-    """How a table's Parquet file is encoded: dictionaries for string columns only (an
-    integer column such as a line number has as many values as rows, and a dictionary
-    attempt costs more than it saves), min/max statistics for numbers and identity columns
-    (what readers filter on; a string column's min/max costs much and is never used)."""
+    """How a table's Parquet file is encoded: dictionaries for string columns and label
+    codes only (an integer column such as a line number has as many values as rows, and a
+    dictionary attempt costs more than it saves; label codes are few and come out
+    bit-packed), min/max statistics for numbers and identity columns (what readers filter
+    on; a string column's min/max costs much and is never used)."""
     strings, others = [], []
     for name, leaf in _leaves(schema):
-        is_text = pa.types.is_string(leaf) or pa.types.is_large_string(leaf)
-        (strings if is_text else others).append(name)
+        coded = pa.types.is_string(leaf) or pa.types.is_large_string(leaf) or leaf == U32
+        (strings if coded else others).append(name)
     return {"compression": "zstd", "use_dictionary": strings,
             "write_statistics": others + [c for c in IDENTITY_COLUMNS if c in schema.names]}
 

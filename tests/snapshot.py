@@ -47,7 +47,7 @@ def table_dumps(root: Path) -> dict[str, str]:
     try:
         names = sorted(r[0] for r in con.execute(
             "select table_name from information_schema.tables "
-            "where table_name not like 'sysdiff_%'").fetchall())
+            "where table_name not like 'sysdiff_%' and table_schema = 'main'").fetchall())
         dumps = {}
         for name in names:
             cols = [r[0] for r in con.execute(f"describe {name}").fetchall()]

@@ -15,13 +15,14 @@ sum.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
 
 from sysdiff.schemas.formats.conllu import PTB_PUNCT
+from sysdiff.schemas.formats.fast_words import FastWords
 from sysdiff.schemas.frozen import FrozenMap
 from sysdiff.schemas.vocabulary import KEY_ID, LABEL_FIELDS, VIEWS, view
 from sysdiff.transforms import engine, reduce
@@ -36,8 +37,15 @@ FREQ_EDGES = np.array([10, 100, 1000, 10000])
 BLANK = "_"
 
 
-def punct_mask(key_words: pl.DataFrame, fmt: str) -> np.ndarray:
-    """True for words whose *gold* tag marks punctuation (UPOS PUNCT; PTB set for CoNLL-X)."""
+def punct_mask(key_words: pl.DataFrame | Coded, fmt: str, vocab: Vocab | None = None
+               ) -> np.ndarray:
+    """True for words whose *gold* tag marks punctuation (UPOS PUNCT; PTB set for CoNLL-X);
+    coded words need the ``vocab`` of their codes."""
+    if isinstance(key_words, Coded):
+        mask = np.isin(key_words.labels["upos"], vocab.code_list("upos", ["PUNCT"]))
+        if fmt == "conllx":
+            mask |= np.isin(key_words.labels["xpos"], vocab.code_list("xpos", PTB_PUNCT))
+        return mask
     expr = pl.col("upos") == "PUNCT"
     if fmt == "conllx":
         expr = expr | pl.col("xpos").is_in(list(PTB_PUNCT))
@@ -73,6 +81,55 @@ class Vocab:
         codes = values.fill_null(BLANK).cast(pl.Enum(labels)).to_physical().to_numpy()
         return codes.astype(smallest_uint(len(labels)), copy=False)
 
+    def code_list(self, column: str, labels: Iterable[str]) -> list[int]:
+        """The codes of those ``labels`` the column has."""
+        index = {label: i for i, label in enumerate(self.labels[column])}
+        return [index[x] for x in labels if x in index]
+
+    def lookup(self, column: str, dictionary: Sequence[str], mapping: Mapping[str, str]
+               ) -> np.ndarray:
+        """For a file's own codes (positions in its sorted ``dictionary`` of the column),
+        the corpus codes of their labels after ``mapping`` (a small array to index with)."""
+        labels = self.labels[column]
+        index = {label: i for i, label in enumerate(labels)}
+        out = np.array([index[mapping.get(x, x)] for x in dictionary], dtype=np.int64)
+        return out.astype(smallest_uint(len(labels)))
+
+
+@dataclass(frozen=True)
+class Coded:
+    """One source's words of a shard, in the key's order: the corpus code of each label
+    column's value (:class:`Vocab`), HEAD (-1 for none), and for the key its sentence and
+    ID per word."""
+
+    labels: Mapping[str, np.ndarray]
+    head: np.ndarray
+    sent: np.ndarray | None = None
+    id: np.ndarray | None = None
+
+    @property
+    def height(self) -> int:
+        return int(self.head.size)
+
+
+def coded(words: pl.DataFrame | Coded, vocab: Vocab) -> Coded:
+    """Words with label strings (the reader's columns) as corpus codes."""
+    if isinstance(words, Coded):
+        return words
+    return Coded({c: vocab.codes(c, words[c]) for c in LABEL_FIELDS},
+                 words["head"].fill_null(-1).to_numpy(),
+                 words["sent"].to_numpy() if "sent" in words.columns else None,
+                 words["id"].to_numpy() if "id" in words.columns else None)
+
+
+def encode(values: pl.Series) -> tuple[np.ndarray, list[str]]:
+    """A file's own codes of a label column: each value's position in the column's sorted
+    distinct values (nulls read as ``_``), and those values."""
+    filled = values.fill_null(BLANK)
+    labels = filled.unique().sort().to_list()
+    codes = filled.cast(pl.Enum(labels)).to_physical().to_numpy()
+    return codes.astype(np.uint32, copy=False), labels
+
 
 def vocab_from_counts(counts: pl.DataFrame, mappings: Mapping[str, Mapping[str, str]]
                       ) -> Vocab:
@@ -99,6 +156,40 @@ def label_counts(words: pl.DataFrame) -> pl.DataFrame:
         for c in (*LABEL_FIELDS, "head")]))
 
 
+def lean_words(found: FastWords, first_sent: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The lean store of a file read on the key's words (``words``: sentence, ID, the file's
+    own code of each label it was read for, HEAD; null where a column was not read) and its
+    label counts (``vocab``: field, label, n), whose labels, sorted, are the codes'
+    dictionaries. Sentences are numbered from ``first_sent``."""
+    n = found.sent.size
+    columns: dict[str, pl.Series] = {
+        "sent": pl.Series("sent", found.sent + np.int32(first_sent), pl.Int32),
+        "id": pl.Series("id", found.id, pl.Int32)}
+    counts = []
+    for field in LABEL_FIELDS:
+        if field not in found.labels:
+            columns[field] = pl.Series(field, [None] * n, pl.UInt32)
+            continue
+        codes, labels = encode(found.labels[field])
+        columns[field] = pl.Series(field, codes, pl.UInt32)
+        counts.append(pl.DataFrame({"field": field, "label": labels,
+                                    "n": np.bincount(codes, minlength=len(labels))},
+                                   schema={"field": pl.String, "label": pl.String,
+                                           "n": pl.Int64}))
+    if found.head is None:
+        columns["head"] = pl.Series("head", [None] * n, pl.Int32)
+    else:
+        head = pl.Series("head", found.head, pl.Int32)
+        columns["head"] = head.set(head < 0, None)
+        values, n_each = np.unique(found.head, return_counts=True)
+        counts.append(pl.DataFrame({
+            "field": "head", "label": [BLANK if v < 0 else str(v) for v in values.tolist()],
+            "n": n_each}, schema={"field": pl.String, "label": pl.String, "n": pl.Int64}))
+    vocab = pl.concat(counts) if counts else pl.DataFrame(
+        schema={"field": pl.String, "label": pl.String, "n": pl.Int64})
+    return pl.DataFrame(columns), vocab
+
+
 def apply_mapping(words: pl.DataFrame, mapping: Mapping[str, str]) -> pl.DataFrame:
     """Rename labels ``old -> new`` in every label column (before comparison); HEAD is a
     number and is never mapped."""
@@ -109,10 +200,11 @@ def apply_mapping(words: pl.DataFrame, mapping: Mapping[str, str]) -> pl.DataFra
 
 @dataclass(frozen=True)
 class ShardWords:
-    """The key's and the systems' words of one shard, mapped, in the key's order."""
+    """The key's and the systems' words of one shard, mapped, in the key's order: frames of
+    label strings (mapped), or :class:`Coded` words (see :func:`coded`)."""
 
-    key: pl.DataFrame
-    systems: list[pl.DataFrame]
+    key: pl.DataFrame | Coded
+    systems: list[pl.DataFrame | Coded]
     first_sent: int  # the shard's first sentence number
     n_sents: int  # sentences of the shard
     sent_lengths: np.ndarray  # words per sentence of the shard
@@ -123,17 +215,24 @@ class ShardWords:
 
     @property
     def sent(self) -> np.ndarray:
-        return (self.key["sent"].to_numpy() - self.first_sent).astype(np.int32)
+        sent = self.key.sent if isinstance(self.key, Coded) else self.key["sent"].to_numpy()
+        return (sent - self.first_sent).astype(np.int32)
+
+    def coded(self, vocab: Vocab) -> ShardWords:
+        """The same words, every source coded."""
+        return replace(self, key=coded(self.key, vocab),
+                       systems=[coded(w, vocab) for w in self.systems])
 
 
 def view_matrix(name: str, words: ShardWords, vocab: Vocab) -> LabelMatrix:
     """The label matrix of a view over every word of the shard (punctuation included;
     :meth:`LabelMatrix.select` with ``~punct_mask`` excludes it)."""
     v = view(name)
+    words = words.coded(vocab)
     sources = [words.key, *words.systems]
-    display = [vocab.codes(v.label, f[v.label]) for f in sources]
+    display = [f.labels[v.label] for f in sources]
     n_labels = len(vocab.labels[v.label])
-    heads = [f["head"].fill_null(-1).to_numpy() for f in sources] if v.dependency else []
+    heads = [f.head for f in sources] if v.dependency else []
     if v.columns == ("head",):
         values = heads
     elif "head" in v.columns:
@@ -165,12 +264,10 @@ def _pair_codes(heads: Sequence[np.ndarray], labels: Sequence[np.ndarray], n_lab
     return [(h.astype(dtype) + 1) * n_labels + lab for h, lab in zip(heads, labels, strict=True)]
 
 
-def _distance(key: pl.DataFrame) -> np.ndarray:
+def _distance(key: Coded) -> np.ndarray:
     """|head - id| of the gold tree (0 for the root), for dependency-distance buckets."""
-    return key.select(
-        pl.when(pl.col("head") > 0).then((pl.col("head") - pl.col("id")).abs())
-        .otherwise(0).fill_null(0)
-    )[:, 0].to_numpy().astype(np.int32)
+    return np.where(key.head > 0, np.abs(key.head.astype(np.int64) - key.id), 0).astype(
+        np.int32)
 
 
 # ------------------------------------------------------------------------------ tables
@@ -184,7 +281,8 @@ def shard_counts(words: ShardWords, views: Sequence[str], vocab: Vocab,
     """Engine counts of one shard for every view and punctuation setting. ``pairs`` are
     the system pairs to compare; ``with_corpus`` adds what needs every system (oracles,
     difficulty, majority vote)."""
-    punct = punct_mask(words.key, words.fmt)
+    words = words.coded(vocab)
+    punct = punct_mask(words.key, words.fmt, vocab)
     out = {}
     for name in views:
         m = view_matrix(name, words, vocab)

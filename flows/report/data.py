@@ -51,13 +51,15 @@ def reader(root: Path) -> tuple[Read, Callable[[], None]]:
 
 def tables_in(read: Read) -> set[str]:
     """The tables (views) of the catalog."""
-    return set(read("select table_name from information_schema.tables")["table_name"])
+    return set(read("select table_name from information_schema.tables "
+                    "where table_schema = 'main'")["table_name"])
 
 
 def corpora(read: Read, corpus: str | None) -> list[str]:
     """The corpora to report: the one asked for, or every corpus with results."""
     with_corpus = set(read("select table_name from information_schema.columns "
-                           "where column_name = 'corpus'")["table_name"])
+                           "where column_name = 'corpus' and table_schema = 'main'"
+                           )["table_name"])
     sources = ["systems", *(t for t in OPTIONAL if t in with_corpus)]
     union = " union ".join(f"select distinct corpus from {t}" for t in sources)
     names = read(f"select corpus from ({union}) where corpus is not null order by 1")[
