@@ -278,7 +278,7 @@ def align_with_key(spec: RunSpec, source: Source, key: Ingested, units: str,
     """A system whose words differ from the key's: when its text (characters without
     spaces) is the key's, its words aligned with the key's as the CoNLL 2018 script aligns
     them, and its CoNLL 2018 scores; else an error at the first differing character."""
-    key_tokens = pl.read_parquet(key.units, glob=False)
+    key_tokens = pl.read_parquet(key.words, glob=False)
     sys_tokens = pl.read_parquet(units, glob=False)
     key_text, sys_text = file_text(key_tokens), file_text(sys_tokens)
     at = first_difference(key_text.chars, sys_text.chars)

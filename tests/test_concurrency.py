@@ -50,7 +50,8 @@ def ingest_flow(task_runner):
         with open_run(root, spec.corpus) as stage:
             files = ingest_tokens(spec, stage)
             staged = {f"{t}/{p}": stage.read(t, (pl.col("system") == p.split("system=")[1]))
-                      .height for t, p in stage.staged if t in ("units", "vocab", "systems")}
+                      .height for t, p in stage.staged if t in ("units", "words", "vocab",
+                                                                "systems")}
             stage.staged.clear()  # nothing is committed: each repeat starts afresh
         assert len(files) == N_SYSTEMS + 1
         return staged

@@ -42,9 +42,12 @@ def run_killed(argv: list[str], point: str) -> int:
 
 def catalog_tables(root: Path) -> dict[str, pl.DataFrame]:
     """What a reader of sysdiff.duckdb sees, in the same shape as ``all_tables``."""
+    from sysdiff.flows.catalog import STORED_AS
+
     out = {}
-    for name, df in all_tables(root).items():
-        out[name] = sort_rows(query(root, f"select * from {name}").select(df.columns))
+    for name, df in all_tables(root).items():  # a stored table as stored (not its view)
+        sql = f"select * from {STORED_AS.get(name, name)}"
+        out[name] = sort_rows(query(root, sql).select(df.columns))
     return out
 
 

@@ -149,6 +149,6 @@ def _heads(head: pl.Series, n_words: np.ndarray) -> np.ndarray | None:
     if missing.any() and (head.filter(missing) != "_").any():
         return None
     out = number.fill_null(-1).to_numpy()
-    if ((out < -1) | (out > n_words)).any():
-        return None
+    if ((out < 0) & ~missing.to_numpy()).any() or (out > n_words).any():
+        return None  # a negative HEAD, or one past the sentence's last word
     return out.astype(np.int32)
