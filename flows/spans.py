@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
 import logging
 import uuid
 from collections.abc import Callable
@@ -47,6 +46,7 @@ from sysdiff.flows.warehouse import (
     with_literals,
 )
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.formats.stable import StableFile, Stamp
 from sysdiff.transforms import span_alignment as A
 from sysdiff.transforms import span_decoding as D
 from sysdiff.transforms import span_tables as R
@@ -135,13 +135,13 @@ def ingest_span_file(spec: RunSpec, source: Source, role: str, stage: Staging,
     key_tokens = KeyTokens(key) if key is not None else None
     check = None if key is None else WordCheck(str(spec.key.path), key_tokens.sents,
                                                str(source.path))
-    hasher = hashlib.sha256()
     pending = f"read-{uuid.uuid4().hex[:16]}"
     stats = _Stats()
     fmt = source.fmt
     with contextlib.ExitStack() as files:
+        file = files.enter_context(StableFile(source.path))  # one version: hash, rows, stamp
         writers: dict[str, Callable[[pl.DataFrame], None]] = {}
-        for chunk in iter_tags(source.path, source.fmt, spec.scheme, hasher=hasher):
+        for chunk in iter_tags(file, source.fmt, spec.scheme):
             if not writers:
                 fmt = chunk.fmt
                 writers = {t: files.enter_context(stage.writer(t, part, pending))
@@ -159,7 +159,7 @@ def ingest_span_file(spec: RunSpec, source: Source, role: str, stage: Staging,
             writers["sents"](with_literals(chunk.sents, corpus=corpus, system=sid))
             writers["spans"](with_literals(spans, corpus=corpus, system=sid))
         mismatch = None if check is None else check.difference()
-    sha = hasher.hexdigest()
+    sha = file.sha256  # of the bytes parsed; the reader checked the file is unchanged
     sig = ingest_signature(spec, sid, sha, fmt, key.sig if key else None)
     for table in ("span_tokens", "sents", "spans"):
         stage.sign(table, part, sig)
@@ -167,14 +167,14 @@ def ingest_span_file(spec: RunSpec, source: Source, role: str, stage: Staging,
     if mismatch is not None:  # another tokenisation: placed on the key's characters, or an error
         try:
             stats.n_right, stats.n_scored = place_on_key(
-                spec, source, key, stage, part, sig, mismatch, fmt,
+                spec, source, key, stage, part, sig, mismatch, fmt, file.stamp,
                 same_tokens=mismatch is check.form_error)
         except InputError:
             stage.discard(part, ("span_tokens", "sents", "spans"))
             raise
         alignment = "characters"
     row = systems_row(spec, source, role, sha, fmt, stats.n_docs, stats.n_sents,
-                      stats.n_tokens, alignment=alignment, at=at)
+                      stats.n_tokens, alignment=alignment, at=at, stamp=file.stamp)
     tags = stats.tags_row(spec, sid, key is not None, alignment == "characters")
     stage.write("systems", part, sig, row)
     stage.write("span_tags", part, sig, tags)
@@ -184,22 +184,24 @@ def ingest_span_file(spec: RunSpec, source: Source, role: str, stage: Staging,
 
 
 def place_on_key(spec: RunSpec, source: Source, key: SpanFile, stage: Staging, part: str,
-                 sig: str, mismatch: InputError, fmt: str, same_tokens: bool = False
-                 ) -> tuple[int, int]:
+                 sig: str, mismatch: InputError, fmt: str, stamp: Stamp,
+                 same_tokens: bool = False) -> tuple[int, int]:
     """A system whose tokens differ from the key's: when its text (characters without
     spaces, NFC) is the key's, restage its spans placed on the key's characters and its
     tokens with their own forms (:mod:`sysdiff.transforms.span_alignment`), and return
     (key tokens it labels alike, key tokens); else an error at the first differing
     character, or, when it has the key's number of tokens in every sentence
     (``same_tokens``), the word check's own error (the token whose form differs). The file
-    is read once more, for its forms."""
+    is read once more, for its forms: it must still be the version read first
+    (``stamp``)."""
     from sysdiff.flows.tokens import text_difference
     from sysdiff.schemas.formats.spans import iter_tags
 
     key_tokens = pl.read_parquet(key.tokens, columns=["sent", "id", "form", "label", "line"],
                                  glob=False)
     mine = pl.read_parquet(stage.staged_path("span_tokens", part), glob=False)
-    forms = pl.concat([c.tokens["form"] for c in iter_tags(source.path, fmt, spec.scheme)])
+    with StableFile(source.path, expect=stamp) as again:
+        forms = pl.concat([c.tokens["form"] for c in iter_tags(again, fmt, spec.scheme)])
     mine = mine.with_columns(form=forms)
     key_text, sys_text = words_text(key_tokens), words_text(mine)
     at = first_difference(key_text.chars, sys_text.chars)

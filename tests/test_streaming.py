@@ -184,28 +184,20 @@ def test_map_fold_keeps_order_and_bounds_the_results_in_flight():
     assert max(peak) <= 2 and FakeFuture.live == 0
 
 
-class Recorder(bytes):
-    """Bytes that remember how far each ``find`` scanned."""
+def test_chunks_are_whole_sentences_that_cover_the_file_once(tmp_path):
+    """The stable reader's chunks: the file's bytes in order, each cut after a blank line,
+    each at most the chunk size plus the sentence it ends inside, hashed as read."""
+    import hashlib
 
-    reach: list[int]
+    from sysdiff.schemas.formats.stable import StableFile, after_blank_line
 
-    def find(self, sub, start=0, end=None):  # type: ignore[override]
-        stop = len(self) if end is None else end
-        hit = super().find(sub, start, stop)
-        self.reach.append(hit + len(sub) if hit >= 0 else stop)
-        return hit
-
-
-def test_chunk_bounds_look_only_as_far_as_the_next_blank_line():
-    """Finding a chunk's end never scans the rest of the file (that made reading quadratic)."""
-    data = Recorder((("1\ta\n" * 3 + "\n") * 1000).encode())
-    data.reach = []
-    bounds = list(sysdiff.schemas.formats.conllu.chunk_bounds(data, 100))
-    assert bounds[0][0] == 0 and bounds[-1][1] == len(data) and len(bounds) > 100
-    assert all(end - start <= 100 + 16 for start, end in bounds)
-    assert all(start < end for start, end in bounds)
-    assert data.reach.count(len(data)) <= 2  # only the search for the last chunk's end
-    ends = sorted(end for _, end in bounds)
-    for reached in data.reach:  # every scan stops within a sentence of a chunk's end
-        nearest = ends[min(range(len(ends)), key=lambda i: abs(ends[i] - reached))]
-        assert abs(nearest - reached) <= 16
+    sents = ["1\ta\n" * (1 + k % 7) + ("\r\n" if k % 5 == 0 else "\n") for k in range(1000)]
+    path = tmp_path / "x.conllu"
+    path.write_bytes("".join(sents).encode())
+    with StableFile(path) as f:
+        chunks = list(f.chunks(100, after_blank_line))
+        assert f.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert b"".join(chunks) == path.read_bytes() and len(chunks) > 100
+    assert all(c.endswith((b"\n\n", b"\n\r\n")) for c in chunks)
+    longest = max(len(x) for x in sents)
+    assert all(len(c) <= 100 + 2 * longest for c in chunks)
