@@ -126,10 +126,12 @@ class StableFile:
     def chunks(self, size: int, boundary: Callable[[bytes], int]) -> Iterator[bytes]:
         """The rest of the file in chunks of about ``size`` bytes or more, each cut where
         ``boundary(buffer)`` says (the end of the last whole record in it; 0: none yet, read
-        on); the last chunk is the rest. Checks the file (:meth:`check`) after the last."""
+        on); the last chunk is the rest. The file is checked (:meth:`check`) after every
+        read, so a chunk is never parsed from a file that changed before it was read."""
         carry = b""
         while self.pos < self.size:
             buf = self.read(size)
+            self.check()
             buf = carry + buf if carry else buf
             if self.pos >= self.size:
                 carry = buf
