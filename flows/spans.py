@@ -136,7 +136,7 @@ def ingest_span_file(spec: RunSpec, source: Source, role: str, stage: Staging,
     check = None if key is None else WordCheck(str(spec.key.path), key_tokens.sents,
                                                str(source.path))
     pending = f"read-{uuid.uuid4().hex[:16]}"
-    stats = _Stats()
+    stats = _Stats(spec.scheme)
     fmt = source.fmt
     with contextlib.ExitStack() as files:
         file = files.enter_context(StableFile(source.path))  # one version: hash, rows, stamp
@@ -225,20 +225,24 @@ def _stored_tokens(toks: pl.DataFrame, is_key: bool) -> pl.DataFrame:
 class _Stats:
     """What an ingest counts over its chunks."""
 
-    def __init__(self) -> None:
-        self.n_sents = self.n_tokens = self.n_spans = self.n_ill = self.n_docs = 0
+    def __init__(self, scheme: str) -> None:
+        self.scheme = scheme
+        self.n_sents = self.n_tokens = self.n_spans = self.n_docs = 0
+        self.n_not_iob2 = self.n_not_bioes = 0
         self.n_right = 0
         self.n_scored: int | None = None  # key tokens, when placed by characters
-        self.has_es = self.has_i_start = False
+        self.has_es = self.has_i_start = self.has_b_start = False
         self.raw_types: set[str] = set()
 
     def add(self, chunk, spans: pl.DataFrame, d: D.Decoded, toks: pl.DataFrame) -> None:
         self.n_sents += chunk.sents.height
         self.n_tokens += chunk.tokens.height
         self.n_spans += spans.height
-        self.n_ill += d.n_ill_formed
+        self.n_not_iob2 += d.n_not_iob2
+        self.n_not_bioes += d.n_not_bioes
         self.has_es |= d.has_es
         self.has_i_start |= d.has_i_start
+        self.has_b_start |= d.has_b_start
         self.n_docs = int(chunk.sents["doc"][-1]) + 1
         self.raw_types.update(chunk.tokens["type"].drop_nulls().unique().to_list())
 
@@ -251,7 +255,18 @@ class _Stats:
 
     @property
     def detected(self) -> str:
-        return "bioes" if self.has_es else "iob1" if self.has_i_start else "iob2"
+        """The scheme the whole file's tags follow (:func:`D.detected_scheme`)."""
+        return D.detected_scheme(self.has_es, self.has_i_start, self.has_b_start)
+
+    @property
+    def rule(self) -> str:
+        """The scheme spans are read by: ``--scheme``, or for auto the one detected."""
+        return self.detected if self.scheme == "auto" else self.scheme
+
+    @property
+    def n_ill(self) -> int:
+        """Spans ill-formed under :attr:`rule` (none under IOB1)."""
+        return D.ill_formed(self.scheme, self.detected, self.n_not_iob2, self.n_not_bioes)
 
     def tags_row(self, spec: RunSpec, sid: str, scored: bool, by_chars: bool = False
                  ) -> pl.DataFrame:
@@ -274,9 +289,13 @@ class _Stats:
             out.append(f"{who}: the mapping names types its file does not have: "
                        f"{', '.join(unused[:8])}{' ...' if len(unused) > 8 else ''}")
         if self.n_ill:
-            out.append(f"{who}: {self.n_ill} span(s) are ill-formed for "
-                       f"{self.detected.upper()} (e.g. I-X after O); scheme auto reads them "
-                       "as conlleval does, --scheme iob2/bioes drops them (seqeval strict)")
+            example = "I-X after O" if self.rule == "iob2" else "B-X without E-X"
+            how = ("scheme auto reads them as conlleval does, --scheme iob2/bioes drops them "
+                   "(seqeval strict)" if self.scheme == "auto" else
+                   f"--scheme {self.scheme} drops them (seqeval strict); scheme auto reads "
+                   "them as conlleval does")
+            out.append(f"{who}: {self.n_ill} span(s) are ill-formed for {self.rule.upper()} "
+                       f"(e.g. {example}); {how}")
         return tuple(out)
 
 
