@@ -349,3 +349,12 @@ def test_a_run_accepts_a_key_with_a_byte_order_mark_and_hashes_its_bytes(
     row = query(tmp_path / "wh", "select sha256, size from systems where system = '__key__'"
                 ).row(0)
     assert row == (hashlib.sha256(key.read_bytes()).hexdigest(), len(text) + 3)
+
+
+def test_a_label_mapping_file_with_a_byte_order_mark(tmp_path):
+    from sysdiff.schemas.formats.spans import read_mapping_file
+
+    text = "PERSON\tPER\nGPE\tLOC\n"
+    marked = write(tmp_path / "bom.tsv", BOM + text.encode())
+    assert read_mapping_file(marked) == read_mapping_file(write(tmp_path / "m.tsv", text)) == {
+        "PERSON": "PER", "GPE": "LOC"}

@@ -352,7 +352,7 @@ def read_mapping_file(path: str | Path) -> dict[str, str]:
         raise InputError("no such mapping file" if not p.exists() else
                          "not a regular file; expected a mapping file (OLD<TAB>NEW lines)", p)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")  # a byte order mark is no label
     except UnicodeDecodeError as e:
         raise InputError(f"not UTF-8 text ({e.reason}); expected OLD<TAB>NEW lines", p) \
             from None
