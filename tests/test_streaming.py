@@ -184,20 +184,44 @@ def test_map_fold_keeps_order_and_bounds_the_results_in_flight():
     assert max(peak) <= 2 and FakeFuture.live == 0
 
 
-def test_chunks_are_whole_sentences_that_cover_the_file_once(tmp_path):
-    """The stable reader's chunks: the file's bytes in order, each cut after a blank line,
-    each at most the chunk size plus the sentence it ends inside, hashed as read."""
+def test_chunks_are_whole_sentences_that_cover_the_file_once(tmp_path, monkeypatch):
+    """The stable reader's chunks: the file's bytes in order, each cut after the last blank
+    line before the chunk size (a longer sentence: after it), hashed as read; where the cut
+    is looked for (how far back) does not change them."""
     import hashlib
 
+    import sysdiff.schemas.formats.stable as stable
     from sysdiff.schemas.formats.stable import StableFile, after_blank_line
 
     sents = ["1\ta\n" * (1 + k % 7) + ("\r\n" if k % 5 == 0 else "\n") for k in range(1000)]
+    sents[500] = "1\ta\n" * 60 + "\n"  # longer than a chunk
     path = tmp_path / "x.conllu"
     path.write_bytes("".join(sents).encode())
-    with StableFile(path) as f:
-        chunks = list(f.chunks(100, after_blank_line))
-        assert f.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
-    assert b"".join(chunks) == path.read_bytes() and len(chunks) > 100
-    assert all(c.endswith((b"\n\n", b"\n\r\n")) for c in chunks)
-    longest = max(len(x) for x in sents)
-    assert all(len(c) <= 100 + 2 * longest for c in chunks)
+    seen = []
+    for look_back in (1 << 20, 7, 40):
+        monkeypatch.setattr(stable, "LOOK_BACK", look_back)
+        with StableFile(path) as f:
+            chunks = list(f.chunks(100, after_blank_line))
+            assert f.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+        assert b"".join(chunks) == path.read_bytes() and len(chunks) > 100
+        assert all(c.endswith((b"\n\n", b"\n\r\n")) for c in chunks)
+        big = [c for c in chunks if len(c) > 100]  # only the one with the long sentence
+        assert len(big) == 1 and big[0].startswith(sents[500].encode())
+        seen.append(chunks)
+    assert seen[0] == seen[1] == seen[2]
+
+
+def test_tag_file_chunks_never_end_after_a_docstart_line(tmp_path, monkeypatch):
+    import sysdiff.schemas.formats.stable as stable
+    from sysdiff.schemas.formats.spans import after_sentence
+    from sysdiff.schemas.formats.stable import StableFile
+
+    text = "".join(f"-DOCSTART-\tO\n\nw{i}\tB-X\nv{i}\tO\n\n" for i in range(300)).encode()
+    path = tmp_path / "a.tsv"
+    path.write_bytes(text)
+    for look_back in (1 << 20, 9, 30):
+        monkeypatch.setattr(stable, "LOOK_BACK", look_back)
+        with StableFile(path) as f:
+            chunks = list(f.chunks(50, after_sentence))
+        assert b"".join(chunks) == text and len(chunks) > 50
+        assert all(c.startswith(b"-DOCSTART-") for c in chunks)

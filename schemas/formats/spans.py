@@ -274,16 +274,18 @@ def _check_sentences(path: str | Path, comments: pl.DataFrame, toks: pl.DataFram
 
 def after_sentence(buf: bytes) -> int:
     """A chunk boundary of a tag file: after the last blank line of ``buf`` whose previous
-    non-blank line is not a ``-DOCSTART-`` line (that line belongs with the sentence after
-    it); 0 when there is none."""
+    non-blank line (in ``buf``) is not a ``-DOCSTART-`` line (that line belongs with the
+    sentence after it); 0 when there is none."""
     end = len(buf)
     while True:
         cut = after_blank_line(buf, end)
         at = cut
         while at > 0 and buf[at - 1:at] in (b"\n", b"\r", b" ", b"\t"):
             at -= 1
+        if not at:  # no cut, or no line before it to tell
+            return 0
         start = buf.rfind(b"\n", 0, at) + 1
-        if not cut or not buf.startswith(_DOCSTART, start):
+        if not buf.startswith(_DOCSTART, start):
             return cut
         end = start
 

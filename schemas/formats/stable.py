@@ -35,6 +35,9 @@ from sysdiff.schemas.errors import InputError
 BOM = b"\xef\xbb\xbf"
 #: Said of a file that changed while it was read: the run keeps nothing of it.
 NOT_KEPT = "nothing read from it was committed"
+#: How far before a chunk's nominal end :meth:`StableFile.chunks` looks for its boundary
+#: (the whole chunk when no record ends there).
+LOOK_BACK = 1 << 20
 #: The most one ``pread`` returns on Linux (larger reads come in several calls).
 _MAX_READ = 0x7FFFF000
 
@@ -77,15 +80,17 @@ class StableFile:
     """An input file opened once and read through that one descriptor (see the module).
 
     ``expect``: the stamp of the version read before; the file must still be it.
-    Opening errors are InputErrors (no such file, not a regular file, cannot read)."""
+    ``hashed``: keep the SHA-256 of what is read in order (:attr:`sha256`). Opening errors
+    are InputErrors (no such file, not a regular file, cannot read)."""
 
-    def __init__(self, path: str | Path, expect: Stamp | None = None) -> None:
+    def __init__(self, path: str | Path, expect: Stamp | None = None,
+                 hashed: bool = True) -> None:
         self.path = Path(path)
         self._fd = -1
         self._fd = _open_regular(self.path)
         self.stamp = Stamp.of(os.fstat(self._fd))
         self.pos = 0
-        self._hash = hashlib.sha256()
+        self._hash = hashlib.sha256() if hashed else None
         if expect is not None and self.stamp != expect:
             self.close()
             raise changed_error(self.path, expect, self.stamp)
@@ -98,7 +103,9 @@ class StableFile:
     @property
     def sha256(self) -> str:
         """SHA-256 of the bytes :meth:`read` and :meth:`chunks` gave, in order (the file's
-        hash once it is read to the end)."""
+        hash once it is read to the end); only for a file opened ``hashed``."""
+        if self._hash is None:
+            raise ValueError(f"{self.path} was opened without hashing")
         return self._hash.hexdigest()
 
     def read(self, n: int | None = None) -> bytes:
@@ -107,7 +114,8 @@ class StableFile:
         want = self.size - self.pos if n is None else min(n, self.size - self.pos)
         data = self.read_at(self.pos, want)
         self.pos += len(data)
-        self._hash.update(data)
+        if self._hash is not None:
+            self._hash.update(data)
         return data
 
     def read_at(self, offset: int, n: int) -> bytes:
@@ -124,27 +132,31 @@ class StableFile:
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def chunks(self, size: int, boundary: Callable[[bytes], int]) -> Iterator[bytes]:
-        """The rest of the file in chunks of about ``size`` bytes or more, each cut where
-        ``boundary(buffer)`` says (the end of the last whole record in it; 0: none yet, read
-        on); the last chunk is the rest. The file is checked (:meth:`check`) after every
-        read, so a chunk is never parsed from a file that changed before it was read."""
-        carry = b""
+        """The rest of the file in chunks of about ``size`` bytes (or more, when a record is
+        longer), each read once and cut where ``boundary(text)`` says: the end of the last
+        whole record in ``text`` (0: none). The cut is looked for in the last
+        :data:`LOOK_BACK` bytes before ``size`` (starting at a line), so a chunk is read
+        exactly, never copied; the last chunk is the rest. The file is checked
+        (:meth:`check`) after every read: no chunk comes from a file that changed."""
         while self.pos < self.size:
-            buf = self.read(size)
+            chunk = self.read(self._cut(size, boundary) - self.pos)
             self.check()
-            buf = carry + buf if carry else buf
-            if self.pos >= self.size:
-                carry = buf
-                break
-            cut = boundary(buf)
-            if cut <= 0:
-                carry = buf
-                continue
-            yield buf[:cut]
-            carry = buf[cut:]
-        self.check()
-        if carry:
-            yield carry
+            yield chunk
+
+    def _cut(self, size: int, boundary: Callable[[bytes], int]) -> int:
+        """Where the next chunk ends (see :meth:`chunks`)."""
+        end = min(self.pos + size, self.size)
+        while end < self.size:
+            for lo in dict.fromkeys((max(self.pos, end - LOOK_BACK), self.pos)):
+                text = self.read_at(lo, end - lo)
+                if lo > self.pos:  # start at a line, so the boundary sees whole lines
+                    skip = text.find(b"\n") + 1
+                    lo, text = lo + skip, text[skip:] if skip else b""
+                cut = boundary(text)
+                if cut:
+                    return lo + cut
+            end = min(end + size, self.size)  # no record ends before ``end``: read on
+        return end
 
     def check(self) -> None:
         """Raise the InputError of :func:`changed_error` unless the descriptor's file is
@@ -215,11 +227,11 @@ def read_stable(path: str | Path, expect: Stamp | None = None) -> Snapshot:
 @contextmanager
 def opened(source: str | Path | StableFile) -> Iterator[StableFile]:
     """``source`` when it is a :class:`StableFile` already (its owner closes it), else the
-    file opened here and closed after."""
+    file opened here (not hashed: nobody could ask) and closed after."""
     if isinstance(source, StableFile):
         yield source
         return
-    with StableFile(source) as f:
+    with StableFile(source, hashed=False) as f:
         yield f
 
 
