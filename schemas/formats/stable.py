@@ -3,16 +3,16 @@
 Every reader gets a file's bytes through :class:`StableFile`: the file is opened once and
 read through that one descriptor (no memory map, which another process could truncate under
 the reader: SIGBUS); its identity (device, inode, size, modification time) is taken when it
-is opened and checked again when it has been read to the end (``fstat`` of the descriptor,
-``stat`` of the name). A file truncated, rewritten, deleted or replaced (renamed over) while
-it is read is one :class:`InputError` naming what happened, so nothing read from it is
-committed. The SHA-256 is taken from the same reads, so a run's ``systems.sha256`` always
-describes the content it parsed.
+is opened and checked again after reading (``fstat`` of the descriptor, ``stat`` of the
+name). A file truncated, rewritten, deleted or replaced (renamed over) while it is read is
+one :class:`InputError` naming what happened, so nothing read from it is committed. The
+SHA-256 is taken from the same reads, so a run's ``systems.sha256`` (and its size and
+modification time: the :class:`Stamp`) always describe the content it parsed.
 
-- ``read_stable(path)``: the whole file (bytes, hash and identity), checked;
+- ``read_stable(path)``: the whole file (bytes, hash and stamp), checked;
 - ``with StableFile(path) as f``: ``f.read(n)`` / ``f.chunks(size, boundary)`` in order
-  (hashed; ``chunks`` checks the file when it reaches the end), ``f.read_at(offset, n)``
-  anywhere (not hashed), ``f.check()``;
+  (hashed; ``chunks`` checks the file after every read), ``f.read_at(offset, n)`` anywhere
+  (not hashed), ``f.check()``;
 - ``StableFile(path, expect=stamp)``: a file read again later (a second pass, or a shard
   read by another process) must still be the version first read, else the same error.
 
