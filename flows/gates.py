@@ -85,7 +85,11 @@ def _score(root: Path, sql: str, system: str) -> float:
     rows = query_rows(root, sql)
     if rows.is_empty():
         raise InputError(f"no score of '{system}' in this corpus", root)
-    return float(rows.row(0)[0])
+    value = rows.row(0)[0]
+    if value is None:  # 0/0: stored as NULL, no gate passes on it
+        raise InputError(f"the score of '{system}' is undefined in this corpus (nothing to "
+                         "score: 0/0); no gate can pass on it", root)
+    return float(value)
 
 
 def previous_version(root: Path, corpus: str | None, candidate: str) -> tuple[str, str]:

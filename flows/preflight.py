@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from sysdiff.flows.names import check_warehouse_folder, read_manifest
 from sysdiff.flows.spec import RunSpec, Source
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.formats.stable import without_bom
 
 if TYPE_CHECKING:
     from sysdiff.flows.warehouse import Staging
@@ -45,6 +46,7 @@ def check_file(source: Source, task: str) -> str | None:
             whole = len(head) < HEAD_BYTES or not f.read(1)
     except OSError as e:
         raise InputError(f"cannot read the file: {e.strerror}", path) from None
+    head = without_bom(head)  # text encoding, not content: every reader drops it too
     if re.search(rb"\S", head) is None and whole:
         raise InputError(f"file is empty; expected {EXPECTED[task]}", path)
     nul = head.find(b"\x00")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
 import logging
 import uuid
 from collections.abc import Callable, Iterator
@@ -48,6 +47,7 @@ from sysdiff.flows.warehouse import (
 )
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.conllu import KIND_WORD, WordCheck, iter_conll
+from sysdiff.schemas.formats.stable import StableFile
 from sysdiff.schemas.vocabulary import TASK_VIEWS, VIEWS
 from sysdiff.transforms import conll18, reduce, tokens
 from sysdiff.transforms.alignment import (
@@ -103,10 +103,11 @@ def ingest_file(spec: RunSpec, source: Source, role: str, stage: Staging,
     check = None if key is None else WordCheck(str(spec.key.path), _key_sents(key),
                                                str(source.path))
     fmt, n_sents, n_units, n_docs, n_tokens = source.fmt, 0, 0, 0, 0
-    hasher, vocab = hashlib.sha256(), []
+    vocab = []
     pending = f"read-{uuid.uuid4().hex[:16]}"  # the signature needs the hash: known at the end
     with contextlib.ExitStack() as files:
-        for chunk in iter_conll(source.path, source.fmt, hasher=hasher):
+        file = files.enter_context(StableFile(source.path))  # one version: hash, rows, stamp
+        for chunk in iter_conll(file, source.fmt):
             if not vocab:
                 fmt = chunk.fmt
                 units = files.enter_context(stage.writer("units", part, pending))
@@ -119,7 +120,7 @@ def ingest_file(spec: RunSpec, source: Source, role: str, stage: Staging,
             n_sents, n_units = n_sents + chunk.sents.height, n_units + chunk.words.height
             n_tokens += token_count(chunk.tokens)
             n_docs = int(chunk.sents["doc"][-1]) + 1
-    sha = hasher.hexdigest()
+    sha = file.sha256  # of the bytes parsed; the reader checked the file is unchanged
     sig = _ingest_signature(sha, fmt, role, key.sha256 if key else None)
     for table in ("units", "sents"):
         stage.sign(table, part, sig)
@@ -139,7 +140,7 @@ def ingest_file(spec: RunSpec, source: Source, role: str, stage: Staging,
                                                                 system=sid))
     counts = with_literals(counts, corpus=spec.corpus, system=sid)
     row = systems_row(spec, source, role, sha, fmt, n_docs, n_sents, n_units, n_tokens,
-                      alignment, at)
+                      alignment, at, file.stamp)
     stage.write("vocab", part, sig, counts)
     stage.write("systems", part, sig, row)
     return Ingested(sid, sha, fmt, words, stage.staged_path("sents", part), row, counts)

@@ -23,9 +23,18 @@ ALL = "ALL"
 
 def prf(correct: np.ndarray, gold: np.ndarray, pred: np.ndarray
         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Precision, recall and F1 (0 where undefined, as conlleval and seqeval give)."""
+    """Precision, recall and F1; NaN (stored as NULL) where a figure is 0/0: precision
+    without a predicted span, recall without a key span, F1 without either."""
     p, r = ratio(correct, pred), ratio(correct, gold)
-    return p, r, ratio(2 * p * r, p + r)
+    f = ratio(2 * p * r, p + r)
+    gold, pred = np.asarray(gold), np.asarray(pred)
+    return (np.where(pred > 0, p, np.nan), np.where(gold > 0, r, np.nan),
+            np.where(gold + pred > 0, f, np.nan))
+
+
+def _nan_to_null(df: pl.DataFrame) -> pl.DataFrame:
+    """Float columns with NaN (an undefined figure) as NULL."""
+    return df.with_columns(pl.col(pl.Float64).fill_nan(None))
 
 
 def score_rows(c: SpanCounts, names: Sequence[str], types: Sequence[str]) -> pl.DataFrame:
@@ -44,7 +53,7 @@ def score_rows(c: SpanCounts, names: Sequence[str], types: Sequence[str]) -> pl.
             "n_gold": gold[keep], "n_pred": pred[keep], "n_correct": right[keep],
             "precision": p[keep], "recall": r[keep], "f1": f[keep]},
             schema_overrides={"system": pl.String, "type": pl.String}))
-    return pl.concat(rows) if rows else pl.DataFrame()
+    return _nan_to_null(pl.concat(rows)) if rows else pl.DataFrame()
 
 
 def f1_of(c: SpanCounts) -> np.ndarray:
@@ -72,15 +81,16 @@ def pair_rows(c: SpanCounts, names: Sequence[str], trials: int, seed: int) -> pl
 
     ar = np.array(map_cores(ar_p, zip(c.sent_f1, pc.pairs, strict=True)), np.float64)
     arr = np.array(names, dtype=object)
-    return pl.DataFrame({
+    return _nan_to_null(pl.DataFrame({
         "sys1": np.concatenate([arr[i], arr[j]]).tolist(),
         "sys2": np.concatenate([arr[j], arr[i]]).tolist(),
         "n_units": np.tile(pc.n_units, 2), "n_diff": np.tile(n_diff, 2),
         "corrections": np.concatenate([fix, brk]), "new_errors": np.concatenate([brk, fix]),
-        "changed_errors": np.tile(changed, 2), "diff": np.tile(ratio(n_diff, pc.n_units), 2),
+        "changed_errors": np.tile(changed, 2), "diff": np.tile(
+            np.where(pc.n_units > 0, ratio(n_diff, pc.n_units), np.nan), 2),
         "delta_f1": np.concatenate([f1[j] - f1[i], f1[i] - f1[j]]),
         "mcnemar_p": np.tile(mcnemar_column(fix, brk), 2), "ar_p": np.tile(ar, 2),
-    }, schema_overrides={"sys1": pl.String, "sys2": pl.String})
+    }, schema_overrides={"sys1": pl.String, "sys2": pl.String}))
 
 
 def _decode_f1(s: Sparse) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -151,15 +161,16 @@ def oracle_rows(c: SpanCounts, names: Sequence[str], types: Sequence[str]) -> pl
     single = np.concatenate([c.correct.sum(axis=1, keepdims=True), c.correct[:, keep]], axis=1)
     best = np.stack([single[list(s)].max(axis=0) for s in subs]) if subs else got
     k = len(label)
-    return pl.DataFrame({
+    some = np.broadcast_to(n_rows[None, :] > 0, got.shape).ravel()
+    return _nan_to_null(pl.DataFrame({
         "systems": [sorted(names[x] for x in s) for s in subs for _ in range(k)],
         "n_systems": np.repeat([len(s) for s in subs], k).astype(np.int64),
         "type": label * len(subs), "n_gold": np.tile(n_rows, len(subs)).astype(np.int64),
         "n_correct": got.ravel().astype(np.int64),
-        "recall": ratio(got, n_rows[None, :]).ravel(),
+        "recall": np.where(some, ratio(got, n_rows[None, :]).ravel(), np.nan),
         "best_single": best.ravel().astype(np.int64),
-        "gain": ratio(got - best, n_rows[None, :]).ravel(),
-    }, schema_overrides={"systems": pl.List(pl.String), "type": pl.String})
+        "gain": np.where(some, ratio(got - best, n_rows[None, :]).ravel(), np.nan),
+    }, schema_overrides={"systems": pl.List(pl.String), "type": pl.String}))
 
 
 def class_count_rows(c: SpanCounts, names: Sequence[str], types: Sequence[str]
