@@ -377,7 +377,7 @@ def evaluated_views(task: str, vocab_rows: pl.DataFrame) -> tuple[list[str], dic
             names = sorted(missing[view])
             notes.append(f"{view}: {len(names)} system(s) have no {columns} column (all '_'): "
                          f"{', '.join(names[:5])}{' ...' if len(names) > 5 else ''}; scored "
-                         "as all wrong, flagged 'missing' in scores")
+                         "as not evaluated (NULL scores), flagged 'missing' in scores")
     return views, missing, notes
 
 
@@ -478,9 +478,8 @@ class Outputs:
         for view in job.views:
             for punct in VIEWS[view].punct_settings:
                 tables = tokens.view_tables(acc[(view, punct)], view, job.systems, job.vocab,
-                                            spec.ar_trials, spec.seed, subset_ids=True)
-                tables["scores"] = tables["scores"].with_columns(
-                    pl.col("system").is_in(list(missing[view])).alias("missing"))
+                                            spec.ar_trials, spec.seed, subset_ids=True,
+                                            missing=missing[view])
                 for name, df in tables.items():
                     if df.height:
                         self.tables.setdefault(name, []).append(self._tag(df, view, punct))
