@@ -48,7 +48,7 @@ from sysdiff.flows.warehouse import (
 )
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.conllu import KIND_WORD, WordCheck, iter_conll
-from sysdiff.schemas.vocabulary import TASK_VIEWS, VIEWS
+from sysdiff.schemas.vocabulary import TASK_VIEWS, VIEWS, score_name
 from sysdiff.transforms import conll18, reduce, tokens
 from sysdiff.transforms.alignment import (
     Text,
@@ -480,6 +480,10 @@ class Outputs:
                 tables = tokens.view_tables(acc[(view, punct)], view, job.systems, job.vocab,
                                             spec.ar_trials, spec.seed, subset_ids=True,
                                             missing=missing[view])
+                if not acc[(view, punct)].n_units and job.systems:
+                    notice(f"{score_name(view, punct)}: the key has no evaluable unit"
+                           f"{' (every word is punctuation)' if not punct else ''}; "
+                           "not evaluated (NULL scores)")
                 for name, df in tables.items():
                     if df.height:
                         self.tables.setdefault(name, []).append(self._tag(df, view, punct))
