@@ -23,11 +23,12 @@ ALPHA = 0.05
 
 def leaderboard(scores: pl.DataFrame) -> pl.DataFrame:
     """Per system: rank (1 = best; ties share a rank), accuracy and sentence exact match,
-    best first (ties by name)."""
+    best first (ties by name); a system without a score (NULL: not evaluated) has no rank
+    and comes last."""
     return scores.select(
         pl.col("accuracy").rank("min", descending=True).cast(pl.Int64).alias("rank"),
         "system", "n_correct", "n_units", "accuracy", "n_sents_exact", "n_sents", "sent_exact",
-    ).sort(["accuracy", "system"], descending=[True, False])
+    ).sort(["accuracy", "system"], descending=[True, False], nulls_last=True)
 
 
 def score_name(view: str, punct: bool | None = None, task: str | None = None) -> str:
@@ -48,9 +49,9 @@ def score_name(view: str, punct: bool | None = None, task: str | None = None) ->
 
 def oriented_pairs(pairs: pl.DataFrame) -> pl.DataFrame:
     """One row per unordered pair, directed from the less to the more accurate system
-    (equal accuracy: by name), most different first."""
-    keep = (pl.col("delta_acc") > 0) | ((pl.col("delta_acc") == 0)
-                                        & (pl.col("sys1") < pl.col("sys2")))
+    (equal accuracy, or a NULL delta: by name), most different first."""
+    delta = pl.col("delta_acc")
+    keep = (delta > 0) | ((delta.is_null() | (delta == 0)) & (pl.col("sys1") < pl.col("sys2")))
     return pairs.filter(keep & (pl.col("sys1") != pl.col("sys2"))).sort(
         ["diff", "sys1", "sys2"], descending=[True, False, False])
 
@@ -338,12 +339,15 @@ def history_rows(history: pl.DataFrame, alpha: float = ALPHA) -> pl.DataFrame:
 
 def history_summary(rows: pl.DataFrame) -> pl.DataFrame:
     """Per task, view and name (rows of ``history_rows``): number of versions, the latest
-    version and score, the best version and score, and the significant gains and losses."""
+    version and score, the best version and score (a version without a score, NULL, is never
+    the best: null when none has one), and the significant gains and losses."""
     return rows.group_by("task", "view", "name", maintain_order=True).agg(
         pl.len().alias("versions"),
         pl.col("version").last().alias("latest"), pl.col("score").last().alias("latest_score"),
-        pl.col("version").sort_by("score", "position", descending=[True, False]).first()
-        .alias("best"),
+        pl.col("version").filter(pl.col("score").is_not_null())
+        .sort_by(pl.col("score").filter(pl.col("score").is_not_null()),
+                 pl.col("position").filter(pl.col("score").is_not_null()),
+                 descending=[True, False]).first().alias("best"),
         pl.col("score").max().alias("best_score"),
         (pl.col("step") > 0).sum().alias("gains"), (pl.col("step") < 0).sum().alias("losses"),
     )
