@@ -127,12 +127,13 @@ def pair_summary(n_diff: int, n_units: int, corrections: int, new_errors: int,
                  changed: int) -> str:
     """The paper's two-line summary of a pair: difference, then the three classes (a
     difference without a unit is not evaluated: no number without data)."""
-    d = max(n_diff, 1)
-    share = f"{100 * n_diff / n_units:.2f}%" if n_units else f"{NO_DATA} (no unit)"
-    return (f"Difference: {share} ({n_diff}/{n_units})\n"
-            f"Corrections: {100 * corrections / d:.2f}% ({corrections})  "
-            f"New errors: {100 * new_errors / d:.2f}% ({new_errors})  "
-            f"Changed errors: {100 * changed / d:.2f}% ({changed})\n")
+    def share(n: int, d: int) -> str:
+        return f"{100 * n / d:.2f}%" if d else NO_DATA
+
+    return (f"Difference: {share(n_diff, n_units)} ({n_diff}/{n_units})\n"
+            f"Corrections: {share(corrections, n_diff)} ({corrections})  "
+            f"New errors: {share(new_errors, n_diff)} ({new_errors})  "
+            f"Changed errors: {share(changed, n_diff)} ({changed})\n")
 
 
 # ------------------------------------------------------------------------------ no data
