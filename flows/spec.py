@@ -113,8 +113,6 @@ def infer_task(key: str | Path, fmt: str | None = None) -> tuple[str, str]:
     another word<TAB>tag file -> pos. Read from the first MB of the key; a key whose task
     cannot be told is an InputError naming the tasks (never a silent ``dep``)."""
     path = Path(key)
-    if fmt in FORMAT_TASKS:
-        return FORMAT_TASKS[fmt], f"--format {fmt}"
     try:
         with path.open("rb") as f:
             head = f.read(INFER_BYTES)
@@ -124,7 +122,9 @@ def infer_task(key: str | Path, fmt: str | None = None) -> tuple[str, str]:
         raise InputError("no such file (the key; its format gives the task)", path) from None
     except OSError as e:
         raise InputError(f"cannot read the file: {e.strerror}", path) from None
-    found = _task_of_text(text, fmt, cut)
+    found = _task_of_text(text, None, cut) or (_task_of_text(text, fmt, cut) if fmt else None)
+    if found is None and fmt in FORMAT_TASKS:
+        found = FORMAT_TASKS[fmt], f"format {fmt}"
     if found is None:
         raise InputError(f"cannot tell the task from the key's format; give --task (one of "
                          f"{', '.join(TASKS)}) or 'task' in the run file", path)
@@ -176,8 +176,10 @@ def build_spec(corpus: str, task: str | None, key: str | Path, systems: list[str
     if task not in TASKS:
         raise InputError(f"unknown task '{task}'; expected one of {', '.join(TASKS)}")
     if fmt is not None and fmt not in TASK_FORMATS[task]:
-        raise InputError(f"unknown input format '{fmt}' for task {task}; expected one of "
-                         f"{', '.join(TASK_FORMATS[task])} (or none: detected from the file)")
+        inferred = f" (inferred from the key: {options['inferred']})" \
+            if options.get("inferred") else ""
+        raise InputError(f"unknown input format '{fmt}' for task {task}{inferred}; expected one "
+                         f"of {', '.join(TASK_FORMATS[task])} (or none: detected from the file)")
     parsed = [parse_system(s, fmt) for s in systems]
     seen: set[str] = set()
     for s in parsed:
