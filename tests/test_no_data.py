@@ -14,7 +14,7 @@ import pytest
 
 from sysdiff.flows.queries import query
 from sysdiff.flows.report import build_report
-from sysdiff.flows.spec import corpus_spec, infer_task, load_config
+from sysdiff.flows.spec import corpus_spec, load_config
 from sysdiff.schemas.errors import InputError
 from sysdiff.transforms import reduce
 from sysdiff.transforms.counts import Counts
@@ -247,8 +247,11 @@ def test_forgetting_task_on_a_ner_file_infers_ner(cli, tmp_path):
     ("# newdoc id = d\n# sent_id = 1\n1\tJohn\tJohn\tPROPN\t_\t_\t0\troot\t_\tEntity=(e1)\n",
      "coref"),
     ("[S:1]\n{unl}\nagt(a, b)\n{/unl}\n[/S]\n", "unl"),
-])
+], ids=["conllu-heads", "conllu-no-heads", "tsv-pos", "tsv-bio", "tsv-no-entity",
+        "conll2003", "uner", "conll2012", "jsonlines", "corefud", "unl"])
 def test_task_is_inferred_from_the_key_format(tmp_path, text, task):
+    from sysdiff.flows.spec import infer_task
+
     assert infer_task(write(tmp_path / "key.txt", text))[0] == task
 
 
