@@ -183,7 +183,8 @@ def oracle_table(oracles: pl.DataFrame) -> pl.DataFrame:
     return oracles.select(
         pl.col("systems").list.sort().list.join(" + ").alias("systems"), "n_systems",
         "n_correct", "n_units", "accuracy",
-        (pl.col("best_single") / pl.col("n_units")).alias("best_single"), "gain",
+        pl.when(pl.col("n_units") > 0).then(pl.col("best_single") / pl.col("n_units"))
+        .alias("best_single"), "gain",
     ).sort(["n_systems", "accuracy", "systems"], descending=[False, True, False])
 
 
@@ -222,11 +223,14 @@ def read_subsets(oracles: pl.DataFrame, systems: list[str], pairs: int = 5) -> p
         ["systems"], keep="first", maintain_order=True)
 
 
-def marginal_gains(oracles: pl.DataFrame, systems: list[str] | None = None) -> pl.DataFrame:
+def marginal_gains(oracles: pl.DataFrame, systems: list[str] | None = None,
+                   missing: list[str] = ()) -> pl.DataFrame:
     """Per system: oracle(all) - oracle(all without it), from the stored full-set and
     leave-one-out rows of ``oracles`` (columns systems, n_correct, n_units). ``systems``
     defaults to the largest stored subset. Columns: system, oracle_all, oracle_without,
-    gain (a fraction of the units), units_gained; largest gain first."""
+    gain (a fraction of the units), units_gained; largest gain first. No number without
+    data: without a unit every rate is NULL, and so are the gains of the ``missing``
+    systems (those that lack the view's column)."""
     schema = {"system": pl.String, "oracle_all": pl.Float64, "oracle_without": pl.Float64,
               "gain": pl.Float64, "units_gained": pl.Int64}
     if systems is None:
@@ -241,15 +245,22 @@ def marginal_gains(oracles: pl.DataFrame, systems: list[str] | None = None) -> p
     loo = oracles.filter((pl.col("systems").list.len() == len(systems) - 1)
                          & (pl.col("systems").list.set_difference(pl.lit(sorted(systems)))
                             .list.len() == 0))
+    system = pl.lit(sorted(systems)).list.set_difference(pl.col("systems")).list.first()
+    scored = pl.lit(n_units > 0) & ~system.is_in(list(missing))
+
+    def rate(x: pl.Expr) -> pl.Expr:
+        return pl.when(pl.lit(n_units > 0)).then(x / max(n_units, 1))
+
     return loo.select(
-        pl.lit(sorted(systems)).list.set_difference(pl.col("systems")).list.first()
-        .alias("system"),
-        pl.lit(all_correct / n_units).alias("oracle_all"),
-        (pl.col("n_correct") / n_units).alias("oracle_without"),
-        ((all_correct - pl.col("n_correct")) / n_units).alias("gain"),
-        (all_correct - pl.col("n_correct")).cast(pl.Int64).alias("units_gained"),
+        system.alias("system"),
+        rate(pl.lit(all_correct)).alias("oracle_all"),
+        rate(pl.col("n_correct")).alias("oracle_without"),
+        pl.when(scored).then(rate(all_correct - pl.col("n_correct"))).alias("gain"),
+        pl.when(scored).then(all_correct - pl.col("n_correct")).cast(pl.Int64)
+        .alias("units_gained"),
     ).unique("system", keep="first").cast(schema).sort(["gain", "system"],
-                                                       descending=[True, False])
+                                                       descending=[True, False],
+                                                       nulls_last=True)
 
 
 # ----------------------------------------------------------------------------- coreference

@@ -159,8 +159,11 @@ def oracle_html(data: CorpusData, view: str) -> str:
         subsets = table_html(head, oracle_rows(table.head(ORACLE_ROWS), False))
         note = "" if table.height <= ORACLE_ROWS else \
             f'<p class="note">first {ORACLE_ROWS} of {table.height} subsets</p>'
-    gains = S.marginal_gains(oracles, systems)
-    grows = [[td(esc(s), "l"), td(pct(a)), td(pct(w)), td(points(g)), td(str(u))]
+    scores = data.of("scores", view)
+    gains = S.marginal_gains(oracles, systems, scores.filter(pl.col("missing").fill_null(False))[
+        "system"].to_list())
+    grows = [[td(esc(s), "l"), td(pct(a)), td(pct(w)), td(points(g)),
+              td(NO_DATA if u is None else str(u))]
              for s, a, w, g, u in gains.rows()]
     marginal = table_html(["system", "oracle (all) %", "oracle without it %", "gain (points)",
                            "units"], grows) if grows else \

@@ -52,8 +52,10 @@ def _gains(root: Path, where: str, corpus: str, name: str, fmt: str) -> str:
 
     from sysdiff.transforms.summaries import marginal_gains
 
+    missing = query_rows(root, f"select system from scores where {where} and missing"
+                         ).column("system")
     gains = marginal_gains(query(root, f"select systems, n_correct, n_units from oracles "
-                                       f"where {where}"))
+                                       f"where {where}"), missing=missing)
     shown = gains.select(
         "system", (100 * pl.col("oracle_all")).round(2).alias("oracle of all %"),
         (100 * pl.col("oracle_without")).round(2).alias("oracle without it %"),
