@@ -144,6 +144,8 @@ def test_all_punctuation_key_stores_null_and_fails_every_gate(cli, tmp_path):
     code, shown, err = cli("show", "scores", "--view", "las", "-w", str(wh))
     assert code == 0 and not has_zero(shown) and "—" in shown
     assert "not evaluated: LAS (no punct): corpus 'c' has no evaluable unit" in err
+    code, shown, err = cli("show", "gains", "-w", str(wh))  # was a ZeroDivisionError
+    assert code == 0 and not has_zero(shown) and "—" in shown, err
     code, out, err = cli("check", "--view", "las", "--baseline", "a", "--candidate", "b",
                          "--min-delta", "0", "--max-new-errors", "0", "-w", str(wh))
     assert code == 1 and not out
@@ -187,6 +189,9 @@ def test_system_without_lemmas_is_not_evaluated_anywhere(cli, tmp_path):
     assert hist == [("1", None, None, None), ("2", None, None, None)]
     code, shown, _ = cli("show", "history", "--name", "p", "--view", "lemma", "-w", str(wh))
     assert code == 0 and not has_zero(shown) and "—" in shown
+    code, shown, _ = cli("show", "gains", "--view", "lemma", "-w", str(wh))
+    gains = {ln.split("│")[1].strip(): ln for ln in shown.splitlines() if ln.startswith("│")}
+    assert gains["p@1"].count("—") == 2 and "—" not in gains["full@1"]
     code, _out, err = cli("check", "--view", "lemma", "--candidate", "p@2",
                           "--max-new-errors", "10", "-w", str(wh))
     assert code == 1 and "not evaluated: LEMMA of p@1, p@2: no LEMMA column" in err
