@@ -68,14 +68,9 @@ def prepare(spec, warehouse: str | None):
 def run_spec(spec, root: Path, verbose: bool, dask_address: str | None = None,
              dask_local: int = 0) -> list[str]:
     """Run the evaluation flow for ``spec``; the lines of systems skipped on the way."""
-    use_prefect_api(forward=True)  # (a run handed to the warm runner ends here)
+    use_prefect_api(forward=True)
     server.quiet_prefect(verbose)
     show_warnings(verbose)
-    if spec.inferred:
-        from sysdiff.flows.progress import notice
-
-        notice(f"task {spec.task} inferred from the key ({spec.inferred}); give --task (or "
-               "'task' in the run file) to choose another")
     from sysdiff.flows.run import run_evaluation
 
     return run_evaluation(spec, root, dask_address, dask_local)
@@ -159,6 +154,11 @@ def run(
     for line in skipped:
         logging.getLogger("sysdiff").warning("%s", line)
     skipped += run_spec(spec, root, verbose, dask_address, dask_local)
+    if spec.inferred:  # said once the run is done (a refusal stays one line)
+        from sysdiff.flows.progress import notice
+
+        notice(f"task {spec.task} inferred from the key ({spec.inferred}); give --task (or "
+               "'task' in the run file) to choose another")
     summary(root, spec.corpus)
     if skipped:
         typer.echo(f"sysdiff: {len(skipped)} system(s) skipped (listed above); the others are "
