@@ -7,6 +7,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sysdiff.flows.sniff import infer_task
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import KEY_ID
 
@@ -95,84 +96,17 @@ def parse_system(text: str, fmt: str | None = None) -> Source:
     return Source(name, Path(path), version or None, fmt)
 
 
-# ------------------------------------------------------------------------------ the task
-
-#: The head of a key that :func:`infer_task` reads.
-INFER_BYTES = 1 << 20
-#: The task of each input format that belongs to one task only.
-FORMAT_TASKS = {"conll2012": "coref", "corefud": "coref", "jsonlines": "coref", "unl": "unl",
-                "conll2003": "ner", "uner": "ner"}
-_UNL = re.compile(r"^\s*(\[S[:\]]|\[D[\s\]]|\{unl[:}]|\{org[:}])", re.M | re.I)
-_BIO = re.compile(r"^(O|[BIESLU]-\S.*)$")
-
-
-def infer_task(key: str | Path, fmt: str | None = None) -> tuple[str, str]:
-    """The task a key's format implies, and what showed it (for a note): CoNLL-U/CoNLL-X
-    with heads -> dep, without -> pos; CorefUD (``Entity=``), CoNLL-2012, JSON lines ->
-    coref; UNL -> unl; a BIO-tagged word<TAB>tag file, CoNLL-2003 or UniversalNER -> ner;
-    another word<TAB>tag file -> pos. Read from the first MB of the key; a key whose task
-    cannot be told is an InputError naming the tasks (never a silent ``dep``)."""
-    path = Path(key)
-    try:
-        with path.open("rb") as f:
-            head = f.read(INFER_BYTES)
-            cut = bool(f.read(1))  # the last line of the head may be cut
-        text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
-    except FileNotFoundError:
-        raise InputError("no such file (the key; its format gives the task)", path) from None
-    except OSError as e:
-        raise InputError(f"cannot read the file: {e.strerror}", path) from None
-    found = _task_of_text(text, None, cut) or (_task_of_text(text, fmt, cut) if fmt else None)
-    if found is None and fmt in FORMAT_TASKS:
-        found = FORMAT_TASKS[fmt], f"format {fmt}"
-    if found is None:
-        raise InputError(f"cannot tell the task from the key's format; give --task (one of "
-                         f"{', '.join(TASKS)}) or 'task' in the run file", path)
-    return found
-
-
-def _task_of_text(text: str, fmt: str | None, cut: bool) -> tuple[str, str] | None:
-    """(task, why) from the head of a key (``cut``: its last line may be incomplete), or
-    None."""
-    if fmt is None:
-        first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-        if _UNL.search(text):
-            return "unl", "a UNL document"
-        if first.startswith("{"):
-            return "coref", "JSON lines (coreference)"
-        if re.search(r"^#\s*begin document", text, re.M):
-            return "coref", "CoNLL-2012 (#begin document)"
-    rows = [ln.split("\t") for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
-    rows = rows[:-1] if cut else rows
-    if not rows:
-        return None
-    width = len(rows[0])
-    if width == 10 and fmt in (None, "conllu", "conllx"):
-        if fmt is None and ("Entity=" in text or re.search(r"^# global\.Entity", text, re.M)):
-            return "coref", "CorefUD (Entity= in MISC)"
-        words = [r for r in rows if len(r) == 10 and r[0].isdigit()]
-        heads = any(r[6] not in ("_", "") for r in words)
-        return ("dep", "CoNLL-U/CoNLL-X with heads") if heads else \
-            ("pos", "CoNLL-U/CoNLL-X without heads (HEAD is '_')")
-    if width == 2 and fmt in (None, "tsv"):
-        tags = {r[1].strip() for r in rows if len(r) == 2}
-        if tags and all(_BIO.match(t) for t in tags):
-            return "ner", "word<TAB>tag with BIO tags"
-        return "pos", "word<TAB>tag (not BIO tags)"
-    if fmt is None and width == 5 and rows[0][0].isdigit():
-        return "ner", "UniversalNER (ID word tag - annotator)"
-    if fmt is None and (width == 4 or (width == 1 and len(rows[0][0].split(" ")) == 4)):
-        return "ner", "CoNLL-2003 (word POS chunk tag)"
-    return None
-
-
 def build_spec(corpus: str, task: str | None, key: str | Path, systems: list[str],
                fmt: str | None = None, **options) -> RunSpec:
-    """Validate names, task and duplicates (no task: :func:`infer_task` from the key, and
-    ``inferred`` says from what); files are checked when they are read."""
+    """Validate names, task and duplicates (no task: ``sniff.infer_task`` from the key,
+    and ``inferred`` says from what); files are checked when they are read."""
     check_name("corpus", corpus)
     if task is None:
-        task, options["inferred"] = infer_task(key, fmt)
+        found = infer_task(key, fmt)
+        if found is None:
+            raise InputError(f"cannot tell the task from the key's format; give --task (one of "
+                             f"{', '.join(TASKS)}) or 'task' in the run file", key)
+        task, options["inferred"] = found
     if task not in TASKS:
         raise InputError(f"unknown task '{task}'; expected one of {', '.join(TASKS)}")
     if fmt is not None and fmt not in TASK_FORMATS[task]:
@@ -371,7 +305,7 @@ def key_line(text: str, name: str) -> int | None:
 
 
 # The watched-folder layout of ``sysdiff serve`` (see flows/watch.py); a corpus without
-# ``task`` in its corpus.toml gets the task of its key's format (:func:`infer_task`).
+# ``task`` in its corpus.toml gets the task of its key's format (``sniff.infer_task``).
 CORPUS_FILE_KEYS = ("task", *OPTION_TYPES)
 
 
@@ -417,7 +351,7 @@ def corpus_spec(corpus_dir: Path) -> tuple[RunSpec | None, list[str]]:
             options["task"] = expect(cfg, "task", "string", toml, text)
         cfg = options
     fmt = cfg.pop("format", None)
-    task = cfg.pop("task", None) or infer_task(keys[0], fmt)[0]
+    task = cfg.pop("task", None)
     map_file_option(cfg, corpus_dir)
     systems, skipped = [], []
     for p in files:

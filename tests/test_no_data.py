@@ -255,9 +255,10 @@ def test_forgetting_task_on_a_ner_file_infers_ner(cli, tmp_path):
 ], ids=["conllu-heads", "conllu-no-heads", "tsv-pos", "tsv-bio", "tsv-no-entity",
         "conll2003", "uner", "conll2012", "jsonlines", "corefud", "unl"])
 def test_task_is_inferred_from_the_key_format(tmp_path, text, task):
-    from sysdiff.flows.spec import infer_task
+    from sysdiff.flows.sniff import infer_task
 
     assert infer_task(write(tmp_path / "key.txt", text))[0] == task
+    assert infer_task(write(tmp_path / "other.txt", "just some text\n")) is None
 
 
 def test_a_key_of_no_known_format_is_refused_with_the_tasks(cli, tmp_path):

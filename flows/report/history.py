@@ -82,8 +82,10 @@ def segments(line: list[dict]) -> list[list[dict]]:
 def history_svg(rows: pl.DataFrame, score: str) -> str:
     """Score (%) over versions, one line per NAME; a significant gain is an up triangle
     (green), a significant loss a down triangle (red), other versions small circles; a
-    version without a score (NULL: not evaluated) has no point, and breaks its line."""
-    names = rows["name"].unique(maintain_order=True).to_list()
+    version without a score (NULL: not evaluated) has no point, and breaks its line; a NAME
+    without any score has no line (``chart_or_note`` names it)."""
+    names = rows.filter(pl.col("score").is_not_null())["name"].unique(
+        maintain_order=True).to_list()
     n_pos = int(rows["position"].max())
     pw = min(640, max(320, 24 * (n_pos - 1)))
     step = pw / max(n_pos - 1, 1)
