@@ -48,7 +48,7 @@ from sysdiff.flows.warehouse import (
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.conllu import KIND_WORD, WordCheck, iter_conll
 from sysdiff.schemas.formats.stable import StableFile
-from sysdiff.schemas.vocabulary import TASK_VIEWS, VIEWS
+from sysdiff.schemas.vocabulary import TASK_VIEWS, VIEWS, score_name
 from sysdiff.transforms import conll18, reduce, tokens
 from sysdiff.transforms.alignment import (
     Text,
@@ -378,7 +378,7 @@ def evaluated_views(task: str, vocab_rows: pl.DataFrame) -> tuple[list[str], dic
             names = sorted(missing[view])
             notes.append(f"{view}: {len(names)} system(s) have no {columns} column (all '_'): "
                          f"{', '.join(names[:5])}{' ...' if len(names) > 5 else ''}; scored "
-                         "as all wrong, flagged 'missing' in scores")
+                         "as not evaluated (NULL scores), flagged 'missing' in scores")
     return views, missing, notes
 
 
@@ -479,9 +479,12 @@ class Outputs:
         for view in job.views:
             for punct in VIEWS[view].punct_settings:
                 tables = tokens.view_tables(acc[(view, punct)], view, job.systems, job.vocab,
-                                            spec.ar_trials, spec.seed, subset_ids=True)
-                tables["scores"] = tables["scores"].with_columns(
-                    pl.col("system").is_in(list(missing[view])).alias("missing"))
+                                            spec.ar_trials, spec.seed, subset_ids=True,
+                                            missing=missing[view])
+                if not acc[(view, punct)].n_units and job.systems:
+                    notice(f"{score_name(view, punct)}: the key has no evaluable unit"
+                           f"{' (every word is punctuation)' if not punct else ''}; "
+                           "not evaluated (NULL scores)")
                 for name, df in tables.items():
                     if df.height:
                         self.tables.setdefault(name, []).append(self._tag(df, view, punct))
