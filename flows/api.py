@@ -37,13 +37,14 @@ from sysdiff.flows.queries import (
 from sysdiff.schemas.errors import InputError
 
 
-def evaluate(key: str | Path, systems: Mapping[str, str | Path], task: str = "dep",
+def evaluate(key: str | Path, systems: Mapping[str, str | Path], task: str | None = None,
              corpus: str = "corpus", warehouse: str | Path | None = None,
              fmt: str | None = None, mappings: Mapping[str, Mapping[str, str]] | None = None,
              versions: Mapping[str, list[str]] | None = None, ar_trials: int = 10_000,
              seed: int = 0, keep_going: bool = False) -> Path:
     """Evaluate ``systems`` (``{"NAME[@VERSION]": path}``) against ``key`` into the warehouse
-    (default: as ``sysdiff run``); returns the warehouse folder. Bad input raises
+    (default: as ``sysdiff run``; ``task`` defaults to the key format's, as there); returns
+    the warehouse folder. Bad input raises
     :class:`~sysdiff.schemas.errors.InputError` and leaves the warehouse as it was."""
     import os
 

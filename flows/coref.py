@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import hashlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from sysdiff.flows.warehouse import (
     unchanged,
     with_literals,
 )
+from sysdiff.schemas.formats.stable import read_stable
 from sysdiff.schemas.frozen import FrozenMap
 from sysdiff.schemas.vocabulary import CRITERIA
 from sysdiff.transforms.plan import plan_ranges
@@ -110,14 +110,15 @@ def ingest_coref_file(job: CorefJob) -> CorefFile:
         read_coref_with_tokens,
         validate_response,
     )
-    from sysdiff.schemas.formats.coref_shared import decode_text, read_bytes
+    from sysdiff.schemas.formats.coref_shared import decode_text
 
     spec, source, key = job.spec, job.source, job.key
-    data = read_bytes(source.path)
-    text = decode_text(data, source.path)
+    snap = read_stable(source.path)  # one version: the bytes parsed are the bytes hashed
+    text = decode_text(snap.data, source.path)
     fmt = source.fmt or detect_coref_format(text, source.path)
     m, toks = read_coref_with_tokens(source.path, fmt, text)
-    sha = hashlib.sha256(data).hexdigest()
+    sha, stamp = snap.sha256, snap.stamp
+    del snap, text
     if key is not None:
         gold = pl.read_parquet(key.tokens, glob=False).drop("corpus", "system")
         validate_response(gold, toks, spec.key.path, source.path)
@@ -128,7 +129,7 @@ def ingest_coref_file(job: CorefJob) -> CorefFile:
         ("coref_tokens", with_literals(toks, corpus=corpus, system=sid)),
         ("systems", systems_row(spec, source, job.role, sha, fmt, toks.height,
                                 int(m["sent"].n_unique()) if m.height else 0, m.height,
-                                at=job.at)))}
+                                at=job.at, stamp=stamp)))}
     n_unknown = int((m["mtype"] == "UNKNOWN").sum())
     here = {t: str(Path(job.stage_dir) / f.rel) for t, f in staged.items()}
     return CorefFile(sha, here["mentions"], here["coref_tokens"],

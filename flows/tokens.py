@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
-import hashlib
 import logging
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -56,11 +55,11 @@ from sysdiff.schemas.formats.conllu import (
     WordCheck,
     detect_token_format,
     iter_conll,
-    read_bytes,
 )
 from sysdiff.schemas.formats.fast_words import FastWords, fast_words
+from sysdiff.schemas.formats.stable import StableFile, read_stable, without_bom
 from sysdiff.schemas.frozen import freeze_fields
-from sysdiff.schemas.vocabulary import LABEL_FIELDS, TASK_VIEWS, VIEWS
+from sysdiff.schemas.vocabulary import LABEL_FIELDS, TASK_VIEWS, VIEWS, score_name
 from sysdiff.transforms import conll18, reduce, tokens
 from sysdiff.transforms.alignment import (
     Text,
@@ -168,21 +167,23 @@ def ingest_lean(job: TokenJob) -> Ingested | None:
     in ``vocab``); None when the fast reader cannot vouch for the file, or its words are not
     the key's (the full reader then decides)."""
     spec, source, key = job.spec, job.source, job.key
-    data = read_bytes(source.path)
+    snap = read_stable(source.path)  # one version: the bytes parsed are the bytes hashed
+    data = without_bom(snap.data)
     fmt = source.fmt or detect_token_format(source.path, data)
-    fields = task_fields(spec.task, fmt)
-    found = fast_words(data, fmt, fields)
+    found = fast_words(data, fmt, task_fields(spec.task, fmt))
+    del data
     if found is None or not _same_words(found, key):
         return None
-    sha = hashlib.sha256(data).hexdigest()
-    del data
+    sha, stamp = snap.sha256, snap.stamp
+    del snap
     words, vocab = tokens.lean_words(found)
     sid, corpus = source.id, spec.corpus
     part = partition(corpus, sid)
     sig = _ingest_signature(sha, fmt, job.role, key.sha256)
     key_row = key.row()
     row = systems_row(spec, source, job.role, sha, fmt, int(key_row["n_docs"][0]),
-                      found.n_sents, found.sent.size, found.n_tokens, "identical", job.at)
+                      found.n_sents, found.sent.size, found.n_tokens, "identical", job.at,
+                      stamp)
     files = (stage_frame(job.stage_dir, "words", part, sig, words),
              stage_frame(job.stage_dir, "vocab", part, sig,
                          with_literals(vocab, corpus=corpus, system=sid)),
@@ -223,31 +224,34 @@ def ingest_full(job: TokenJob) -> Ingested:
     check = None if key is None else WordCheck(str(spec.key.path), _key_sents(key),
                                                str(source.path))
     fmt, n_sents, n_units, n_docs, n_tokens = source.fmt, 0, 0, 0, 0
-    hasher, vocab, hashes = hashlib.sha256(), [], []
+    vocab, hashes = [], []
     writers: dict[str, PieceWriter] = {}
-    try:
-        for chunk in iter_conll(source.path, source.fmt, hasher=hasher):
-            if not writers:
-                fmt = chunk.fmt
-                writers = {t: PieceWriter(job.stage_dir, t, part) for t in ("units", "sents")}
-            if check is not None:
-                check.add(chunk, _key_words(key, chunk.sents))
-            else:
-                hashes.append(form_hashes(chunk.words["form"]))
-            writers["units"].append(with_literals(chunk.tokens, corpus=spec.corpus,
-                                                  system=sid))
-            writers["sents"].append(with_literals(chunk.sents, corpus=spec.corpus, system=sid))
-            vocab.append(label_counts(chunk.words))
-            n_sents, n_units = n_sents + chunk.sents.height, n_units + chunk.words.height
-            n_tokens += token_count(chunk.tokens)
-            n_docs = int(chunk.sents["doc"][-1]) + 1
-        sha = hasher.hexdigest()
-        sig = _ingest_signature(sha, fmt, job.role, key.sha256 if key else None)
-        staged = {t: w.close(sig) for t, w in writers.items()}
-    except BaseException:
-        for w in writers.values():
-            w.abort()
-        raise
+    with StableFile(source.path) as file:  # one version: hash, rows, stamp
+        try:
+            for chunk in iter_conll(file, source.fmt):
+                if not writers:
+                    fmt = chunk.fmt
+                    writers = {t: PieceWriter(job.stage_dir, t, part)
+                               for t in ("units", "sents")}
+                if check is not None:
+                    check.add(chunk, _key_words(key, chunk.sents))
+                else:
+                    hashes.append(form_hashes(chunk.words["form"]))
+                writers["units"].append(with_literals(chunk.tokens, corpus=spec.corpus,
+                                                      system=sid))
+                writers["sents"].append(with_literals(chunk.sents, corpus=spec.corpus,
+                                                      system=sid))
+                vocab.append(label_counts(chunk.words))
+                n_sents, n_units = n_sents + chunk.sents.height, n_units + chunk.words.height
+                n_tokens += token_count(chunk.tokens)
+                n_docs = int(chunk.sents["doc"][-1]) + 1
+            sha = file.sha256  # of the bytes parsed; the reader checked it is unchanged
+            sig = _ingest_signature(sha, fmt, job.role, key.sha256 if key else None)
+            staged = {t: w.close(sig) for t, w in writers.items()}
+        except BaseException:
+            for w in writers.values():
+                w.abort()
+            raise
     units = str(Path(job.stage_dir) / staged["units"].rel)
     mismatch = None if check is None else check.difference()
     files = list(staged.values())
@@ -264,7 +268,7 @@ def ingest_full(job: TokenJob) -> Ingested:
         words = str(Path(job.stage_dir) / files[-1].rel)
     counts = with_literals(counts, corpus=spec.corpus, system=sid)
     row = systems_row(spec, source, job.role, sha, fmt, n_docs, n_sents, n_units, n_tokens,
-                      "characters" if layout == "aligned" else "identical", job.at)
+                      "characters" if layout == "aligned" else "identical", job.at, file.stamp)
     files.append(stage_frame(job.stage_dir, "vocab", part, sig, counts))
     files.append(stage_frame(job.stage_dir, "systems", part, sig, row))
     here = {f.table: str(Path(job.stage_dir) / f.rel) for f in files}
@@ -565,7 +569,7 @@ def evaluated_views(task: str, vocab_rows: pl.DataFrame) -> tuple[list[str], dic
             names = sorted(missing[view])
             notes.append(f"{view}: {len(names)} system(s) have no {columns} column (all '_'): "
                          f"{', '.join(names[:5])}{' ...' if len(names) > 5 else ''}; scored "
-                         "as all wrong, flagged 'missing' in scores")
+                         "as not evaluated (NULL scores), flagged 'missing' in scores")
     return views, missing, notes
 
 
@@ -695,9 +699,12 @@ class Outputs:
         for view in job.views:
             for punct in VIEWS[view].punct_settings:
                 tables = tokens.view_tables(acc[(view, punct)], view, job.systems, job.vocab,
-                                            spec.ar_trials, spec.seed, subset_ids=True)
-                tables["scores"] = tables["scores"].with_columns(
-                    pl.col("system").is_in(list(missing[view])).alias("missing"))
+                                            spec.ar_trials, spec.seed, subset_ids=True,
+                                            missing=missing[view])
+                if not acc[(view, punct)].n_units and job.systems:
+                    notice(f"{score_name(view, punct)}: the key has no evaluable unit"
+                           f"{' (every word is punctuation)' if not punct else ''}; "
+                           "not evaluated (NULL scores)")
                 for name, df in tables.items():
                     if df.height:
                         self.tables.setdefault(name, []).append(self._tag(df, view, punct))

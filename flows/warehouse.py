@@ -60,6 +60,7 @@ from sysdiff.flows.names import (  # noqa: F401 (re-exported)
     resolve_warehouse,
 )
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.formats.stable import Stamp
 from sysdiff.schemas.tables import all_tables, conform, parquet_options, polars_schema
 
 if TYPE_CHECKING:
@@ -118,17 +119,19 @@ def input_sha256(path: str | Path) -> str:
 
 def systems_row(spec: RunSpec, source: Source, role: str, sha: str, fmt: str, n_docs: int,
                 n_sents: int, n_units: int, n_tokens: int | None = None,
-                alignment: str | None = None, at: dt.datetime | None = None) -> pl.DataFrame:
+                alignment: str | None = None, at: dt.datetime | None = None,
+                stamp: Stamp | None = None) -> pl.DataFrame:
     """The ``systems`` table's row of one ingested file (the key's id is ``__key__``), with
-    the file's size and modification time; ``n_tokens`` and ``alignment`` only for token
-    tasks (null otherwise); ``at``: when it was ingested (now by default)."""
-    stat = Path(source.path).stat()
+    the file's size and modification time (those of the version read, ``stamp``, when
+    given); ``n_tokens`` and ``alignment`` only for token tasks (null otherwise); ``at``:
+    when it was ingested (now by default)."""
+    stat = stamp or Stamp.of(Path(source.path).stat())
     return pl.DataFrame([{
         "corpus": spec.corpus, "system": source.id, "version": source.version,
         "task": spec.task, "role": role, "format": fmt,
         "path": str(Path(source.path).absolute()), "sha256": sha, "n_docs": n_docs,
         "n_sents": n_sents, "n_units": n_units, "ingested_at": at or dt.datetime.now(dt.UTC),
-        "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
+        "size": stat.size, "mtime_ns": stat.mtime_ns,
         "n_tokens": n_tokens, "alignment": alignment,
     }], schema_overrides={"n_tokens": pl.Int64, "alignment": pl.String})
 

@@ -18,7 +18,7 @@ from prefect import flow
 from sysdiff.flows.gates import latest_steps
 from sysdiff.flows.preflight import preflight
 from sysdiff.flows.run import evaluate
-from sysdiff.flows.spec import TASK_BY_SUFFIX, folder_specs  # noqa: F401 (re-exported)
+from sysdiff.flows.spec import folder_specs
 from sysdiff.schemas.errors import InputError
 
 log = logging.getLogger("sysdiff")

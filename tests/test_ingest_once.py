@@ -30,10 +30,12 @@ def test_unchanged_files_are_not_read_and_changed_ones_are(tmp_path, cli, monkey
             "--ar-trials", "20", "-w", str(root)]
     assert cli(*argv)[0] == 0
     read: list[str] = []
-    for reader in ("iter_conll", "read_bytes"):  # the full reader, and the fast one's read
-        real = getattr(flow, reader)
-        monkeypatch.setattr(flow, reader, lambda path, *a, real=real, **k: (
-            read.append(str(path)), real(path, *a, **k))[1])
+    # the full reader (given the opened file) and the fast one's read (given the path)
+    real_full, real_fast = flow.iter_conll, flow.read_stable
+    monkeypatch.setattr(flow, "iter_conll", lambda file, *a, **k: (
+        read.append(str(file.path)), real_full(file, *a, **k))[1])
+    monkeypatch.setattr(flow, "read_stable", lambda path, *a, **k: (
+        read.append(str(path)), real_fast(path, *a, **k))[1])
     assert cli(*argv)[0] == 0
     assert read == []  # nothing changed: no file read
     a.write_text(a.read_text(encoding="utf-8").replace("\tNOUN\t", "\tPROPN\t", 3),
