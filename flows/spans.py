@@ -216,7 +216,7 @@ def place_on_key(spec: RunSpec, source: Source, key: SpanFile, mine_paths: dict[
     key's number of tokens in every sentence (``same_tokens``), the word check's own error
     (the token whose form differs). The file is read once more, for its forms: it must still
     be the version read first (``stamp``)."""
-    from sysdiff.flows.tokens import text_difference
+    from sysdiff.flows.token_ingest import text_difference
     from sysdiff.schemas.formats.spans import iter_tags
 
     key_tokens = pl.read_parquet(key.tokens, columns=["sent", "id", "form", "label", "line"],

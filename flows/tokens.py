@@ -1,24 +1,20 @@
-"""Prefect flows for token-level tasks (pos, dep): ingest files, compare all systems.
+"""Prefect flows for token-level tasks (pos, dep): ingest files (``token_ingest.py``), then
+compare all systems.
 
-Ingest streams each file in chunks of whole sentences into Parquet, with the label counts
-of each column (``vocab``). Compare maps one task over shards of whole documents: it reads
-the shard's words once and returns the engine's additive counts for every view; the counts
-are folded into running sums as shards finish. Tasks exchange paths and sentence ranges,
-never big frames. Each result partition carries a signature of its inputs' content hashes
-and options, so an unchanged partition is never recomputed and a new system only adds its
-own rows and its pairs.
+Compare maps one task over shards of whole documents: it reads the shard's words once (the
+key's record, each lean system's codes) and returns the engine's additive counts for every
+view; the counts are folded into running sums as shards finish. Tasks exchange paths and
+sentence ranges, never big frames. Each result partition carries a signature of its inputs'
+content hashes and options, so an unchanged partition is never recomputed and a new system
+only adds its own rows and its pairs.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
-import functools
 import logging
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,48 +24,27 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from sysdiff.flows.history import stage_history
-from sysdiff.flows.ingest import ingest_all
 from sysdiff.flows.progress import notice, progress
 from sysdiff.flows.shards import map_fold
-from sysdiff.flows.spec import KEY_ID, RunSpec, Source
+from sysdiff.flows.spec import KEY_ID, RunSpec
+from sysdiff.flows.token_ingest import Ingested, ingest_tokens
 from sysdiff.flows.warehouse import (
     ROW_GROUP,
-    PieceWriter,
-    StagedFile,
     Staging,
     corpus_partition,
     crash_point,
-    known_inputs,
     pair_partition,
     partition,
     read_table,
     signature,
-    stage_frame,
-    systems_row,
-    unchanged,
-    with_literals,
 )
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.conllu import (
     KIND_WORD,
-    WordCheck,
-    detect_token_format,
-    iter_conll,
 )
-from sysdiff.schemas.formats.fast_words import FastWords, fast_words
-from sysdiff.schemas.formats.stable import StableFile, read_stable, without_bom
 from sysdiff.schemas.frozen import freeze_fields
 from sysdiff.schemas.vocabulary import LABEL_FIELDS, TASK_VIEWS, VIEWS, score_name
 from sysdiff.transforms import conll18, reduce, tokens
-from sysdiff.transforms.alignment import (
-    Text,
-    align_words,
-    file_text,
-    first_difference,
-    project,
-    token_at,
-    token_count,
-)
 from sysdiff.transforms.engine import smallest_uint
 from sysdiff.transforms.plan import Shard, canonical, options_string, plan_shards
 from sysdiff.transforms.tokens import (
@@ -79,7 +54,6 @@ from sysdiff.transforms.tokens import (
     ShardWords,
     Vocab,
     apply_mapping,
-    label_counts,
     vocab_from_counts,
 )
 
@@ -91,298 +65,9 @@ PAIRS_PER_BLOCK = 256
 CORPUS_TABLES = ("oracles", "oracle_labels", "difficulty", "majority")
 
 
-#: How a file's words are stored: ``full`` every field of every token (``units``: the key,
-#: and a system the fast reader could not vouch for), ``lean`` the codes of the evaluated
-#: labels in the key's order (``words``: a system read on the key's words), ``aligned`` a
-#: system tokenised otherwise, its words aligned with the key's (``aligned``).
-LAYOUTS = ("full", "lean", "aligned")
-#: The stored tables of the other layouts, which a file read now in one layout replaces.
-STORED_BY = {"full": ("words", "aligned"), "lean": ("units", "sents", "aligned"),
-             "aligned": ("words",)}
-
-
-@dataclass(frozen=True)
-class Ingested:
-    """Where one ingested file's tables lie (staged now, or live) and what it is: plain,
-    immutable values, so that it can be a task's result and another task's parameter."""
-
-    system: str
-    sha256: str
-    fmt: str
-    words: str  # what compare reads (see LAYOUTS)
-    layout: str
-    sents: str  # its sentences ('' for a lean system: the key's are its)
-    systems: str  # its ``systems`` row
-    vocab: str  # its label counts (a lean system's: its codes' dictionaries too)
-    #: the key only: a hash of each word's form, in order (a staged .npy file)
-    forms: str = ""
-    staged: tuple[StagedFile, ...] = ()
-
-    def row(self) -> pl.DataFrame:
-        return pl.read_parquet(self.systems, glob=False)
-
-    def counts(self) -> pl.DataFrame:
-        return pl.read_parquet(self.vocab, glob=False)
-
-
-@dataclass(frozen=True)
-class TokenJob:
-    """One file to ingest (a task's only parameter): the run's spec, the file, its role, the
-    run's staging folder, the key (for a system) and when it is ingested."""
-
-    spec: RunSpec
-    source: Source
-    role: str
-    stage_dir: str
-    key: Ingested | None
-    at: dt.datetime
-
-
-@task(name="ingest", task_run_name="ingest {job.spec.corpus} {job.source.id}",
-      cache_policy=NONE)
-def ingest_file(job: TokenJob) -> Ingested:
-    """Read one file once, check it (a system against the key), stage what the run keeps
-    of it and hash it on the same bytes. A system whose words are the key's is read fast,
-    its evaluated columns only (:func:`ingest_lean`); any other file, or one the fast reader
-    cannot vouch for, is read in full (:func:`ingest_full`). Only paths and small records
-    leave the task."""
-    if job.key is not None:
-        lean = ingest_lean(job)
-        if lean is not None:
-            return lean
-    return ingest_full(job)
-
-
-def task_fields(task: str, fmt: str) -> tuple[str, ...]:
-    """The label columns (and ``head``) a task evaluates, as the format has them."""
-    if fmt == "tsv":
-        return ("upos",)
-    fields = ("lemma", "upos", "xpos", "feats")
-    return (*fields, "head", "deprel") if task == "dep" else fields
-
-
-def ingest_lean(job: TokenJob) -> Ingested | None:
-    """A system whose words are the key's, read fast (:func:`fast_words`) and stored lean
-    (``words``: the codes of its evaluated labels in the key's order, the codes' dictionaries
-    in ``vocab``); None when the fast reader cannot vouch for the file, or its words are not
-    the key's (the full reader then decides)."""
-    spec, source, key = job.spec, job.source, job.key
-    snap = read_stable(source.path)  # one version: the bytes parsed are the bytes hashed
-    data = without_bom(snap.data)
-    fmt = source.fmt or detect_token_format(source.path, data)
-    found = fast_words(data, fmt, task_fields(spec.task, fmt))
-    del data
-    if found is None or not _same_words(found, key):
-        return None
-    sha, stamp = snap.sha256, snap.stamp
-    del snap
-    words, vocab = tokens.lean_words(found)
-    sid, corpus = source.id, spec.corpus
-    part = partition(corpus, sid)
-    sig = _ingest_signature(sha, fmt, job.role, key.sha256)
-    key_row = key.row()
-    row = systems_row(spec, source, job.role, sha, fmt, int(key_row["n_docs"][0]),
-                      found.n_sents, found.sent.size, found.n_tokens, "identical", job.at,
-                      stamp)
-    files = (stage_frame(job.stage_dir, "words", part, sig, words),
-             stage_frame(job.stage_dir, "vocab", part, sig,
-                         with_literals(vocab, corpus=corpus, system=sid)),
-             stage_frame(job.stage_dir, "systems", part, sig, row))
-    here = [str(Path(job.stage_dir) / f.rel) for f in files]
-    return Ingested(sid, sha, fmt, here[0], "lean", "", here[2], here[1], staged=files)
-
-
-def _same_words(found: FastWords, key: Ingested) -> bool:
-    """The key's sentences, words per sentence and forms (by their hashes: a differing
-    form, even one equal after NFC, sends the file to the full reader's check)."""
-    n_words = pl.read_parquet(key.sents, columns=["n_words"], glob=False)["n_words"]
-    if found.n_sents != n_words.len() or not np.array_equal(found.n_words, n_words.to_numpy()):
-        return False
-    return np.array_equal(form_hashes(found.form), np.load(key.forms))
-
-
-def form_hashes(forms: pl.Series) -> np.ndarray:
-    """A 64-bit hash of each form (equal forms, equal hashes; stable for one polars)."""
-    return forms.hash(seed=0).to_numpy()
-
-
-def save_form_hashes(stage_dir: str, name: str, hashes: list[np.ndarray]) -> str:
-    """Keep the key's form hashes in the run's staging folder (not in the warehouse)."""
-    path = Path(stage_dir) / "aux" / f"{name}-{uuid.uuid4().hex[:12]}.npy"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.save(path, np.concatenate(hashes) if hashes else np.zeros(0, np.uint64))
-    return str(path)
-
-
-def ingest_full(job: TokenJob) -> Ingested:
-    """Read and validate one file chunk by chunk (every column), check it against the key,
-    stage its units, sentences and label counts as it goes, and hash it on the way: one read
-    of the file, memory bounded by the chunk size."""
-    spec, source, key = job.spec, job.source, job.key
-    sid = source.id
-    part = partition(spec.corpus, sid)
-    check = None if key is None else WordCheck(str(spec.key.path), _key_sents(key),
-                                               str(source.path))
-    fmt, n_sents, n_units, n_docs, n_tokens = source.fmt, 0, 0, 0, 0
-    vocab, hashes = [], []
-    writers: dict[str, PieceWriter] = {}
-    with StableFile(source.path) as file:  # one version: hash, rows, stamp
-        try:
-            for chunk in iter_conll(file, source.fmt):
-                if not writers:
-                    fmt = chunk.fmt
-                    writers = {t: PieceWriter(job.stage_dir, t, part)
-                               for t in ("units", "sents")}
-                if check is not None:
-                    check.add(chunk, _key_words(key, chunk.sents))
-                else:
-                    hashes.append(form_hashes(chunk.words["form"]))
-                writers["units"].append(with_literals(chunk.tokens, corpus=spec.corpus,
-                                                      system=sid))
-                writers["sents"].append(with_literals(chunk.sents, corpus=spec.corpus,
-                                                      system=sid))
-                vocab.append(label_counts(chunk.words))
-                n_sents, n_units = n_sents + chunk.sents.height, n_units + chunk.words.height
-                n_tokens += token_count(chunk.tokens)
-                n_docs = int(chunk.sents["doc"][-1]) + 1
-            sha = file.sha256  # of the bytes parsed; the reader checked it is unchanged
-            sig = _ingest_signature(sha, fmt, job.role, key.sha256 if key else None)
-            staged = {t: w.close(sig) for t, w in writers.items()}
-        except BaseException:
-            for w in writers.values():
-                w.abort()
-            raise
-    units = str(Path(job.stage_dir) / staged["units"].rel)
-    mismatch = None if check is None else check.difference()
-    files = list(staged.values())
-    if mismatch is None:
-        counts, words, layout = (pl.concat(vocab).group_by("field", "label")
-                                 .agg(pl.col("n").sum())), units, "full"
-    else:  # another tokenisation: aligned with the key on the characters, or an error
-        projected, conll = align_with_key(spec, source, key, units, mismatch)
-        counts, layout = label_counts(projected), "aligned"
-        files.append(stage_frame(job.stage_dir, "conll18", part, sig,
-                                 with_literals(conll, corpus=spec.corpus, system=sid)))
-        files.append(stage_frame(job.stage_dir, "aligned", part, sig, with_literals(
-            projected, corpus=spec.corpus, system=sid)))
-        words = str(Path(job.stage_dir) / files[-1].rel)
-    counts = with_literals(counts, corpus=spec.corpus, system=sid)
-    row = systems_row(spec, source, job.role, sha, fmt, n_docs, n_sents, n_units, n_tokens,
-                      "characters" if layout == "aligned" else "identical", job.at, file.stamp)
-    files.append(stage_frame(job.stage_dir, "vocab", part, sig, counts))
-    files.append(stage_frame(job.stage_dir, "systems", part, sig, row))
-    here = {f.table: str(Path(job.stage_dir) / f.rel) for f in files}
-    forms = save_form_hashes(job.stage_dir, "key-forms", hashes) if key is None else ""
-    return Ingested(sid, sha, fmt, words, layout, here["sents"], here["systems"],
-                    here["vocab"], forms, tuple(files))
-
-
-def align_with_key(spec: RunSpec, source: Source, key: Ingested, units: str,
-                   mismatch: InputError) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """A system whose words differ from the key's: when its text (characters without
-    spaces) is the key's, its words aligned with the key's as the CoNLL 2018 script aligns
-    them, and its CoNLL 2018 scores; else an error at the first differing character."""
-    key_tokens = pl.read_parquet(key.words, glob=False)
-    sys_tokens = pl.read_parquet(units, glob=False)
-    key_text, sys_text = file_text(key_tokens), file_text(sys_tokens)
-    at = first_difference(key_text.chars, sys_text.chars)
-    if at is not None:
-        raise text_difference(spec, source, key_text, sys_text, at, mismatch)
-    to_key = align_words(key_text, sys_text)
-    counts = conll18.aligned_counts(key_tokens, sys_tokens, to_key, key_text, sys_text)
-    scores = conll18.task_rows(counts.join(conll18.conll18_scores(counts), on="metric"),
-                               spec.task, _absent_columns(key.counts()).get(KEY_ID, set()))
-    key_words = key_tokens.filter(pl.col("kind") == KIND_WORD)
-    return project(key_words, sys_tokens.filter(pl.col("kind") == KIND_WORD), to_key,
-                   key_text, sys_text), scores
-
-
-def text_difference(spec: RunSpec, source: Source, key_text: Text, sys_text: Text, at: int,
-                    mismatch: InputError) -> InputError:
-    """The error of a system whose text differs from the key's: the first differing
-    character, with its line, sentence and both strings."""
-    k, s = token_at(key_text, at), token_at(sys_text, at)
-    around = slice(max(0, at - 10), at + 10)
-    return InputError(
-        f"the text differs from the key's at character {at}: the system has "
-        f"'{sys_text.chars[around]}' where the key ({spec.key.path}:"
-        f"{int(key_text.token_line[k])}) has '{key_text.chars[around]}'; expected the key's "
-        f"words, or its text tokenised otherwise ({mismatch.message})", source.path,
-        int(sys_text.token_line[s]) if sys_text.token_line.size else None)
-
-
-def _ingest_signature(sha: str, fmt: str, role: str, key_sha: str | None) -> str:
-    return signature(sha, fmt, None if role == "key" else key_sha)
-
-
-def _live(stage: Staging, corpus: str, row: dict) -> Ingested:
-    """A file ingested by an earlier run, as the warehouse holds it."""
-    part = partition(corpus, row["system"])
-    layout = ("aligned" if row.get("alignment") == "characters" else
-              "lean" if stage.live_file("words", part) is not None else "full")
-    table = {"full": "units", "lean": "words", "aligned": "aligned"}[layout]
-    sents = stage.live_file("sents", part)
-    return Ingested(row["system"], row["sha256"], row["format"],
-                    str(stage.live_file(table, part)), layout, str(sents or ""),
-                    str(stage.live_file("systems", part)), str(stage.live_file("vocab", part)))
-
-
-def live_key_forms(stage: Staging, key: Ingested) -> Ingested:
-    """The key read by an earlier run, with its form hashes (computed once, from its stored
-    words, for the systems read now)."""
-    forms = (pl.scan_parquet(key.words, glob=False).filter(pl.col("kind") == KIND_WORD)
-             .select("form").collect()["form"])
-    return replace(key, forms=save_form_hashes(str(stage.dir), "key-forms",
-                                               [form_hashes(forms)]))
-
-
-def _key_sents(key: Ingested) -> pl.DataFrame:
-    """The key's sentences as :class:`WordCheck` reads them."""
-    return pl.read_parquet(key.sents, columns=["sent", "sent_id", "n_words", "line"], glob=False)
-
-
-def _key_words(key: Ingested, sents: pl.DataFrame) -> pl.DataFrame:
-    """The key's words of the sentences in ``sents`` (a contiguous range)."""
-    lo, hi = int(sents["sent"][0]), int(sents["sent"][-1])
-    return (pl.scan_parquet(key.words, glob=False)
-            .filter((pl.col("kind") == KIND_WORD) & pl.col("sent").is_between(lo, hi))
-            .select("sent", "id", "form").collect())
-
-
 def run_tokens(spec: RunSpec, stage: Staging) -> None:
     """A token task (pos, dep): ingest the files, then compute every table."""
     compare_tokens(spec, stage, ingest_tokens(spec, stage))
-
-
-def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
-    """Ingest the key, then the systems (several at once): an unchanged file is not read
-    again; any other is read once (validated, staged and hashed in one pass)."""
-    known = known_inputs(stage, spec.corpus)
-
-    def reuse(source: Source, role: str, key: Ingested | None) -> Ingested | None:
-        row = known.get(source.id)
-        sig = None if row is None else _ingest_signature(
-            row["sha256"], row["format"], role, key.sha256 if key else None)
-        if unchanged(row, Path(source.path)) and stage.has(
-                "vocab", partition(spec.corpus, source.id), sig):
-            return _live(stage, spec.corpus, row)
-        return None
-
-    def submit(source: Source, role: str, key: Ingested | None, at: dt.datetime):
-        if key is not None and not key.forms:  # a key read by an earlier run
-            key = forms_once(key)
-        return ingest_file.submit(TokenJob(spec, source, role, str(stage.dir), key, at))
-
-    @functools.cache
-    def forms_once(key: Ingested) -> Ingested:
-        return live_key_forms(stage, key)
-
-    files = ingest_all(spec, stage, reuse, submit)
-    for f in files.values():
-        if f.staged:  # read now: the tables of its other layouts go
-            for table in STORED_BY[f.layout]:
-                stage.drop(table, partition(spec.corpus, f.system))
-    return files
 
 
 def corpus_systems(stage: Staging, corpus: str, ingested: dict[str, Ingested]

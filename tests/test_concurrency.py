@@ -13,7 +13,7 @@ import pytest
 from prefect import flow
 
 from sysdiff.flows.spec import build_spec
-from sysdiff.flows.tokens import ingest_tokens
+from sysdiff.flows.token_ingest import ingest_tokens
 from sysdiff.flows.warehouse import open_run
 from tests.conftest import SEQUOIA, run_cli
 from tests.test_scale import first_sentences

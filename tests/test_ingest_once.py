@@ -21,7 +21,7 @@ def test_the_hash_taken_while_reading_equals_the_file_hash(tmp_path):
 
 
 def test_unchanged_files_are_not_read_and_changed_ones_are(tmp_path, cli, monkeypatch):
-    import sysdiff.flows.tokens as flow
+    import sysdiff.flows.token_ingest as flow
 
     key = first_sentences(SEQUOIA / "key.conllu", tmp_path / "key.conllu", 20)
     a = first_sentences(SEQUOIA / "fr_core_news_sm-3.8.0.conllu", tmp_path / "a.conllu", 20)

@@ -59,8 +59,8 @@ def test_a_corpus_without_any_entity_runs_and_stores_no_number_for_0_over_0(tmp_
                        "order by system").rows()
     assert tags == [("__key__", None, 0, 0), ("a", 3, 0, 0), ("b", 3, 0, 0)]
     code, _out, err = cli("check", "-w", str(root), "--baseline", "a", "--candidate", "b",
-                          "--min-delta", "0")
-    assert code == 2 and "undefined" in err and "internal error" not in err
+                          "--min-delta", "0")  # no gate passes on 0/0: it fails, saying why
+    assert code == 1 and "not evaluated" in err and "internal error" not in err
 
 
 def test_precision_recall_and_f1_are_null_only_where_they_are_0_over_0():

@@ -330,22 +330,21 @@ def test_the_systems_row_describes_the_version_read(committed, tmp_path, cli):
 
 # ------------------------------------------------------------------------------ a real process
 
-#: ``sysdiff run`` in a fresh interpreter whose token reader, after handing over the first
-#: chunk of $SYSDIFF_TEST_TRUNCATE, truncates that file to a third (as another process
-#: would); the file is read in chunks of 4 KiB.
+#: ``sysdiff run`` in a fresh interpreter where the first read of $SYSDIFF_TEST_TRUNCATE
+#: (the whole file for the fast reader, a 4 KiB chunk for the full one) is followed by the
+#: file's truncation to a third (as another process would do it).
 TRUNCATING_RUN = """
 import os, sys
-import sysdiff.flows.tokens as flow
 import sysdiff.schemas.formats.conllu as conllu
+from sysdiff.schemas.formats.stable import StableFile
 conllu.CHUNK_BYTES = 4096
-target, real = os.environ["SYSDIFF_TEST_TRUNCATE"], flow.iter_conll
-def iter_conll(source, *args, **kwargs):
-    path = str(getattr(source, "path", source))
-    for k, chunk in enumerate(real(source, *args, **kwargs)):
-        yield chunk
-        if k == 0 and path == target:
-            os.truncate(target, os.path.getsize(target) // 3)
-flow.iter_conll = iter_conll
+target, real, done = os.environ["SYSDIFF_TEST_TRUNCATE"], StableFile.read, []
+def read(self, n=None):  # the fast reader reads a file at once, the full one by chunks
+    data = real(self, n)
+    if not done and str(self.path) == target:
+        done.append(os.truncate(target, os.path.getsize(target) // 3))
+    return data
+StableFile.read = read
 sys.argv = ["sysdiff", *sys.argv[1:]]
 from sysdiff.flows.cli import main
 main()
