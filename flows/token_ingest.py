@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import os
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -47,7 +49,9 @@ from sysdiff.schemas.formats.conllu import (
     iter_conll,
 )
 from sysdiff.schemas.formats.fast_words import FastWords, fast_words
-from sysdiff.schemas.formats.stable import StableFile, read_stable, without_bom
+from sysdiff.schemas.formats.ranges import ByteRange, RangeFinder
+from sysdiff.schemas.formats.stable import StableFile, Stamp, read_stable, without_bom
+from sysdiff.schemas.frozen import freeze
 from sysdiff.transforms import conll18, tokens
 from sysdiff.transforms.alignment import (
     Text,
@@ -105,6 +109,8 @@ class TokenJob:
     stage_dir: str
     key: Ingested | None
     at: dt.datetime
+    #: try the fast reader (a system small enough to be read at once)
+    lean: bool = True
 
 
 @task(name="ingest", task_run_name="ingest {job.spec.corpus} {job.source.id}",
@@ -115,7 +121,7 @@ def ingest_file(job: TokenJob) -> Ingested:
     its evaluated columns only (:func:`ingest_lean`); any other file, or one the fast reader
     cannot vouch for, is read in full (:func:`ingest_full`). Only paths and small records
     leave the task."""
-    if job.key is not None:
+    if job.key is not None and job.lean:
         lean = ingest_lean(job)
         if lean is not None:
             return lean
@@ -135,39 +141,104 @@ def ingest_lean(job: TokenJob) -> Ingested | None:
     (``words``: the codes of its evaluated labels in the key's order, the codes' dictionaries
     in ``vocab``); None when the fast reader cannot vouch for the file, or its words are not
     the key's (the full reader then decides)."""
-    spec, source, key = job.spec, job.source, job.key
-    snap = read_stable(source.path)  # one version: the bytes parsed are the bytes hashed
+    snap = read_stable(job.source.path)  # one version: the bytes parsed are the bytes hashed
     data = without_bom(snap.data)
-    fmt = source.fmt or detect_token_format(source.path, data)
-    found = fast_words(data, fmt, task_fields(spec.task, fmt))
+    fmt = job.source.fmt or detect_token_format(job.source.path, data)
+    found = read_words(job, data, fmt, 0, key_shape(job.key.sents).size)
     del data
-    if found is None or not _same_words(found, key):
+    if found is None:
         return None
-    sha, stamp = snap.sha256, snap.stamp
-    del snap
-    words, vocab = tokens.lean_words(found)
+    words, dictionaries = tokens.lean_codes(found)
+    piece = LeanPiece(found.n_sents, found.sent.size, found.n_tokens,
+                      freeze(dictionaries))
+    return stage_lean(job, Whole(snap.sha256, snap.stamp, fmt), [(piece, words)])
+
+
+def read_words(job: TokenJob, data: bytes, fmt: str, first_sent: int, n_sents: int
+               ) -> FastWords | None:
+    """The words of whole sentences of a system file (the ``n_sents`` sentences from
+    ``first_sent``), when the fast reader vouches for them and they are the key's."""
+    found = fast_words(data, fmt, task_fields(job.spec.task, fmt))
+    if found is None or not _same_words(found, job.key, first_sent, n_sents):
+        return None
+    return found
+
+
+@dataclass(frozen=True)
+class Whole:
+    """What is known of a whole file once read: its SHA-256, the version read, its format."""
+
+    sha256: str
+    stamp: Stamp
+    fmt: str
+
+
+@dataclass(frozen=True)
+class LeanPiece:
+    """Whole sentences of a lean system file read by one task: their counts, and the
+    dictionaries of their codes (field -> sorted labels); ``path``: where the task left
+    them (a range of a large file)."""
+
+    n_sents: int
+    n_words: int
+    n_tokens: int
+    dictionaries: Mapping[str, tuple[str, ...]]
+    path: str = ""
+
+
+def stage_lean(job: TokenJob, whole: Whole, pieces: list[tuple[LeanPiece, pl.DataFrame | None]]
+               ) -> Ingested:
+    """Stage a lean system from its pieces in order (their words given, or at their path):
+    one ``words`` file coded against the union of their dictionaries, its ``vocab`` (the
+    dictionaries and counts) and its ``systems`` row."""
+    spec, source, key = job.spec, job.source, job.key
     sid, corpus = source.id, spec.corpus
     part = partition(corpus, sid)
-    sig = _ingest_signature(sha, fmt, job.role, key.sha256)
-    key_row = key.row()
-    row = systems_row(spec, source, job.role, sha, fmt, int(key_row["n_docs"][0]),
-                      found.n_sents, found.sent.size, found.n_tokens, "identical", job.at,
-                      stamp)
-    files = (stage_frame(job.stage_dir, "words", part, sig, words),
-             stage_frame(job.stage_dir, "vocab", part, sig,
-                         with_literals(vocab, corpus=corpus, system=sid)),
+    sig = _ingest_signature(whole.sha256, whole.fmt, job.role, key.sha256)
+    union = {f: tuple(sorted(set().union(*(p.dictionaries[f] for p, _w in pieces))))
+             for f in pieces[0][0].dictionaries}
+    writer, counts = PieceWriter(job.stage_dir, "words", part), {}
+    try:
+        for piece, words in pieces:
+            words = pl.read_parquet(piece.path) if words is None else words
+            coded = tokens.remap(words, piece.dictionaries, union)
+            writer.append(coded)
+            for field, n in tokens.lean_counts(coded, union).items():
+                counts[field] = _add(counts.get(field), n)
+    except BaseException:
+        writer.abort()
+        raise
+    vocab = with_literals(tokens.lean_vocab(counts, union), corpus=corpus, system=sid)
+    row = systems_row(spec, source, job.role, whole.sha256, whole.fmt,
+                      int(key.row()["n_docs"][0]), sum(p.n_sents for p, _w in pieces),
+                      sum(p.n_words for p, _w in pieces), sum(p.n_tokens for p, _w in pieces),
+                      "identical", job.at, whole.stamp)
+    files = (writer.close(sig), stage_frame(job.stage_dir, "vocab", part, sig, vocab),
              stage_frame(job.stage_dir, "systems", part, sig, row))
     here = [str(Path(job.stage_dir) / f.rel) for f in files]
-    return Ingested(sid, sha, fmt, here[0], "lean", "", here[2], here[1], staged=files)
+    return Ingested(sid, whole.sha256, whole.fmt, here[0], "lean", "", here[2], here[1],
+                    staged=files)
 
 
-def _same_words(found: FastWords, key: Ingested) -> bool:
-    """The key's sentences, words per sentence and forms (by their hashes: a differing
-    form, even one equal after NFC, sends the file to the full reader's check)."""
-    n_words = pl.read_parquet(key.sents, columns=["n_words"], glob=False)["n_words"]
-    if found.n_sents != n_words.len() or not np.array_equal(found.n_words, n_words.to_numpy()):
+def _add(total: np.ndarray | None, more: np.ndarray) -> np.ndarray:
+    """Counts summed, the shorter array padded with zeros."""
+    if total is None:
+        return more
+    size = max(total.size, more.size)
+    return np.pad(total, (0, size - total.size)) + np.pad(more, (0, size - more.size))
+
+
+def _same_words(found: FastWords, key: Ingested, first_sent: int, n_sents: int) -> bool:
+    """The key's sentences ``first_sent`` ... (``n_sents`` of them), their words per
+    sentence and forms (by their hashes: a differing form, even one equal after NFC, sends
+    the file to the full reader's check)."""
+    n_words = key_shape(key.sents)
+    if found.n_sents != n_sents or not np.array_equal(
+            found.n_words, n_words[first_sent:first_sent + n_sents]):
         return False
-    return np.array_equal(form_hashes(found.form), np.load(key.forms))
+    first_word = int(n_words[:first_sent].sum())
+    hashes = np.load(key.forms, mmap_mode="r")[first_word:first_word + found.form.len()]
+    return np.array_equal(form_hashes(found.form), hashes)
 
 
 def form_hashes(forms: pl.Series) -> np.ndarray:
@@ -181,6 +252,132 @@ def save_form_hashes(stage_dir: str, name: str, hashes: list[np.ndarray]) -> str
     path.parent.mkdir(parents=True, exist_ok=True)
     np.save(path, np.concatenate(hashes) if hashes else np.zeros(0, np.uint64))
     return str(path)
+
+
+@functools.lru_cache(maxsize=4)
+def key_shape(sents: str) -> np.ndarray:
+    """Words per sentence of the key (read once per process)."""
+    out = pl.read_parquet(sents, columns=["n_words"], glob=False)["n_words"].to_numpy()
+    out.flags.writeable = False
+    return out
+
+
+# ------------------------------------------------------------------------------ ranges
+
+#: A system file larger than this is read by several tasks, one per range of about this
+#: many bytes of whole sentences (``SYSDIFF_RANGE_BYTES`` overrides it).
+RANGE_BYTES = 64 << 20
+#: Bytes read at once by the pass that hashes a large file and cuts its ranges.
+PLAN_BLOCK = 16 << 20
+
+
+def range_bytes() -> int:
+    return int(os.environ.get("SYSDIFF_RANGE_BYTES") or RANGE_BYTES)
+
+
+@dataclass(frozen=True)
+class FilePlan:
+    """A large system file, hashed and cut into ranges of whole sentences (None: not cut,
+    it is read by one task)."""
+
+    whole: Whole
+    ranges: tuple[ByteRange, ...] | None
+
+
+@task(name="plan", task_run_name="plan {job.spec.corpus} {job.source.id}", cache_policy=NONE)
+def plan_file(job: TokenJob) -> FilePlan:
+    """One pass over a large file: its hash, its format and its ranges."""
+    finder = RangeFinder(range_bytes())
+    with StableFile(job.source.path) as f:
+        fmt = job.source.fmt
+        while block := f.read(PLAN_BLOCK):
+            if fmt is None:
+                fmt = detect_token_format(job.source.path, without_bom(block))
+            finder.feed(block)
+        f.check()
+        return FilePlan(Whole(f.sha256, f.stamp, fmt or "conllu"), finder.ranges())
+
+
+@dataclass(frozen=True)
+class RangeJob:
+    """One range of a large system file to read (a task's only parameter)."""
+
+    job: TokenJob
+    plan: FilePlan
+    index: int
+    n_sents: int
+
+
+@task(name="read range", task_run_name="read {rj.job.source.id} range {rj.index}",
+      cache_policy=NONE)
+def read_range(rj: RangeJob) -> LeanPiece | None:
+    """Read one range of whole sentences of a large system file fast and leave its lean
+    words in the run's staging folder; None when the fast reader cannot vouch for it."""
+    job, rng = rj.job, rj.plan.ranges[rj.index]
+    with StableFile(job.source.path, expect=rj.plan.whole.stamp, hashed=False) as f:
+        data = f.read_at(rng.start, rng.end - rng.start)
+        f.check()
+    if rng.start == 0:
+        data = without_bom(data)
+    found = read_words(job, data, rj.plan.whole.fmt, rng.first_sent, rj.n_sents)
+    del data
+    if found is None:
+        return None
+    words, dictionaries = tokens.lean_codes(found, rng.first_sent)
+    path = Path(job.stage_dir) / "aux" / f"range-{uuid.uuid4().hex[:16]}.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    words.write_parquet(path, compression="lz4")
+    return LeanPiece(found.n_sents, found.sent.size, found.n_tokens, freeze(dictionaries),
+                     str(path))
+
+
+@dataclass(frozen=True)
+class AssembleJob:
+    """The pieces of a large system file, read range by range, to stage as one."""
+
+    job: TokenJob
+    whole: Whole
+    pieces: tuple[LeanPiece, ...]
+
+
+@task(name="assemble", task_run_name="assemble {aj.job.source.id}", cache_policy=NONE)
+def assemble(aj: AssembleJob) -> Ingested:
+    """Stage a large lean system from the pieces its ranges left."""
+    try:
+        return stage_lean(aj.job, aj.whole, [(p, None) for p in aj.pieces])
+    finally:
+        for p in aj.pieces:
+            Path(p.path).unlink(missing_ok=True)
+
+
+class RangedIngest:
+    """A large system file's ingest as the flow drives it: the plan task now; when its
+    result is asked for, one task per range, then one that assembles them (or, when the
+    file cannot be read fast, the full reader's one task)."""
+
+    def __init__(self, job: TokenJob) -> None:
+        self.job = job
+        self.plan = plan_file.submit(job)
+
+    def result(self) -> Ingested:
+        plan, job = self.plan.result(), self.job
+        if plan.ranges is None:
+            return ingest_file.submit(replace(job, lean=False)).result()
+        n_key = key_shape(job.key.sents).size
+        futures = [read_range.submit(RangeJob(job, plan, i, _n_sents(plan.ranges, i, n_key)))
+                   for i in range(len(plan.ranges))]
+        pieces = [f.result() for f in futures]
+        if any(p is None for p in pieces):
+            for p in pieces:
+                if p is not None:
+                    Path(p.path).unlink(missing_ok=True)
+            return ingest_file.submit(replace(job, lean=False)).result()
+        return assemble.submit(AssembleJob(job, plan.whole, tuple(pieces))).result()
+
+
+def _n_sents(ranges: tuple[ByteRange, ...], i: int, n_key: int) -> int:
+    """The sentences range ``i`` must hold for the file to have the key's."""
+    return (ranges[i + 1].first_sent if i + 1 < len(ranges) else n_key) - ranges[i].first_sent
 
 
 def ingest_full(job: TokenJob) -> Ingested:
@@ -285,6 +482,14 @@ def _ingest_signature(sha: str, fmt: str, role: str, key_sha: str | None) -> str
     return signature(sha, fmt, None if role == "key" else key_sha)
 
 
+def _size(path: str | Path) -> int:
+    """A file's size (0 when it cannot be read: its reader says why)."""
+    try:
+        return Path(path).stat().st_size
+    except OSError:
+        return 0
+
+
 def _live(stage: Staging, corpus: str, row: dict) -> Ingested:
     """A file ingested by an earlier run, as the warehouse holds it."""
     part = partition(corpus, row["system"])
@@ -336,7 +541,10 @@ def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
     def submit(source: Source, role: str, key: Ingested | None, at: dt.datetime):
         if key is not None and not key.forms:  # a key read by an earlier run
             key = forms_once(key)
-        return ingest_file.submit(TokenJob(spec, source, role, str(stage.dir), key, at))
+        job = TokenJob(spec, source, role, str(stage.dir), key, at)
+        if key is not None and _size(source.path) > range_bytes():
+            return RangedIngest(job)
+        return ingest_file.submit(job)
 
     @functools.cache
     def forms_once(key: Ingested) -> Ingested:

@@ -156,38 +156,67 @@ def label_counts(words: pl.DataFrame) -> pl.DataFrame:
         for c in (*LABEL_FIELDS, "head")]))
 
 
-def lean_words(found: FastWords, first_sent: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The lean store of a file read on the key's words (``words``: sentence, ID, the file's
-    own code of each label it was read for, HEAD; null where a column was not read) and its
-    label counts (``vocab``: field, label, n), whose labels, sorted, are the codes'
-    dictionaries. Sentences are numbered from ``first_sent``."""
+def lean_codes(found: FastWords, first_sent: int = 0
+               ) -> tuple[pl.DataFrame, dict[str, list[str]]]:
+    """The lean store of words read on the key's words (``words``: sentence, ID, the file's
+    own code of each label it was read for, HEAD; null where a column was not read), with
+    each column's dictionary (its sorted labels: a code is a position in it). Sentences are
+    numbered from ``first_sent``."""
     n = found.sent.size
     columns: dict[str, pl.Series] = {
         "sent": pl.Series("sent", found.sent + np.int32(first_sent), pl.Int32),
         "id": pl.Series("id", found.id, pl.Int32)}
-    counts = []
+    dictionaries = {}
     for field in LABEL_FIELDS:
-        if field not in found.labels:
+        if field in found.labels:
+            codes, dictionaries[field] = encode(found.labels[field])
+            columns[field] = pl.Series(field, codes, pl.UInt32)
+        else:
             columns[field] = pl.Series(field, [None] * n, pl.UInt32)
-            continue
-        codes, labels = encode(found.labels[field])
-        columns[field] = pl.Series(field, codes, pl.UInt32)
-        counts.append(pl.DataFrame({"field": field, "label": labels,
-                                    "n": np.bincount(codes, minlength=len(labels))},
-                                   schema={"field": pl.String, "label": pl.String,
-                                           "n": pl.Int64}))
-    if found.head is None:
-        columns["head"] = pl.Series("head", [None] * n, pl.Int32)
-    else:
-        head = pl.Series("head", found.head, pl.Int32)
-        columns["head"] = head.set(head < 0, None)
-        values, n_each = np.unique(found.head, return_counts=True)
-        counts.append(pl.DataFrame({
-            "field": "head", "label": [BLANK if v < 0 else str(v) for v in values.tolist()],
-            "n": n_each}, schema={"field": pl.String, "label": pl.String, "n": pl.Int64}))
-    vocab = pl.concat(counts) if counts else pl.DataFrame(
+    head = pl.Series("head", found.head if found.head is not None else [None] * n, pl.Int32)
+    columns["head"] = head.set(head < 0, None) if found.head is not None else head
+    return pl.DataFrame(columns).select(LEAN_COLUMNS), dictionaries
+
+
+#: The columns of the lean store, in its order.
+LEAN_COLUMNS = ("sent", "id", "lemma", "upos", "xpos", "feats", "head", "deprel")
+
+
+def remap(words: pl.DataFrame, dictionaries: Mapping[str, Sequence[str]],
+          union: Mapping[str, Sequence[str]]) -> pl.DataFrame:
+    """Lean words coded against ``dictionaries``, recoded against ``union`` (sorted
+    dictionaries holding theirs)."""
+    changed = [f for f in dictionaries if tuple(dictionaries[f]) != tuple(union[f])]
+    return words.with_columns(
+        pl.Series(f, np.searchsorted(np.asarray(union[f], dtype=object),
+                                     np.asarray(dictionaries[f], dtype=object))
+                  .astype(np.uint32)[words[f].to_numpy()], pl.UInt32)
+        for f in changed)
+
+
+def lean_counts(words: pl.DataFrame, dictionaries: Mapping[str, Sequence[str]]
+                ) -> dict[str, np.ndarray]:
+    """Per field, the count of each code (and of each HEAD + 1, 0 for none) of lean words."""
+    out = {f: np.bincount(words[f].to_numpy(), minlength=len(dictionaries[f]))
+           for f in dictionaries}
+    if words["head"].null_count() < words.height:
+        out["head"] = np.bincount(words["head"].fill_null(-1).to_numpy() + 1)
+    return out
+
+
+def lean_vocab(counts: Mapping[str, np.ndarray], dictionaries: Mapping[str, Sequence[str]]
+               ) -> pl.DataFrame:
+    """``vocab`` rows (field, label, n) of lean words from their summed counts (labels with
+    no occurrence left out; HEAD as its number, ``_`` for none)."""
+    frames = []
+    for field, n in counts.items():
+        labels = (list(dictionaries[field]) if field != "head" else
+                  [BLANK if h == 0 else str(h - 1) for h in range(n.size)])
+        frame = pl.DataFrame({"field": field, "label": labels, "n": n},
+                             schema={"field": pl.String, "label": pl.String, "n": pl.Int64})
+        frames.append(frame.filter(pl.col("n") > 0))
+    return pl.concat(frames) if frames else pl.DataFrame(
         schema={"field": pl.String, "label": pl.String, "n": pl.Int64})
-    return pl.DataFrame(columns), vocab
 
 
 def blank_columns(counts: pl.DataFrame, system: str) -> set[str]:

@@ -1,0 +1,181 @@
+"""The lean token store: a system read on the key's words keeps only the codes of what its
+task evaluates; the ``units`` view shows its words as before; large files are read range by
+range; a file the fast reader cannot vouch for is read in full, with the same tables."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sysdiff.flows.queries import query
+from sysdiff.schemas.formats.conllu import read_conll
+from sysdiff.schemas.formats.fast_words import fast_words
+from sysdiff.schemas.formats.ranges import RangeFinder
+from tests.conftest import SEQUOIA, run_cli
+from tests.snapshot import digests
+from tests.test_scale import first_sentences
+
+SYSTEMS = {"sm": "fr_core_news_sm-3.8.0.conllu", "md": "fr_core_news_md-3.8.0.conllu",
+           "ud": "seqsm_local-ud2.8.conllu"}
+DEP_FIELDS = ("lemma", "upos", "xpos", "feats", "head", "deprel")
+
+
+def sentence_starts(data: bytes) -> list[int]:
+    """Byte offsets of every sentence start, by splitting on blank lines (the reference)."""
+    starts, pos = [], 0
+    for block in data.split(b"\n\n"):
+        if block.strip(b"\n"):
+            starts.append(pos)
+        pos += len(block) + 2
+    return starts
+
+
+@pytest.mark.parametrize("target", [1, 997, 20_000, 10**9])
+@pytest.mark.parametrize("block", [7, 4096, 1 << 20])
+def test_ranges_are_whole_sentences_numbered_from_the_file(target, block):
+    data = (SEQUOIA / "key.conllu").read_bytes()
+    finder = RangeFinder(target)
+    for k in range(0, len(data), block):
+        finder.feed(data[k:k + block])
+    ranges = finder.ranges()
+    starts = sentence_starts(data)
+    if target >= len(data):
+        assert ranges is None
+        return
+    assert ranges[0].start == 0 and ranges[-1].end == len(data)
+    assert all(a.end == b.start for a, b in zip(ranges, ranges[1:], strict=False))
+    for r in ranges:  # each cut is a sentence start, numbered as the file numbers it
+        assert starts[r.first_sent] == r.start
+        assert r.end - r.start >= min(target, len(data) - r.start) or r is ranges[-1]
+
+
+@pytest.mark.parametrize("text", [b"\n1\ta\n\n", b"1\ta\r\n\r\n2\tb\r\n", b"1\ta\n\n\n2\tb\n\n"])
+def test_a_file_with_irregular_blank_lines_is_not_cut(text):
+    finder = RangeFinder(1)
+    finder.feed(text)
+    assert finder.ranges() is None
+
+
+@pytest.mark.parametrize("name", ["key.conllu", *SYSTEMS.values()])
+def test_the_fast_reader_gives_the_full_readers_words(name):
+    path = SEQUOIA / name
+    found = fast_words(path.read_bytes(), "conllu", DEP_FIELDS)
+    doc = read_conll(path)
+    words = doc.words
+    assert found is not None and found.n_sents == doc.sents.height
+    assert np.array_equal(found.n_words, doc.sents["n_words"].to_numpy())
+    assert found.form.to_list() == words["form"].to_list()
+    assert np.array_equal(found.id, words["id"].to_numpy())
+    assert np.array_equal(found.head, words["head"].fill_null(-1).to_numpy())
+    for field in DEP_FIELDS[:-2] + ("deprel",):
+        assert found.labels[field].to_list() == words[field].to_list(), field
+    from sysdiff.transforms.alignment import token_count
+
+    assert found.n_tokens == token_count(doc.tokens)
+
+
+@pytest.mark.parametrize("edit", [
+    lambda t: t.replace("\n", "\r\n"),  # line ends the full reader takes
+    lambda t: t.replace("\t_\t", "\t\t", 1),  # an empty column: the full reader's error
+    lambda t: re.sub(r"\n(\d+)\t", lambda m: f"\n{m[1]}\t", t, count=1) + "\n",  # 2 blanks
+])
+def test_what_the_fast_reader_cannot_vouch_for_is_left_to_the_full_reader(edit):
+    text = (SEQUOIA / SYSTEMS["sm"]).read_text(encoding="utf-8")
+    assert fast_words(edit(text).encode(), "conllu", DEP_FIELDS) is None
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("lean")
+    out = {"key": first_sentences(SEQUOIA / "key.conllu", tmp / "key.conllu", 120)}
+    for name, f in SYSTEMS.items():
+        out[name] = first_sentences(SEQUOIA / f, tmp / f, 120)
+    return out
+
+
+def run(files: dict[str, Path], root: Path, **paths: Path) -> None:
+    systems = [f"--system={n}={paths.get(n, files[n])}" for n in SYSTEMS]
+    code, _, err = run_cli("run", "--key", str(files["key"]), *systems, "--corpus", "c",
+                           "--task", "dep", "--ar-trials", "50", "-w", str(root))
+    assert code == 0, err
+
+
+@pytest.fixture(scope="module")
+def whole(files, tmp_path_factory, prefect_harness) -> Path:
+    root = tmp_path_factory.mktemp("whole") / "wh"
+    run(files, root)
+    return root
+
+
+def test_systems_are_stored_lean_and_units_shows_their_words(files, whole):
+    layout = query(whole, "select system, alignment from systems order by 1").rows()
+    assert layout == [("__key__", "identical"), *((s, "identical") for s in sorted(SYSTEMS))]
+    stored = query(whole, "select distinct system from stored.units")["system"].to_list()
+    assert stored == ["__key__"]  # the systems keep no record of their own
+    for name in SYSTEMS:
+        words = read_conll(files[name]).words
+        got = query(whole, f"select form, lemma, upos, xpos, feats, head, deprel from units "
+                           f"where system = '{name}' order by sent, id")
+        want = words.select("form", "lemma", "upos", "xpos", "feats", "head", "deprel")
+        assert got.equals(want), name
+
+
+def test_ranges_read_by_tasks_of_their_own_give_the_same_tables(files, whole, tmp_path,
+                                                                 monkeypatch):
+    import sysdiff.flows.token_ingest as ingest
+
+    cut: list[int] = []
+
+    class Counting(RangeFinder):
+        def ranges(self):
+            found = super().ranges()
+            cut.append(len(found or ()))
+            return found
+
+    monkeypatch.setattr(ingest, "RangeFinder", Counting)
+    monkeypatch.setenv("SYSDIFF_RANGE_BYTES", "3000")
+    run(files, tmp_path / "wh")
+    assert len(cut) == len(SYSTEMS) and min(cut) > 5  # every system read in ranges
+    assert digests(tmp_path / "wh") == digests(whole)
+
+
+def test_a_file_read_in_full_gives_the_same_tables(files, whole, tmp_path):
+    crlf = tmp_path / "crlf.conllu"
+    crlf.write_bytes(files["sm"].read_bytes().replace(b"\n", b"\r\n"))
+    run(files, tmp_path / "wh", sm=crlf)
+    assert query(tmp_path / "wh", "select distinct system from stored.units order by 1")[
+        "system"].to_list() == ["__key__", "sm"]  # read in full
+    got, want = digests(tmp_path / "wh"), digests(whole)
+    changed = {t for t in want if got.get(t) != want[t]}
+    assert changed == {"units", "sents", "systems"}  # its record, sentences and hash
+    # the same labels whichever way it was read
+    cols = "system, sent, id, form, lemma, upos, xpos, feats, head, deprel"
+    sql = f"select {cols} from units where kind = 0 order by all"
+    assert query(tmp_path / "wh", sql).equals(query(whole, sql))
+
+
+def test_a_system_read_again_in_another_way_is_shown_once(files, tmp_path):
+    root = tmp_path / "wh"
+    crlf = tmp_path / "crlf.conllu"
+    crlf.write_bytes(files["sm"].read_bytes().replace(b"\n", b"\r\n"))
+    run(files, root, sm=crlf)
+    crlf.write_bytes(files["sm"].read_bytes())  # fixed: now read fast, stored lean
+    run(files, root, sm=crlf)
+    rows = query(root, "select count(*) as n from units where system = 'sm'")["n"][0]
+    assert rows == read_conll(files["sm"]).words.height
+    assert query(root, "select count(*) as n from stored.units where system = 'sm'")[
+        "n"][0] == 0
+
+
+def test_the_lean_store_is_small(files, whole):
+    """A system's lean partition is under half the full record it stored before (the
+    key's ``units`` partition: the same words, every field)."""
+    def size(table: str, system: str) -> int:
+        return sum(f.stat().st_size for f in (whole / "tables" / table).rglob("*.parquet")
+                   if f"system={system}/" in str(f))
+
+    for name in SYSTEMS:
+        assert size("words", name) * 2 < size("units", "__key__"), name
