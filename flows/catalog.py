@@ -42,23 +42,22 @@ def manifest_digest(manifest: dict) -> str:
     return hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()
 
 
-def catalog_version(root: Path) -> str | None:
-    """The manifest digest the catalog was built from, for this folder (None if absent,
-    unreadable, built for another folder (a copied or moved warehouse), or written by an
-    older sysdiff, whose views named relative paths)."""
+def catalog_version(root: Path) -> tuple[str | None, str | None]:
+    """The manifest digest the catalog was built from and the folder it was built for
+    ((None, None) if absent, unreadable, or written by an older sysdiff)."""
     path = root / CATALOG
     if not path.exists():
-        return None
+        return None, None
     try:
         con = duckdb.connect(str(path), read_only=True)
         try:
             digest, built_for = con.execute(
                 "select manifest, root from sysdiff_catalog").fetchone()
-            return digest if built_for == str(root) else None
+            return digest, built_for
         finally:
             con.close()
     except duckdb.Error:
-        return None
+        return None, None
 
 
 def view_sql(table: str, files: list[str]) -> str:

@@ -353,6 +353,8 @@ def open_run(root: Path, corpus: str | None = None) -> Iterator[Staging]:
             yield staging
             if staging.staged:
                 commit(staging)
+            elif manifest["tables"] and catalog_version(root)[1] != str(root):
+                refresh_catalog(root, manifest)  # a copied or moved warehouse: its own files
         finally:
             shutil.rmtree(stage_dir, ignore_errors=True)
 
@@ -375,7 +377,7 @@ def recover(root: Path) -> None:
     if not (root / MANIFEST).exists():
         return
     manifest = read_manifest(root)
-    if catalog_version(root) != manifest_digest(manifest):
+    if catalog_version(root)[0] != manifest_digest(manifest):  # killed before the catalog
         refresh_catalog(root, manifest)
     sweep(root, manifest)
 
