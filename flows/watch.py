@@ -16,6 +16,7 @@ from pathlib import Path
 from prefect import flow
 
 from sysdiff.flows.gates import latest_steps
+from sysdiff.flows.prefect_logs import API_ONLY, one_line_input_errors
 from sysdiff.flows.preflight import preflight
 from sysdiff.flows.run import evaluate
 from sysdiff.flows.spec import TASK_BY_SUFFIX, folder_specs  # noqa: F401 (re-exported)
@@ -52,16 +53,22 @@ class Pass:
 @flow(name="sysdiff-watch", validate_parameters=False)
 def evaluate_folder(folder: str, warehouse: str) -> Pass:
     """Evaluate every corpus of a watched folder into the warehouse. A bad corpus or system
-    file is skipped with one line (a warning in the flow's log) and the rest is evaluated."""
+    file is skipped with one line (on stderr as the command line prints it, and a warning
+    in the flow run's log) and the rest is evaluated."""
     from prefect import get_run_logger
 
+    from sysdiff.flows.cli_options import show_warnings
+
+    one_line_input_errors()
+    if not log.handlers:  # a scheduled run, in a process of Prefect's
+        show_warnings()
     run_log = get_run_logger()  # the flow run's log (the Prefect UI)
 
     def skip(lines: list[str], printed: bool = False) -> None:
         for line in lines:
             if not printed:
                 log.warning("%s", line)  # stderr
-            run_log.warning("%s", line)
+            run_log.warning("%s", line, extra=API_ONLY)
         result.skipped += lines
 
     result = Pass()
