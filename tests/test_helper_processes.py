@@ -280,3 +280,27 @@ def test_prefect_services_never_warn_without_verbose():
         os.environ.update(saved)
         for name in server.SERVICE_LOGGERS:
             logging.getLogger(name).setLevel(logging.NOTSET)
+
+
+def test_the_runner_passes_exit_statuses_on_unchanged(tmp_path):
+    """Through the warm runner a command ends as in its own process: 2 for bad input, 3 when
+    systems were skipped, the internal-error status for an internal error (``main``'s), each
+    with the same lines on stderr."""
+    server_with_runner(True)
+    bad, _ = broken(SYSTEMS["md"], tmp_path / "bad", 3000)
+    cases = {
+        "bad input": (run_args(tmp_path / "{}-2", {"md": bad}), {}),
+        "skipped": ([*run_args(tmp_path / "{}-3", {"sm": SYSTEMS["sm"], "md": bad}),
+                     "--keep-going"], {}),
+        "internal": (run_args(tmp_path / "{}-4"), {"SYSDIFF_INGEST_THREADS": "many"}),
+    }
+    seen = {}
+    for name, (args, extra) in cases.items():
+        for how, runner_env in (("runner", {}), ("own", {"SYSDIFF_RUNNER": "off"})):
+            argv = [a.replace("{}", how) for a in args]
+            status, _, err, imported = cli(*argv, env=dict(os.environ, **extra, **runner_env))
+            assert imported is (how == "own"), (name, how, err)
+            seen[name, how] = (status, said(err))
+        assert seen[name, "runner"] == seen[name, "own"], name
+    assert [seen[name, "own"][0] for name in cases][:2] == [2, 3]
+    assert seen["internal", "own"][0] not in (0, 2, 3)  # flows/cli.py's main decides which
