@@ -69,6 +69,11 @@ def ended(run_id: str, result: list[str] | BaseException) -> None:
     _ended[run_id] = result
 
 
+def forget(run_id: str) -> None:
+    """Drop what :func:`ended` recorded of run ``run_id``."""
+    _ended.pop(run_id, None)
+
+
 def warn(text: str) -> None:
     print(f"sysdiff: warning: {text}", file=sys.stderr, flush=True)
 
@@ -91,13 +96,14 @@ def settle(root: Path, run_id: str, error: Exception, watch: ServerWatch | None)
         raise body from None
     if body is None:
         if lost:
-            raise HelperLost(f"{lost} before the run could finish; nothing was committed")
+            raise HelperLost(f"{lost.replace('during', 'before')} could start; nothing was "
+                             "committed (the next run starts a new server)")
         raise error
     cause = lost or ("Prefect could not record the end of the run "
                      f"({type(error).__name__}: {_first_line(error)})")
     done = ("the run's results were committed" if landed(root, run_id)
             else "the run had nothing new to commit")
-    warn(f"{cause}; {done}")
+    warn(f"{cause}; {done}" + (" (the next run starts a new server)" if lost else ""))
     return body
 
 
@@ -138,8 +144,7 @@ class ServerWatch:
         """One line on the server's loss, or None while it lives (looked at now)."""
         if not self.lost.is_set() and not self._look():
             return None
-        return (f"the background Prefect server (pid {self.server.pid}) died during the run "
-                "(the next run starts a new one)")
+        return f"the background Prefect server (pid {self.server.pid}) died during the run"
 
     def __enter__(self) -> ServerWatch:
         self._thread.start()

@@ -29,20 +29,22 @@ TASK_FLOWS = {"pos": tokens.run_tokens, "dep": tokens.run_tokens, "coref": coref
 @flow(name="sysdiff-run", validate_parameters=False, log_prints=False)
 def evaluate(spec: RunSpec, warehouse: Path, run_id: str | None = None) -> list[str]:
     """Ingest the key and systems of ``spec``, compute every table, commit atomically (the
-    manifest records ``run_id``; how the body ended is recorded in :mod:`outcome`).
+    manifest records ``run_id``; given one, how the body ended is recorded in
+    :mod:`outcome`).
 
     Returns one line per system skipped for a bad file (``spec.keep_going``)."""
     start = time.perf_counter()
     one_line_input_errors()
-    run_id = run_id or outcome.new_run_id()
     crash_point("evaluate")
     try:
-        with open_run(warehouse, spec.corpus, run_id) as stage:
+        with open_run(warehouse, spec.corpus, run_id or outcome.new_run_id()) as stage:
             TASK_FLOWS[spec.task](spec, stage)
     except BaseException as e:
-        outcome.ended(run_id, e)
+        if run_id:  # run_evaluation settles the outcome
+            outcome.ended(run_id, e)
         raise
-    outcome.ended(run_id, stage.skipped)
+    if run_id:
+        outcome.ended(run_id, stage.skipped)
     logging.getLogger("sysdiff").info("run: %.2f s", time.perf_counter() - start)
     return stage.skipped
 
@@ -94,6 +96,8 @@ def run_evaluation(spec: RunSpec, warehouse: Path, dask_address: str | None = No
                 spec, warehouse, run_id)
         except Exception as error:
             return outcome.settle(warehouse, run_id, error, watch)
+        finally:
+            outcome.forget(run_id)
 
 
 HEARTBEAT_VARIABLES = ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEARTBEAT_FREQUENCY")

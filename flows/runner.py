@@ -254,8 +254,7 @@ def verdict(done: dict | None, run: dict | None, record: dict) -> int:
 
     committed = run is not None and landed(run["warehouse"], run["run"])
     if done is not None and "exit" in done:
-        now = alive()
-        if not (isinstance(now, dict) and now.get("pid") == record.get("pid")):
+        if gone(int(record.get("pid") or 0)):
             warn(f"the warm runner (pid {record.get('pid')}) died during the command; the "
                  "command went on in its own process and finished (the next run starts a "
                  "new runner)")
@@ -273,6 +272,24 @@ def verdict(done: dict | None, run: dict | None, record: dict) -> int:
     print("sysdiff: error: the warm runner stopped during the command (see "
           f"{files()['log']}); the warehouse keeps its previous results", file=sys.stderr)
     return INTERNAL
+
+
+def gone(pid: int) -> bool:
+    """True when process ``pid`` has ended (killed: a runner stopped on purpose lives until
+    its children have ended); a zombie has ended too."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state in ("Z", "X")
 
 
 def _prog_name() -> str:

@@ -243,7 +243,11 @@ class Runner:
 
     def _client_gone(self, pid: int, conn: socket.socket) -> None:
         """The client's socket is readable: it sends nothing after its request, so it has
-        gone (killed); interrupt its child."""
+        gone (killed, or done: the child tells it its status before it exits); interrupt
+        its child. Nothing when the child was reaped in the same round (its socket is
+        closed)."""
+        if pid not in self.children or conn.fileno() < 0:
+            return
         with contextlib.suppress(OSError):
             if conn.recv(1, socket.MSG_PEEK):
                 return

@@ -94,8 +94,8 @@ def test_a_server_killed_mid_run_leaves_the_runs_verdict(tmp_path, use_runner):
     assert status == 0, err
     assert imported is not use_runner  # the run went where the test meant it to
     assert said(err) == [f"sysdiff: warning: the background Prefect server (pid {live.pid}) "
-                         "died during the run (the next run starts a new one); the run's "
-                         "results were committed"]
+                         "died during the run; the run's results were committed (the next "
+                         "run starts a new server)"]
     assert "sysdiff: seq" in out  # the run's summary, read from the committed tables
     assert took < WITHIN, took
     assert_same_tables(root, clean)
