@@ -165,9 +165,12 @@ def server_watch() -> Iterator[ServerWatch | None]:
     if watched is None or url != watched.api_url:
         yield None
         return
-    _quick_events()
-    with ServerWatch(watched) as watch:
-        yield watch
+    _quick_events(True)
+    try:
+        with ServerWatch(watched) as watch:
+            yield watch
+    finally:
+        _quick_events(False)
 
 
 def _prefect_settings() -> list:
@@ -187,12 +190,15 @@ def _fail_fast(settings: list) -> None:
             found.client.max_retries = 0
 
 
-def _quick_events() -> None:
-    """Prefect's event client for the background server reconnects
+def _quick_events(on: bool) -> None:
+    """While ``on``, Prefect's event client for the background server reconnects
     :data:`EVENT_RECONNECTIONS` times at once, without pauses (events are the server's
     record of task runs; a lost one costs a line of its UI, never a result)."""
     from prefect.events.clients import PrefectEventsClient
     from prefect.events.worker import EventsWorker
 
-    EventsWorker.set_client_override(PrefectEventsClient,
-                                     reconnection_attempts=EVENT_RECONNECTIONS)
+    if on:
+        EventsWorker.set_client_override(PrefectEventsClient,
+                                         reconnection_attempts=EVENT_RECONNECTIONS)
+    else:
+        EventsWorker.set_client_override(None)
