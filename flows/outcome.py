@@ -29,7 +29,8 @@ POLL = 0.2  # seconds between two looks at the background server's lock
 #: server is gone, one event after the other).
 EVENT_RECONNECTIONS = 2
 
-_ended: dict[str, list[str] | BaseException] = {}  # run id -> skipped lines, or its error
+_ended: dict[str, object] = {}  # run id -> what its body returned, or its error
+_watching: list[ServerWatch] = []  # the watch over this process's runs, while one is on
 _listeners: list[Callable[[dict], None]] = []  # told where a run commits (the warm runner)
 
 
@@ -63,9 +64,9 @@ def announce(root: Path, run_id: str) -> None:
             callback({"warehouse": str(root), "run": run_id})
 
 
-def ended(run_id: str, result: list[str] | BaseException) -> None:
-    """Record how the body of run ``run_id`` ended: the lines of its skipped systems, or
-    the error it raised."""
+def ended(run_id: str, result: object) -> None:
+    """Record how the body of run ``run_id`` ended: what it returns (the lines of its
+    skipped systems; a pass over a watched folder), or the error it raised."""
     _ended[run_id] = result
 
 
@@ -78,18 +79,22 @@ def warn(text: str) -> None:
     print(f"sysdiff: warning: {text}", file=sys.stderr, flush=True)
 
 
-def settle(root: Path, run_id: str, error: Exception, watch: ServerWatch | None) -> list[str]:
+def settle(root: Path | None, run_id: str, error: Exception, watch: ServerWatch | None = None,
+           quiet: bool = False):
     """The outcome of a run whose flow call raised ``error``: the run's own error when its
-    body raised one (bad input stays bad input, one line, whatever Prefect did next); the
-    lines of its skipped systems, after one warning line, when the body ended well (Prefect
-    failed to record the end, e.g. its server died); else ``error`` (or
-    :class:`HelperLost`)."""
+    body raised one (bad input stays bad input, one line, whatever Prefect did next); what
+    the body returned, after one warning line, when it ended well (Prefect failed to record
+    the end, e.g. its server died); else ``error`` (or :class:`HelperLost`). ``root``: the
+    warehouse whose manifest tells whether the run committed (None for a pass over a
+    watched folder, whose runs each commit). ``watch``: the current one by default;
+    ``quiet``: no warning line (the caller's outcome says it)."""
     from sysdiff.schemas.errors import InputError
 
     body = _ended.pop(run_id, None)
+    watch = watch or (_watching[-1] if _watching else None)
     lost = watch.lost_line() if watch is not None else None
     if isinstance(body, BaseException):
-        if lost and not isinstance(body, InputError):
+        if lost and not isinstance(body, InputError) and not quiet:
             warn(f"{lost}; the run stopped on an error of its own (below)")
         if body is error:
             raise error
@@ -101,9 +106,13 @@ def settle(root: Path, run_id: str, error: Exception, watch: ServerWatch | None)
         raise error
     cause = lost or ("Prefect could not record the end of the run "
                      f"({type(error).__name__}: {_first_line(error)})")
-    done = ("the run's results were committed" if landed(root, run_id)
-            else "the run had nothing new to commit")
-    warn(f"{cause}; {done}" + (" (the next run starts a new server)" if lost else ""))
+    if root is None:
+        done = "the pass went on to its end"
+    else:
+        done = ("the run's results were committed" if landed(root, run_id)
+                else "the run had nothing new to commit")
+    if not quiet:
+        warn(f"{cause}; {done}" + (" (the next run starts a new server)" if lost else ""))
     return body
 
 
@@ -168,9 +177,12 @@ def server_watch() -> Iterator[ServerWatch | None]:
     _quick_events(True)
     try:
         with ServerWatch(watched) as watch:
+            _watching.append(watch)
             yield watch
     finally:
         _quick_events(False)
+        if _watching:
+            _watching.pop()
 
 
 def _prefect_settings() -> list:

@@ -304,3 +304,32 @@ def test_the_runner_passes_exit_statuses_on_unchanged(tmp_path):
         assert seen[name, "runner"] == seen[name, "own"], name
     assert [seen[name, "own"][0] for name in cases][:2] == [2, 3]
     assert seen["internal", "own"][0] not in (0, 2, 3)  # flows/cli.py's main decides which
+
+
+def test_serve_once_keeps_its_verdict_when_the_server_dies(tmp_path):
+    """``serve --once`` over two corpora, the server killed while the first one compares:
+    the first is committed, the second cannot start (one line: why), the pass ends with its
+    summary, exit 3, one line on the lost server, within seconds."""
+    live = server_with_runner(False)
+    for corpus in ("c1", "c2"):
+        systems = tmp_path / "watch" / corpus / "systems"
+        systems.mkdir(parents=True)
+        (systems.parent / "key.conllu").write_text((SEQUOIA / "key.conllu").read_text())
+        (systems / "sm.conllu").write_text(SYSTEMS["sm"].read_text())
+    flag, root = tmp_path / "paused", tmp_path / "wh"
+    proc = start_paused(["serve", "--watch", str(tmp_path / "watch"), "--once", "-w",
+                         str(root)], flag)
+    os.kill(live.pid, signal.SIGKILL)
+    status, out, err, _, took = resume_and_wait(proc, flag)
+    assert status == 3, err
+    assert "evaluated 1 corpora: c1; skipped 1 corpora and 0 system files" in out
+    lost = f"the background Prefect server (pid {live.pid})"
+    assert said(err) == [
+        f"sysdiff: warning: corpus 'c2' skipped: {lost} died before the run could start; "
+        "nothing was committed (the next run starts a new server)",
+        f"sysdiff: warning: {lost} died during the run; the pass went on to its end (the next "
+        "run starts a new server)"]
+    assert took < WITHIN, took
+    status, out, _, _ = cli("sql", "-w", str(root), "-f", "csv",
+                            "select distinct corpus from systems")
+    assert status == 0 and out.split("CLIENT")[0].split() == ["corpus", "c1"]
