@@ -1,6 +1,9 @@
-"""The DuckDB catalog of a warehouse (``sysdiff.duckdb``): one view per table over the live
-Parquet files, named relative to the warehouse so the folder can be copied or moved; and the
-digest of the manifest it was built from (a catalog lagging its manifest is rebuilt)."""
+"""The DuckDB catalog of a warehouse (``sysdiff.duckdb``, for any DuckDB client): one view per
+table over the live Parquet files, named by absolute path (nothing resolves against the
+current folder); the digest of the manifest it was built from (a catalog lagging its manifest
+is rebuilt) and the folder it was built for. sysdiff's own reads do not use it: they build
+their views from the manifest (``queries.py``), so a copied or moved warehouse reads its own
+files."""
 
 from __future__ import annotations
 
@@ -40,39 +43,70 @@ def manifest_digest(manifest: dict) -> str:
 
 
 def catalog_version(root: Path) -> str | None:
-    """The manifest digest the catalog was built from (None if absent, unreadable, or
-    written by an older sysdiff, whose views named absolute paths)."""
+    """The manifest digest the catalog was built from, for this folder (None if absent,
+    unreadable, built for another folder (a copied or moved warehouse), or written by an
+    older sysdiff, whose views named relative paths)."""
     path = root / CATALOG
     if not path.exists():
         return None
     try:
         con = duckdb.connect(str(path), read_only=True)
         try:
-            return con.execute("select manifest, files from sysdiff_catalog").fetchone()[0]
+            digest, built_for = con.execute(
+                "select manifest, root from sysdiff_catalog").fetchone()
+            return digest if built_for == str(root) else None
         finally:
             con.close()
     except duckdb.Error:
         return None
 
 
-def catalog_statements(manifest: dict) -> list[tuple[str, object]]:
-    """(SQL, arrow table or None) to build one view (or empty typed table) per table.
+def view_sql(table: str, files: list[str]) -> str:
+    """The view of a table over its files (absolute paths)."""
+    listing = ", ".join(sql_literal(f) for f in files)
+    return (f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listing}], "
+            "union_by_name = true, hive_partitioning = false)")
 
-    Views name their files relative to the warehouse folder, so the folder can be copied or
-    moved: a reader resolves them through DuckDB's ``file_search_path`` (see :func:`connect`
-    in ``queries.py``), or by running from inside the folder."""
-    from sysdiff.schemas.tables import all_tables  # pyarrow: not for read-only commands
 
-    statements: list[tuple[str, object]] = []
-    for table, schema in all_tables().items():
+def empty_table_sql(table: str, columns: str) -> str:
+    """An empty typed table (a table without live files); ``columns`` as :func:`table_ddl`."""
+    return f"CREATE TABLE {table} ({columns})"
+
+
+_DDL: dict[str, str] | None = None
+
+
+def table_ddl() -> dict[str, str]:
+    """table -> its column list in DuckDB's types (``"a" VARCHAR, "b" DOUBLE``), from the
+    tables' Arrow schemas. Recorded in the manifest at commit, so a reader builds empty
+    tables without importing pyarrow."""
+    global _DDL
+    if _DDL is None:
+        from sysdiff.schemas.tables import all_tables  # pyarrow: not for read-only commands
+
+        con = duckdb.connect()
+        try:
+            ddl = {}
+            for table, schema in all_tables().items():
+                con.register("empty_arrow", schema.empty_table())
+                cols = con.execute("describe empty_arrow").fetchall()
+                con.unregister("empty_arrow")
+                ddl[table] = ", ".join(f'"{c[0]}" {c[1]}' for c in cols)
+            _DDL = ddl
+        finally:
+            con.close()
+    return dict(_DDL)
+
+
+def catalog_statements(manifest: dict, root: Path) -> list[str]:
+    """The SQL that builds one view (or empty typed table) per table, over the live files
+    named by absolute path under ``root``."""
+    ddl = manifest.get("ddl") or table_ddl()
+    statements = []
+    for table, columns in ddl.items():
         files = table_files(manifest, table)
-        if files:
-            listing = ", ".join(sql_literal(f) for f in files)
-            statements.append((f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listing}], "
-                               "union_by_name = true, hive_partitioning = false)", None))
-        else:
-            statements.append((f"CREATE TABLE {table} AS SELECT * FROM empty_arrow",
-                               schema.empty_table()))
+        statements.append(view_sql(table, [str(root / f) for f in files]) if files
+                          else empty_table_sql(table, columns))
     return statements
 
 
@@ -80,7 +114,8 @@ def refresh_catalog(root: Path, manifest: dict) -> None:
     """Rebuild ``sysdiff.duckdb``: built in a private temporary folder (DuckDB cannot write a
     database whose path holds a '?'), copied in beside it, then renamed over it."""
     root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="sysdiff-catalog-") as work:
+    remove_stale_workdirs()
+    with tempfile.TemporaryDirectory(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-") as work:
         built = Path(work) / CATALOG
         build_catalog(built, root, manifest)
         fd, tmp = tempfile.mkstemp(dir=root, prefix=".catalog.", suffix=".duckdb")
@@ -97,23 +132,41 @@ def refresh_catalog(root: Path, manifest: dict) -> None:
             raise
 
 
+WORKDIR_PREFIX = "sysdiff-catalog-"
+
+
+def remove_stale_workdirs() -> None:
+    """Remove the catalog build folders that killed runs left in the temporary directory
+    (named after their process, which is gone; only this user's)."""
+    for path in Path(tempfile.gettempdir()).glob(WORKDIR_PREFIX + "*"):
+        pid = path.name[len(WORKDIR_PREFIX):].split("-", 1)[0]
+        with contextlib.suppress(OSError):
+            if pid.isdigit() and path.stat().st_uid == os.getuid() and not _alive(int(pid)):
+                shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def build_catalog(path: Path, root: Path, manifest: dict) -> None:
     """Write a catalog database at ``path`` for the warehouse ``root``: one view per table
-    over its live files (relative paths), and ``sysdiff_catalog`` (the manifest's digest and
-    the list of files the views read)."""
-    con = duckdb.connect(str(path), config={"file_search_path": str(root),
-                                            "autoinstall_known_extensions": False,
+    over its live files (absolute paths), and ``sysdiff_catalog`` (the manifest's digest, the
+    warehouse folder and the list of files the views read, relative to it)."""
+    con = duckdb.connect(str(path), config={"autoinstall_known_extensions": False,
                                             "autoload_known_extensions": False})
     try:
-        for sql, empty_arrow in catalog_statements(manifest):
-            if empty_arrow is not None:
-                con.register("empty_arrow", empty_arrow)
+        for sql in catalog_statements(manifest, root):
             con.execute(sql)
-            if empty_arrow is not None:
-                con.unregister("empty_arrow")
         files = sorted({e["file"] for t in manifest["tables"].values() for e in t.values()})
-        con.execute("create table sysdiff_catalog as select ? as manifest, "
-                    "?::varchar[] as files", [manifest_digest(manifest), files])
+        con.execute("create table sysdiff_catalog as select ? as manifest, ? as root, "
+                    "?::varchar[] as files", [manifest_digest(manifest), str(root), files])
         con.execute("checkpoint")
     finally:
         con.close()

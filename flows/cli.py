@@ -2,9 +2,10 @@
 
 Read-only commands (``sql``, ``show``, ``examples``, ``check``, ``report``) never import
 Prefect, and ``run``/``serve`` check names, files, formats, the run file and the warehouse
-lock before they import it. Exit status: 0 done; 1 a ``check`` gate failed (or an internal
-error); 2 bad input or a usage error (one line on stderr, or click's usage message, never a
-traceback); 3 done, but some systems were skipped (``--keep-going``, ``serve``).
+lock before they import it. Exit status: 0 done; 1 a ``check`` gate failed; 2 bad input or
+a usage error (one line on stderr, or click's usage message, never a traceback); 3 done, but
+some systems were skipped (``--keep-going``, ``serve``); 4 an internal error (a bug: one
+line, ``--verbose`` for the traceback).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sysdiff.schemas.errors import InputError
 cli_values.install()  # option values without pydantic on the usual path (0.1 s a command)
 
 INTERRUPTED = 130  # exit status after Ctrl-C (128 + SIGINT)
+INTERNAL_ERROR = 4  # exit status of an internal error (1 is a failed gate, 2 bad input)
 HELP = "sysdiff: in-depth comparative evaluation of NLP system outputs."
 #: The commands, in the order of ``sysdiff --help``; then the ``server`` group.
 COMMANDS = ("run", "sql", "show", "demo", "report", "examples", "check", "serve")
@@ -99,7 +101,7 @@ def main() -> None:
             raise
         typer.echo(f"sysdiff: internal error: {type(e).__name__}: {e} (rerun with --verbose "
                    "for details; the warehouse keeps its previous results)", err=True)
-        sys.exit(1)
+        sys.exit(INTERNAL_ERROR)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
+from collections.abc import Iterator
 from typing import Annotated
 
 import typer
@@ -16,6 +18,48 @@ Warehouse = Annotated[str | None, typer.Option(
     "--warehouse", "-w", help="Warehouse folder (default: $SYSDIFF_WAREHOUSE, else "
     "./data/warehouse).")]
 Fmt = Annotated[str, typer.Option("--format", "-f", help="Output: " + ", ".join(FORMATS) + ".")]
+Timeout = Annotated[float | None, typer.Option(
+    "--timeout", min=0, help="Refuse a query that runs longer than this many seconds (0: no "
+    "limit; default: $SYSDIFF_SQL_TIMEOUT, else 60).")]
+MemoryLimit = Annotated[str | None, typer.Option(
+    "--memory-limit", help="DuckDB's memory for a query, e.g. 4GB, 512MB or 25% of the "
+    "machine's (default: $SYSDIFF_SQL_MEMORY bytes, else 25%).")]
+UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "kib": 2**10,
+         "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def memory_bytes(text: str) -> int:
+    """``4GB``, ``512MiB``, ``25%`` (of the machine's memory) or a number of bytes."""
+    from sysdiff.flows.queries import physical_memory
+
+    raw = text.strip().lower().replace(" ", "")
+    try:
+        if raw.endswith("%"):
+            share = float(raw[:-1])
+            if not 0 < share <= 100:
+                raise ValueError
+            return int(physical_memory() * share / 100)
+        number = raw.rstrip("abcdefghijklmnopqrstuvwxyz")
+        value = float(number) * UNITS[raw[len(number):]]
+        if value <= 0:
+            raise ValueError
+        return int(value)
+    except (ValueError, KeyError):
+        raise InputError(f"--memory-limit '{text}' is not a memory size; expected e.g. 4GB, "
+                         "512MB, 2GiB or 25%") from None
+
+
+@contextlib.contextmanager
+def reading(timeout: float | None, memory_limit: str | None) -> Iterator[None]:
+    """A read-only command's block: one sandboxed connection per warehouse, each query within
+    the command line's time and memory limits (else the defaults)."""
+    from sysdiff.flows.queries import Limits, default_limits, limits, one_connection
+
+    default = default_limits()
+    chosen = Limits(default.timeout if timeout is None else timeout,
+                    default.memory if memory_limit is None else memory_bytes(memory_limit))
+    with limits(chosen), one_connection():
+        yield
 
 
 def show_warnings(verbose: bool = False) -> None:

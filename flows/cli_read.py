@@ -8,7 +8,16 @@ from typing import Annotated
 
 import typer
 
-from sysdiff.flows.cli_options import Fmt, Warehouse, _check_format, show_warnings, to_text
+from sysdiff.flows.cli_options import (
+    Fmt,
+    MemoryLimit,
+    Timeout,
+    Warehouse,
+    _check_format,
+    reading,
+    show_warnings,
+    to_text,
+)
 from sysdiff.flows.names import SHOWABLE, VIEWS_HELP, resolve_warehouse
 
 
@@ -18,15 +27,19 @@ def sql(
                                          "PIVOT, EXPLAIN).")],
     warehouse: Warehouse = None,
     fmt: Fmt = "table",
+    timeout: Timeout = None,
+    memory_limit: MemoryLimit = None,
 ) -> None:
     """Run one read-only SQL query (DuckDB) over the warehouse tables (stored as fractions).
 
     The query can read the warehouse's tables and nothing else: other files, COPY, EXPORT,
-    ATTACH, INSTALL, LOAD, SET, PRAGMA and writes are refused (exit 2)."""
+    ATTACH, INSTALL, LOAD, SET, PRAGMA and writes are refused (exit 2), and so is a query
+    over its time or memory limit."""
     from sysdiff.flows.queries import query as run_query
 
     _check_format(fmt)
-    result = run_query(resolve_warehouse(warehouse), query, rows=fmt == "table")
+    with reading(timeout, memory_limit):
+        result = run_query(resolve_warehouse(warehouse), query, rows=fmt == "table")
     typer.echo(to_text(result, fmt), nl=False)
 
 
@@ -50,14 +63,15 @@ def show(
     = None,
     warehouse: Warehouse = None,
     fmt: Fmt = "table",
+    timeout: Timeout = None,
+    memory_limit: MemoryLimit = None,
 ) -> None:
     """Paper-style tables from the warehouse (rates in percent, differences in points)."""
-    from sysdiff.flows.queries import one_connection
     from sysdiff.flows.show import show_table
 
     _check_format(fmt)
     show_warnings()
-    with one_connection():
+    with reading(timeout, memory_limit):
         text = show_table(resolve_warehouse(warehouse), table, corpus, view, sys1, sys2, punct,
                           top, fmt, name)
     typer.echo(text, nl=False)
@@ -70,16 +84,20 @@ def report(
     examples: Annotated[int, typer.Option(min=0, help="Example sentences per change cell.")]
     = 3,
     warehouse: Warehouse = None,
+    timeout: Timeout = None,
+    memory_limit: MemoryLimit = None,
 ) -> None:
     """One self-contained HTML report with charts and drill-down (opens offline)."""
     from sysdiff.flows.report import build_report
 
     root = resolve_warehouse(warehouse)
-    if corpus is not None:
-        from sysdiff.flows.show.common import pick_corpus
+    with reading(timeout, memory_limit):
+        if corpus is not None:
+            from sysdiff.flows.show.common import pick_corpus
 
-        pick_corpus(root, corpus)
-    typer.echo(build_report(root, corpus, Path(out), examples))
+            pick_corpus(root, corpus)
+        text = build_report(root, corpus, Path(out), examples)
+    typer.echo(text)
 
 
 def examples(
@@ -100,17 +118,18 @@ def examples(
         help="Corpus (default: the only token corpus).")] = None,
     warehouse: Warehouse = None,
     fmt: Fmt = "table",
+    timeout: Timeout = None,
+    memory_limit: MemoryLimit = None,
 ) -> None:
     """The words behind a change-table cell, with gold, sys1 and sys2 labels."""
     from sysdiff.flows.examples import examples as find
     from sysdiff.flows.names import SPAN_TASKS, TOKEN_TASKS
-    from sysdiff.flows.queries import one_connection
     from sysdiff.flows.show.common import check_systems, check_view, corpus_task, pick_corpus
     from sysdiff.flows.show.spans import span_examples
 
     _check_format(fmt)
     root = resolve_warehouse(warehouse)
-    with one_connection():
+    with reading(timeout, memory_limit):
         corpus = pick_corpus(root, corpus, TOKEN_TASKS + SPAN_TASKS, "examples")
         task = corpus_task(root, corpus)
         view = check_view(root, corpus, task, view)
@@ -144,14 +163,15 @@ def check(
         help="Apply --min-delta to the accuracy on this gold label (token corpora).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
     warehouse: Warehouse = None,
+    timeout: Timeout = None,
+    memory_limit: MemoryLimit = None,
 ) -> None:
     """Regression gates for CI: exit 1 with a one-line reason when a gate fails."""
     import json
 
     from sysdiff.flows import gates
-    from sysdiff.flows.queries import one_connection
 
-    with one_connection():
+    with reading(timeout, memory_limit):
         result = gates.check(resolve_warehouse(warehouse), corpus, baseline, candidate, view,
                              punct, max_new_errors, min_delta, label)
     failed = [g for g in result if not g.passed]

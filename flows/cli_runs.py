@@ -83,8 +83,10 @@ def run(
     system: Annotated[list[str] | None, typer.Option(
         help="NAME=FILE or NAME@VERSION=FILE; repeat for each system.")] = None,
     corpus: Annotated[str | None, typer.Option(help="Corpus name.")] = None,
-    task: Annotated[str | None, typer.Option(help="pos, dep, coref, unl, nl or ner "
-                                             "(default: dep).")] = None,
+    task: Annotated[str | None, typer.Option(help="pos, dep, coref, unl, nl or ner (default: "
+                                             "the key's format: CoNLL-U with heads dep, "
+                                             "without pos, BIO tags ner, coreference "
+                                             "formats coref, UNL unl).")] = None,
     fmt: Annotated[str | None, typer.Option("--format", help="Input format (default: "
                    "detected): conllu, conllx, tsv (pos, dep); conll2012, corefud, jsonlines "
                    "(coref); unl (unl, nl); tsv, conll2003, uner (ner).")] = None,
@@ -144,7 +146,7 @@ def run(
                              "--system NAME=FILE")
         unl = {"multiset": unl_multiset, "keep_scope_ids": unl_keep_scope_ids,
                "legacy_2013": unl_legacy_2013, "optional_attrs": unl_optional_attr or []}
-        spec = build_spec(corpus, task or "dep", key, system, fmt,
+        spec = build_spec(corpus, task, key, system, fmt,
                           mappings=parse_mappings(mapping or []), unl=unl,
                           keep_going=keep_going, **overrides)
     root, spec, skipped = prepare(spec, warehouse)
@@ -152,6 +154,11 @@ def run(
     for line in skipped:
         logging.getLogger("sysdiff").warning("%s", line)
     skipped += run_spec(spec, root, verbose, dask_address, dask_local)
+    if spec.inferred:  # said once the run is done (a refusal stays one line)
+        from sysdiff.flows.progress import notice
+
+        notice(f"task {spec.task} inferred from the key ({spec.inferred}); give --task (or "
+               "'task' in the run file) to choose another")
     summary(root, spec.corpus)
     if skipped:
         typer.echo(f"sysdiff: {len(skipped)} system(s) skipped (listed above); the others are "

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
-import hashlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ from sysdiff.flows.warehouse import (
     unchanged,
     with_literals,
 )
+from sysdiff.schemas.formats.stable import Snapshot, read_stable
 from sysdiff.schemas.vocabulary import CRITERIA
 from sysdiff.transforms.plan import plan_ranges
 
@@ -44,17 +44,17 @@ log = logging.getLogger("sysdiff")
 
 
 @task(name="ingest", task_run_name="ingest {source.id}", cache_policy=NONE)
-def read_coref_file(source: Source) -> tuple[pl.DataFrame, pl.DataFrame, str, str]:
-    """Mentions, per-document token counts, format and SHA-256 of one coreference file
-    (read once)."""
+def read_coref_file(source: Source) -> tuple[pl.DataFrame, pl.DataFrame, str, Snapshot]:
+    """Mentions, per-document token counts and format of one coreference file, and the
+    snapshot it was read from (its SHA-256 and stamp; read once, the bytes dropped)."""
     from sysdiff.schemas.formats.coref import detect_coref_format, read_coref_with_tokens
-    from sysdiff.schemas.formats.coref_shared import decode_text, read_bytes
+    from sysdiff.schemas.formats.coref_shared import decode_text
 
-    data = read_bytes(source.path)
-    text = decode_text(data, source.path)
+    snap = read_stable(source.path)
+    text = decode_text(snap.data, source.path)
     fmt = source.fmt or detect_coref_format(text, source.path)
     mentions, toks = read_coref_with_tokens(source.path, fmt, text)
-    return mentions, toks, fmt, hashlib.sha256(data).hexdigest()
+    return mentions, toks, fmt, dataclasses.replace(snap, data=b"")
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,8 @@ def ingest_coref(spec: RunSpec, stage: Staging) -> dict[str, CorefFile]:
     def read(source: Source, role: str, key: CorefFile | None, at: dt.datetime) -> CorefFile:
         from sysdiff.schemas.formats.coref import validate_response
 
-        m, toks, fmt, sha = read_coref_file(source)
+        m, toks, fmt, snap = read_coref_file(source)
+        sha = snap.sha256
         if role != "key":
             gold = key.tokens if key.tokens is not None else live_key_tokens()
             validate_response(gold, toks, spec.key.path, source.path)
@@ -141,7 +142,7 @@ def ingest_coref(spec: RunSpec, stage: Staging) -> dict[str, CorefFile]:
         stage.write("coref_tokens", part, sig, with_literals(toks, corpus=corpus, system=sid))
         stage.write("systems", part, sig, systems_row(
             spec, source, role, sha, fmt, toks.height,
-            int(m["sent"].n_unique()) if m.height else 0, m.height, at=at))
+            int(m["sent"].n_unique()) if m.height else 0, m.height, at=at, stamp=snap.stamp))
         n_unknown = int((m["mtype"] == "UNKNOWN").sum())
         return CorefFile(sha, str(stage.staged_path("mentions", part)),
                          f"{Path(source.path).name} ({n_unknown} of {m.height})"

@@ -11,6 +11,10 @@ Every task has the same two gates:
 Span corpora (ner) count new errors over span units (key spans the candidate gets wrong that
 the baseline got right, and spans it newly invents) and compare span F1; ``--view TYPE``
 restricts both to one entity type.
+
+No gate passes without data: when the figure gated is not evaluated (a view without an
+evaluable unit, a system that lacks the view's column, a key without entities, a NULL score
+or delta), every gate asked for fails with a one-line reason.
 """
 
 from __future__ import annotations
@@ -21,7 +25,15 @@ from pathlib import Path
 from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.names import COREF_TASKS, SPAN_TASKS, UNL_TASKS
 from sysdiff.flows.queries import query_rows
-from sysdiff.flows.show.common import check_systems, check_view, corpora, corpus_systems
+from sysdiff.flows.render import p_value
+from sysdiff.flows.show.common import (
+    check_systems,
+    check_view,
+    corpora,
+    corpus_systems,
+    span_unevaluated,
+    unevaluated,
+)
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import DEP_VIEWS, score_name
 
@@ -32,7 +44,7 @@ class Gate:
 
     name: str
     passed: bool
-    value: float
+    value: float | None  # None: not evaluated (the gate fails)
     limit: float
     reason: str
 
@@ -67,7 +79,7 @@ def _pair(root: Path, table: str, where: str, a: str, b: str) -> dict:
 
 
 def _label_delta(root: Path, corpus: str, view: str, punct: bool, a: str, b: str,
-                 label: str) -> tuple[float, int]:
+                 label: str) -> tuple[float | None, int]:
     where = (f"corpus = {sql_literal(corpus)} and view = {sql_literal(view)} "
              f"and punct = {str(punct).lower()}")
     labels = query_rows(root, f"select distinct gold_label from labels where {where} "
@@ -78,14 +90,17 @@ def _label_delta(root: Path, corpus: str, view: str, punct: bool, a: str, b: str
     rows = query_rows(root, f"""select system, accuracy, n from labels where {where}
         and gold_label = {sql_literal(label)} and system in ({sql_literal(a)}, {sql_literal(b)})""")
     acc = dict(zip(rows.column("system"), rows.column("accuracy"), strict=True))
-    return acc[b] - acc[a], int(rows.column("n")[0])
+    delta = None if acc[a] is None or acc[b] is None else acc[b] - acc[a]
+    return delta, int(rows.column("n")[0])
 
 
-def _score(root: Path, sql: str, system: str) -> float:
+def _score(root: Path, sql: str, system: str) -> float | None:
+    """The score of ``system`` (None: NULL, not evaluated)."""
     rows = query_rows(root, sql)
     if rows.is_empty():
         raise InputError(f"no score of '{system}' in this corpus", root)
-    return float(rows.row(0)[0])
+    value = rows.row(0)[0]
+    return None if value is None else float(value)
 
 
 def previous_version(root: Path, corpus: str | None, candidate: str) -> tuple[str, str]:
@@ -128,9 +143,12 @@ def check(root: Path, corpus: str | None, baseline: str | None, candidate: str,
         raise InputError(f"{option} applies to token corpora; corpus '{corpus}' is a {task} "
                          "corpus (its gates: --max-new-errors, --min-delta)")
     c = sql_literal(corpus)
+    blind: list[str] = []  # why the figures gated are not evaluated (then every gate fails)
     if task in COREF_TASKS:
         p = _pair(root, "coref_pairs", f"corpus = {c} and criterion = {sql_literal(view)}",
                   baseline, candidate)
+        if not p["n_mentions"]:
+            blind = [f"ARCS ({view}): corpus '{corpus}' has no mention to compare"]
         errors = f"new errors (ARCS mentions, criterion {view})"
         metric = "CoNLL F1"
         sql = f"select f1 from coref_scores where corpus = {c} and metric = 'conll' and "
@@ -139,6 +157,7 @@ def check(root: Path, corpus: str | None, baseline: str | None, candidate: str,
         p = _pair(root, "span_pairs", f"corpus = {c}", baseline, candidate)
         if view != "ALL":
             p = dict(p, new_errors=_span_new_errors(root, c, view, baseline, candidate))
+        blind = span_unevaluated(root, corpus, view)
         errors = "new errors (span units" + ("" if view == "ALL" else f", type {view}") + ")"
         metric = "span F1" + ("" if view == "ALL" else f" ({view})")
         sql = f"select f1 from span_scores where corpus = {c} and type = {sql_literal(view)} "
@@ -155,12 +174,16 @@ def check(root: Path, corpus: str | None, baseline: str | None, candidate: str,
                                  f"{str(punct).lower()}", baseline, candidate)
         errors = f"new errors ({score_name(view, punct)})"
         metric, sql = score_name(view, punct), None
+        blind = unevaluated(root, corpus, view, punct, (baseline, candidate))
     gates = []
     if max_new_errors is not None:
         n = p["new_errors"]
-        gates.append(Gate("max_new_errors", n <= max_new_errors, n, max_new_errors,
-                          f"{candidate} makes {n} {errors} against {baseline}; at most "
-                          f"{max_new_errors} allowed"))
+        if blind:
+            gates.append(_blind("max_new_errors", max_new_errors, blind[0]))
+        else:
+            gates.append(Gate("max_new_errors", n <= max_new_errors, n, max_new_errors,
+                              f"{candidate} makes {n} {errors} against {baseline}; at most "
+                              f"{max_new_errors} allowed"))
     if min_delta is not None:
         if label:
             delta, n = _label_delta(root, corpus, view, punct, baseline, candidate, label)
@@ -168,13 +191,24 @@ def check(root: Path, corpus: str | None, baseline: str | None, candidate: str,
         elif sql is None:
             delta, what = p["delta_acc"], metric
         else:
-            delta = (_score(root, sql.format(sql_literal(candidate)), candidate)
-                     - _score(root, sql.format(sql_literal(baseline)), baseline))
+            new = _score(root, sql.format(sql_literal(candidate)), candidate)
+            old = _score(root, sql.format(sql_literal(baseline)), baseline)
+            delta = None if new is None or old is None else new - old
             what = metric
-        gates.append(Gate("min_delta", 100 * delta >= min_delta, 100 * delta, min_delta,
-                          f"{what} of {candidate} vs {baseline}: {100 * delta:+.2f} points; "
-                          f"at least {min_delta:+.2f} required"))
+        if blind or delta is None:
+            gates.append(_blind("min_delta", min_delta, blind[0] if blind else
+                                f"{what} of {candidate} vs {baseline} is NULL (a 0/0: no "
+                                "data to score)"))
+        else:
+            gates.append(Gate("min_delta", 100 * delta >= min_delta, 100 * delta, min_delta,
+                              f"{what} of {candidate} vs {baseline}: {100 * delta:+.2f} "
+                              f"points; at least {min_delta:+.2f} required"))
     return gates
+
+
+def _blind(name: str, limit: float, why: str) -> Gate:
+    """A gate on a figure without data: it fails, and says why."""
+    return Gate(name, False, None, limit, f"not evaluated: {why}; no gate passes without data")
 
 
 def _span_new_errors(root: Path, c: str, span_type: str, a: str, b: str) -> int:
@@ -200,13 +234,17 @@ def latest_steps(root: Path, corpus: str, alpha: float = 0.05) -> list[str]:
         qualify position = max(position) over (partition by name) order by name""")
     lines = []
     for r in rows.to_dicts():
+        if r["delta"] is None:
+            lines.append(f"not evaluated: {r['name']}@{r['version']} vs @{r['previous']} in "
+                         f"{corpus} ({r['view']}): a score is NULL (no data)")
+            continue
         significant = r["mcnemar_p"] is not None and r["mcnemar_p"] < alpha
         kind = ("REGRESSION" if significant and r["delta"] < 0 else
                 "improvement" if significant and r["delta"] > 0 else "no significant change")
         lines.append(f"{kind}: {r['name']}@{r['version']} vs @{r['previous']} in {corpus} "
                      f"({r['view']}): {100 * r['delta']:+.2f} points, {r['corrections']} "
                      f"corrections, {r['new_errors']} new errors, McNemar p = "
-                     f"{r['mcnemar_p']:.3g}")
+                     f"{p_value(r['mcnemar_p'])}")
     return lines
 
 

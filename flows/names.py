@@ -49,17 +49,28 @@ VIEWS_HELP = ("View: upos, xpos, feats, lemma (pos and dep corpora), head, depre
               "Default: las, upos, nom or ALL.")
 
 
-def resolve_warehouse(option: str | None) -> Path:
-    """``--warehouse``, else ``$SYSDIFF_WAREHOUSE``, else ``./data/warehouse``.
+#: The file that marks a folder as a sysdiff warehouse: a run writes only into a new or empty
+#: folder, one holding this marker, or a warehouse of an older sysdiff (with a manifest).
+MARKER = ".sysdiff-warehouse"
 
-    Any character works in the path but a comma: DuckDB finds the catalog's relative paths
-    through ``file_search_path``, a comma-separated list of folders.
-    """
-    root = Path(option or os.environ.get("SYSDIFF_WAREHOUSE") or DEFAULT_WAREHOUSE).absolute()
-    if "," in str(root):
-        raise InputError("a warehouse path cannot contain ','; DuckDB finds the warehouse's "
-                         "files through file_search_path, a comma-separated list", root)
-    return root
+
+def resolve_warehouse(option: str | None) -> Path:
+    """``--warehouse``, else ``$SYSDIFF_WAREHOUSE``, else ``./data/warehouse``, absolute."""
+    return Path(option or os.environ.get("SYSDIFF_WAREHOUSE") or DEFAULT_WAREHOUSE).absolute()
+
+
+def check_warehouse_folder(root: Path) -> None:
+    """Refuse to write into a folder that is neither new, empty, nor a sysdiff warehouse:
+    a run never deletes or overwrites files it did not write."""
+    if not root.exists() or (root / MARKER).is_file() or (root / MANIFEST).is_file():
+        return
+    if not root.is_dir():
+        raise InputError("the warehouse path is a file, not a folder; give a new or empty "
+                         "folder, or an existing sysdiff warehouse", root)
+    if any(root.iterdir()):
+        raise InputError(f"this folder is not empty and is not a sysdiff warehouse (no "
+                         f"{MARKER} marker); give a new or empty folder, or an existing "
+                         "sysdiff warehouse", root)
 
 
 def read_manifest(root: Path) -> dict:

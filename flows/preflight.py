@@ -1,6 +1,7 @@
 """Checks that need no Prefect, run before it starts (a bad path or name fails in well under a
 second): every input file exists, is a readable regular file with text in it, its format can
-be told from its head, and the warehouse is not locked by another run.
+be told from its head (the task from the key's, when none is given: ``sniff.infer_task``), and
+the warehouse is not locked by another run.
 
 With ``keep_going`` a bad system file is skipped (one line each); a bad key never is.
 """
@@ -11,11 +12,11 @@ import dataclasses
 import fcntl
 import logging
 import os
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sysdiff.flows.names import read_manifest
+from sysdiff.flows.names import check_warehouse_folder, read_manifest
+from sysdiff.flows.sniff import read_head
 from sysdiff.flows.spec import RunSpec, Source
 from sysdiff.schemas.errors import InputError
 
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from sysdiff.flows.warehouse import Staging
 
 log = logging.getLogger("sysdiff")
-HEAD_BYTES = 1 << 20  # the head of a file that format detection reads
 EXPECTED = {"pos": "tab-separated token lines (CoNLL-U, CoNLL-X or word<TAB>tag)",
             "dep": "tab-separated token lines (CoNLL-U or CoNLL-X)",
             "coref": "CoNLL-2012, CorefUD or JSON lines", "unl": "a UNL document",
@@ -34,23 +34,7 @@ EXPECTED = {"pos": "tab-separated token lines (CoNLL-U, CoNLL-X or word<TAB>tag)
 def check_file(source: Source, task: str) -> str | None:
     """Check one input file from its head; return the detected format (None for UNL)."""
     path = Path(source.path)
-    if not path.exists():
-        raise InputError("no such file", path)
-    if not path.is_file():
-        raise InputError("not a regular file" + ("; expected a file, got a folder"
-                                                 if path.is_dir() else ""), path)
-    try:
-        with path.open("rb") as f:
-            head = f.read(HEAD_BYTES)
-            whole = len(head) < HEAD_BYTES or not f.read(1)
-    except OSError as e:
-        raise InputError(f"cannot read the file: {e.strerror}", path) from None
-    if re.search(rb"\S", head) is None and whole:
-        raise InputError(f"file is empty; expected {EXPECTED[task]}", path)
-    nul = head.find(b"\x00")
-    if nul >= 0:
-        raise InputError("binary data (NUL byte); expected a UTF-8 text file", path,
-                         head[:nul].count(b"\n") + 1)
+    head, whole = read_head(path, EXPECTED[task])
     return detect(path, head, source.fmt, task, whole)
 
 
@@ -110,6 +94,7 @@ def preflight(spec: RunSpec, root: Path) -> tuple[RunSpec, list[str]]:
     if not keep:
         raise InputError(f"no system left to evaluate: every system file of corpus "
                          f"'{spec.corpus}' is bad ({len(skipped)} skipped)")
+    check_warehouse_folder(root)
     check_lock(root)
     read_manifest(root)  # a damaged manifest is reported now
     return dataclasses.replace(spec, systems=keep), skipped

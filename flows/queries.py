@@ -1,35 +1,44 @@
 """Read-only access to the warehouse through DuckDB, sandboxed (never starts Prefect).
 
-Every read-only command (``sql``, ``show``, ``examples``, ``check``, ``report``) opens the
-catalog through :func:`connect`, which can read the warehouse's live Parquet files and
+Every read-only command (``sql``, ``show``, ``examples``, ``check``, ``report``) and the Python
+API read through :func:`connect`, which can read the warehouse's live Parquet files and
 nothing else:
 
-- the catalog is opened read-only, with extension auto-install and auto-load off;
-- ``allowed_paths`` lists exactly the files the catalog's views read, then
+- the warehouse root is resolved (symlinks included) and the manifest read when the
+  connection opens: its views name every file by absolute path under that root, so nothing
+  resolves against the current folder, and each connection sees the latest commit;
+- a file that is not a regular file inside the warehouse (a symlink out of it) is refused;
+- an in-memory database holds the views; ``allowed_paths`` lists exactly their files, then
   ``enable_external_access = false`` refuses every other file, folder, glob, ``ATTACH``,
-  ``COPY ... TO``, ``EXPORT DATABASE``, ``INSTALL`` and ``LOAD``;
-- ``lock_configuration = true`` refuses every later ``SET``;
-- DuckDB spills big sorts into a private folder under the system's temporary directory,
-  never into the warehouse.
+  ``COPY ... TO``, ``EXPORT DATABASE``, ``INSTALL`` and ``LOAD``; extension auto-install and
+  auto-load are off and ``lock_configuration = true`` refuses every later ``SET``;
+- each query runs within a time limit and a memory limit (:class:`Limits`); DuckDB spills
+  big sorts into a private folder under the system's temporary directory;
+- the connection holds the warehouse's readers' lock (shared), so a run does not delete the
+  files it reads until it closes.
 
 :func:`query` also refuses, before running anything, every statement that is not a query
 (``COPY``, ``EXPORT``, ``ATTACH``, ``LOAD``, ``INSTALL``, ``SET``, ``PRAGMA``, ``CALL``,
-writes): the sandbox allows the live files themselves, and ``COPY`` over one of them would
-replace a result.
+writes).
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
 
-from sysdiff.flows.catalog import CATALOG, sql_literal
+from sysdiff.flows.catalog import empty_table_sql, sql_literal, table_files, view_sql
+from sysdiff.flows.locks import hold_shared, release
+from sysdiff.flows.names import MANIFEST, read_manifest
 from sysdiff.flows.rows import NUMERIC, Rows, plain, polars_type
 from sysdiff.schemas.errors import InputError
 
@@ -43,6 +52,48 @@ WRITE_WORDS = {"copy", "insert", "update", "delete", "create", "drop", "alter", 
                "detach", "export", "import", "load", "install", "set", "reset", "pragma",
                "call", "checkpoint", "vacuum", "use", "truncate", "merge", "force"}
 ALLOWED = "SELECT, WITH, FROM, DESCRIBE, SHOW, SUMMARIZE, PIVOT, EXPLAIN"
+#: Defaults of the limits of one query (``--timeout``, ``--memory-limit``).
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_MEMORY_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The limits of one query: seconds (0: none) and DuckDB's memory limit in bytes."""
+
+    timeout: float
+    memory: int
+
+
+def default_limits() -> Limits:
+    """``$SYSDIFF_SQL_TIMEOUT`` seconds (default 60) and ``$SYSDIFF_SQL_MEMORY`` bytes
+    (default a quarter of the machine's memory)."""
+    timeout = float(os.environ.get("SYSDIFF_SQL_TIMEOUT") or DEFAULT_TIMEOUT)
+    memory = os.environ.get("SYSDIFF_SQL_MEMORY")
+    return Limits(timeout, int(memory) if memory else int(physical_memory() *
+                                                          DEFAULT_MEMORY_SHARE))
+
+
+def physical_memory() -> int:
+    """The machine's memory in bytes."""
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+_limits: contextvars.ContextVar[Limits | None] = contextvars.ContextVar("limits", default=None)
+
+
+@contextlib.contextmanager
+def limits(value: Limits) -> Iterator[None]:
+    """Within the block, queries run with these limits (the command line's options)."""
+    token = _limits.set(value)
+    try:
+        yield
+    finally:
+        _limits.reset(token)
+
+
+def current_limits() -> Limits:
+    return _limits.get() or default_limits()
 
 
 def spill_dir() -> str:
@@ -50,51 +101,117 @@ def spill_dir() -> str:
     return str(Path(tempfile.gettempdir()) / f"sysdiff-duckdb-{os.getuid()}")
 
 
-def connect(root: Path) -> duckdb.DuckDBPyConnection:
-    """Open the warehouse catalog read-only, locked to the warehouse's live files."""
-    path = root / CATALOG
-    if not path.exists():
-        raise InputError("no sysdiff warehouse here (no sysdiff.duckdb); run 'sysdiff run' or "
+class Sandbox:
+    """A sandboxed read-only connection to one warehouse (see the module's docstring), with
+    the readers' lock it holds until :meth:`close`."""
+
+    def __init__(self, root: Path, con: duckdb.DuckDBPyConnection, lock: int | None,
+                 files: list[str]) -> None:
+        self.root, self.con, self.files = root, con, files
+        self._lock: int | None = lock
+
+    def run(self, sql: str, rows: bool = False) -> pl.DataFrame | Rows:
+        """One read-only statement's result (see :func:`query`); anything else, a refused
+        file, or a query over a limit is an InputError."""
+        try:
+            check_read_only(sql, self.con)
+            with time_limit(self.con, current_limits().timeout):
+                return fetch(self.con.execute(sql), rows)
+        except duckdb.Error as e:
+            raise refusal(e) from None
+
+    def close(self) -> None:
+        self.con.close()
+        release(self._lock)
+        self._lock = None
+
+
+def connect(root: Path) -> Sandbox:
+    """Open the warehouse read-only, locked to its live files (see the module's docstring)."""
+    root = Path(os.path.realpath(root))
+    if not (root / MANIFEST).is_file():
+        raise InputError("no sysdiff warehouse here (no manifest.json); run 'sysdiff run' or "
                          "'sysdiff demo' first, or pass --warehouse", root)
+    lock = hold_shared(root)
     try:
-        con = duckdb.connect(str(path), read_only=True, config={
-            "file_search_path": str(root), "autoinstall_known_extensions": False,
-            "autoload_known_extensions": False, "temp_directory": spill_dir()})
-    except duckdb.Error as e:
-        raise InputError(f"cannot open the catalog: {_first_line(e)}", path) from None
+        manifest = read_manifest(root)
+        files = live_paths(root, manifest)
+        con = duckdb.connect(":memory:", config={
+            "autoinstall_known_extensions": False, "autoload_known_extensions": False,
+            "temp_directory": spill_dir(),
+            "memory_limit": f"{current_limits().memory}B"})
+    except BaseException:
+        release(lock)
+        raise
     try:
-        if _already_sandboxed(con):
-            return con
-        files = catalog_files(con)
-        allowed = files + [str(root / f) for f in files]
+        con.execute("set enable_progress_bar = false")
+        build_views(con, root, manifest)
+        allowed = sorted({f for paths in files.values() for f in paths})
         con.execute("set allowed_paths = [" + ", ".join(map(sql_literal, allowed)) + "]")
         con.execute("set enable_external_access = false")
         con.execute("set lock_configuration = true")
     except BaseException:
         con.close()
+        release(lock)
         raise
-    return con
+    return Sandbox(root, con, lock, allowed)
 
 
-def _already_sandboxed(con: duckdb.DuckDBPyConnection) -> bool:
-    """True when ``con`` shares the database instance of a connection that is still open in
-    this process (DuckDB shares one instance per file), already locked by :func:`connect`."""
-    [(locked, external)] = con.execute(
-        "select current_setting('lock_configuration'), "
-        "current_setting('enable_external_access')").fetchall()
-    return bool(locked) and not external
+def live_paths(root: Path, manifest: dict) -> dict[str, list[str]]:
+    """table -> its live files by absolute path, each checked to be a regular file inside
+    the warehouse (a symlink out of it, or a missing file, is refused in one line)."""
+    out = {}
+    for table in manifest["tables"]:
+        paths = []
+        for rel in table_files(manifest, table):
+            path = os.path.realpath(root / rel)
+            if not path.startswith(str(root) + os.sep):
+                raise InputError(f"refused: the warehouse file {rel} leads out of the "
+                                 f"warehouse (to {path}); sysdiff reads only the warehouse's "
+                                 "own files", root)
+            paths.append(path)
+        out[table] = paths
+    return out
 
 
-def catalog_files(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """The files the catalog's views read, relative to the warehouse (as the catalog
-    recorded them when it was built)."""
+def build_views(con: duckdb.DuckDBPyConnection, root: Path, manifest: dict) -> None:
+    """One view per table over its live files, and an empty typed table for a table without
+    files (column types from the manifest; from the schemas for an older manifest)."""
+    ddl = manifest.get("ddl")
+    if ddl is None:
+        from sysdiff.flows.catalog import table_ddl  # pyarrow: only for an older manifest
+
+        ddl = table_ddl()
+    for table, columns in ddl.items():
+        files = [str(root / f) for f in table_files(manifest, table)]
+        if not files:
+            con.execute(empty_table_sql(table, columns))
+            continue
+        try:
+            con.execute(view_sql(table, files))
+        except duckdb.Error as e:  # a damaged file: that table says so, the others work
+            why = (f"the table {table} cannot be read ({_first_line(e)}); the next "
+                   "'sysdiff run' on this corpus checks the files and recomputes a damaged one")
+            con.execute(f"CREATE VIEW {table} AS SELECT error({sql_literal(why)}) AS damaged")
+
+
+@contextlib.contextmanager
+def time_limit(con: duckdb.DuckDBPyConnection, seconds: float) -> Iterator[None]:
+    """Interrupt the connection's query when it runs longer than ``seconds`` (0: no limit);
+    the interruption is an InputError naming the limit."""
+    if not seconds:
+        yield
+        return
+    timer = threading.Timer(seconds, con.interrupt)
+    timer.daemon = True
+    timer.start()
     try:
-        [row] = con.execute("select files from sysdiff_catalog").fetchall()
-    except duckdb.Error:
-        raise InputError("the catalog was written by an older sysdiff (its views name "
-                         "absolute paths); any 'sysdiff run' on this warehouse rebuilds it"
-                         ) from None
-    return list(row[0] or [])
+        yield
+    except duckdb.InterruptException:
+        raise InputError(f"refused: the query ran longer than the time limit of {seconds:g} s "
+                         "(--timeout; 0 for none)") from None
+    finally:
+        timer.cancel()
 
 
 def check_read_only(sql: str, con: duckdb.DuckDBPyConnection | None = None) -> None:
@@ -130,14 +247,14 @@ def _first_line(e: Exception) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
 
-_shared: dict[Path, duckdb.DuckDBPyConnection] | None = None
+_shared: dict[Path, Sandbox] | None = None
 
 
 @contextlib.contextmanager
 def one_connection() -> Iterator[None]:
     """Within the block, the queries on a warehouse share one sandboxed connection (a
-    command that runs several queries opens the catalog once, 20-80 ms each time); it is
-    closed when the block ends."""
+    command that runs several queries opens the warehouse once); it is closed when the
+    block ends."""
     global _shared
     outer = _shared
     if outer is None:
@@ -147,8 +264,8 @@ def one_connection() -> Iterator[None]:
     finally:
         if outer is None:
             opened, _shared = _shared or {}, None
-            for con in opened.values():
-                con.close()
+            for box in opened.values():
+                box.close()
 
 
 def query(root: Path, sql: str, rows: bool = False) -> pl.DataFrame | Rows:
@@ -156,33 +273,38 @@ def query(root: Path, sql: str, rows: bool = False) -> pl.DataFrame | Rows:
     ``rows``, the result comes back as :class:`Rows` (polars is not imported for the usual
     column types: the read-only commands)."""
     shared = _shared is not None
-    con = _shared.get(root) if shared else None
-    if con is None:
+    box = _shared.get(root) if shared else None
+    if box is None:
         try:
-            con = connect(root)
+            box = connect(root)
         except InputError:
             check_read_only(sql)  # a refused statement is said first, the warehouse next
             raise
         if shared:
-            _shared[root] = con
+            _shared[root] = box
     try:
-        check_read_only(sql, con)
-        return fetch(con.execute(sql), rows)
-    except duckdb.PermissionException as e:
-        raise InputError("refused: sysdiff reads only the warehouse's tables (no other "
-                         f"files, extensions or settings): {_first_line(e)}") from None
-    except duckdb.Error as e:
-        first = _first_line(e)
-        if "read-only" in first.lower() or "read only" in first.lower():
-            raise InputError("the warehouse is read-only through sysdiff; only queries "
-                             f"({ALLOWED}) run ({first})") from None
-        if "configuration has been locked" in first:
-            raise InputError(f"refused: settings cannot be changed ({first})") from None
-        raise InputError(f"SQL error: {first}") from None
+        return box.run(sql, rows)
     finally:
         if not shared:
-            con.close()
+            box.close()
 
+
+def refusal(e: duckdb.Error) -> InputError:
+    """The one line a DuckDB error gives the user."""
+    first = _first_line(e)
+    if isinstance(e, duckdb.PermissionException):
+        return InputError("refused: sysdiff reads only the warehouse's tables (no other "
+                          f"files, extensions or settings): {first}")
+    if isinstance(e, duckdb.OutOfMemoryException):
+        return InputError("refused: the query needs more memory than its limit of "
+                          f"{current_limits().memory / 2**30:.1f} GiB (--memory-limit): "
+                          f"{first}")
+    if "read-only" in first.lower() or "read only" in first.lower():
+        return InputError("the warehouse is read-only through sysdiff; only queries "
+                          f"({ALLOWED}) run ({first})")
+    if "configuration has been locked" in first:
+        return InputError(f"refused: settings cannot be changed ({first})")
+    return InputError(f"SQL error: {first}")
 
 
 def query_rows(root: Path, sql: str) -> Rows:
@@ -231,4 +353,38 @@ def _from_arrow(result: duckdb.DuckDBPyConnection, names: list[str], head: list[
         first = pa.Table.from_pylist([dict(zip(names, r, strict=True)) for r in head],
                                      schema=rest.schema)
         rest = pa.concat_tables([first, rest])
-    return pl.from_arrow(rest)
+    return pl.from_arrow(_intervals_as_text(rest))
+
+
+def _intervals_as_text(table):
+    """Columns holding intervals (which polars cannot read) as text, e.g. ``1 day 02:00:00``."""
+    import pyarrow as pa
+
+    for i, f in enumerate(table.schema):
+        if "interval" in str(f.type):
+            text = pa.array([None if v is None else _interval_text(v)
+                             for v in table.column(i).to_pylist()], pa.string())
+            table = table.set_column(i, f.name, text)
+    return table
+
+
+def _interval_text(value: object) -> str:
+    """An interval (months, days, nanoseconds) as DuckDB prints it; a list of them as a list;
+    other values as str."""
+    if isinstance(value, list):
+        return "[" + ", ".join("NULL" if v is None else _interval_text(v) for v in value) + "]"
+    if not all(hasattr(value, a) for a in ("months", "days", "nanoseconds")):
+        return str(value)
+    parts = []
+    years, months = divmod(value.months, 12)
+    for n, unit in ((years, "year"), (months, "month"), (value.days, "day")):
+        if n:
+            parts.append(f"{n} {unit}{'s' * (abs(n) != 1)}")
+    if value.nanoseconds or not parts:
+        sign = "-" if value.nanoseconds < 0 else ""
+        micros = abs(value.nanoseconds) // 1000
+        secs, micros = divmod(micros, 10**6)
+        hours, secs = divmod(secs, 3600)
+        clock = f"{sign}{hours:02d}:{secs // 60:02d}:{secs % 60:02d}"
+        parts.append(clock + (f".{micros:06d}" if micros else ""))
+    return " ".join(parts)

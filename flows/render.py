@@ -19,16 +19,30 @@ _LATEX_SPECIAL = {
 }
 
 
-def cell(value: object, column: str = "") -> str:
+#: How a NULL number prints for people: no number without data (never 0.00).
+NO_DATA = "—"
+
+
+def cell(value: object, column: str = "", numeric: bool = False) -> str:
     """One value as text: floats with 4 decimals (2 in a percent or points column), lists
-    comma-joined, null as empty."""
+    comma-joined, null as empty (:data:`NO_DATA` in a numeric column)."""
     if value is None:
-        return ""
+        return NO_DATA if numeric else ""
     if isinstance(value, float):
         return f"{value:.2f}" if is_percent(column) else f"{value:.4f}"
     if isinstance(value, list):
         return ",".join(map(str, value))
     return str(value)
+
+
+def points(value: float | None) -> str:
+    """A difference of fractions in points (``+2.41 points``), :data:`NO_DATA` when NULL."""
+    return NO_DATA if value is None else f"{100 * value:+.2f} points"
+
+
+def p_value(value: float | None) -> str:
+    """A p-value (3 significant digits), :data:`NO_DATA` when NULL."""
+    return NO_DATA if value is None else f"{value:.3g}"
 
 
 def is_percent(column: str) -> bool:
@@ -52,6 +66,27 @@ def printable(df: pl.DataFrame) -> pl.DataFrame:
                            for c in binary) if binary else df
 
 
+def flat_columns(df: pl.DataFrame) -> pl.DataFrame:
+    """Nested columns as text for CSV and TSV: a list of scalars joined with commas, other
+    nested values (structs, maps, lists of lists) as JSON."""
+    import polars as pl
+
+    out = []
+    for name, dtype in df.schema.items():
+        col = pl.col(name)
+        if isinstance(dtype, pl.List) and not dtype.inner.is_nested():
+            col = col.list.eval(pl.element().cast(pl.String)).list.join(",")
+        elif dtype.is_nested():
+            col = col.map_elements(_json_text, return_dtype=pl.String)
+        out.append(col)
+    return df.select(out)
+
+
+def _json_text(value: object) -> str:
+    """A nested value (polars hands lists of lists over as Series) as JSON."""
+    return json.dumps(value.to_list() if hasattr(value, "to_list") else value, default=str)
+
+
 def latex_escape(text: str) -> str:
     """Escape LaTeX's special characters."""
     return "".join(_LATEX_SPECIAL.get(c, c) for c in text)
@@ -65,21 +100,19 @@ def to_text(df: pl.DataFrame | Rows, fmt: str, title: str | None = None) -> str:
         if fmt in ("csv", "tsv", "json"):
             return to_text(df.to_frame(), fmt, title)
         columns, numeric = df.columns, df.numeric
-        rows = [[cell(blob_text(v) if isinstance(v, bytes) else v, c)
-                 for v, c in zip(r, columns, strict=True)] for r in df.rows]
+        rows = [[cell(blob_text(v) if isinstance(v, bytes) else v, c, n)
+                 for v, c, n in zip(r, columns, numeric, strict=True)] for r in df.rows]
         return _layout(columns, numeric, rows, fmt, title)
-    import polars as pl
 
     df = printable(df)
     if fmt in ("csv", "tsv"):
-        flat = df.with_columns(pl.col(c).list.join(",") for c, t in df.schema.items()
-                               if isinstance(t, pl.List))
-        return flat.write_csv(separator="," if fmt == "csv" else "\t")
+        return flat_columns(df).write_csv(separator="," if fmt == "csv" else "\t")
     if fmt == "json":
         return json.dumps(df.to_dicts(), default=str, indent=1) + "\n"
-    rows = [[cell(v, c) for v, c in zip(r, df.columns, strict=True)] for r in df.rows()]
-    return _layout(df.columns, [df.schema[c].is_numeric() for c in df.columns], rows, fmt,
-                   title)
+    numeric = [df.schema[c].is_numeric() for c in df.columns]
+    rows = [[cell(v, c, n) for v, c, n in zip(r, df.columns, numeric, strict=True)]
+            for r in df.rows()]
+    return _layout(df.columns, numeric, rows, fmt, title)
 
 
 def _layout(columns: list[str], numeric: list[bool], rows: list[list[str]], fmt: str,

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
 import logging
 import uuid
 from collections.abc import Callable
@@ -47,6 +46,7 @@ from sysdiff.flows.warehouse import (
     with_literals,
 )
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.formats.stable import StableFile, Stamp
 from sysdiff.transforms import span_alignment as A
 from sysdiff.transforms import span_decoding as D
 from sysdiff.transforms import span_tables as R
@@ -135,13 +135,13 @@ def ingest_span_file(spec: RunSpec, source: Source, role: str, stage: Staging,
     key_tokens = KeyTokens(key) if key is not None else None
     check = None if key is None else WordCheck(str(spec.key.path), key_tokens.sents,
                                                str(source.path))
-    hasher = hashlib.sha256()
     pending = f"read-{uuid.uuid4().hex[:16]}"
-    stats = _Stats()
+    stats = _Stats(spec.scheme)
     fmt = source.fmt
     with contextlib.ExitStack() as files:
+        file = files.enter_context(StableFile(source.path))  # one version: hash, rows, stamp
         writers: dict[str, Callable[[pl.DataFrame], None]] = {}
-        for chunk in iter_tags(source.path, source.fmt, spec.scheme, hasher=hasher):
+        for chunk in iter_tags(file, source.fmt, spec.scheme):
             if not writers:
                 fmt = chunk.fmt
                 writers = {t: files.enter_context(stage.writer(t, part, pending))
@@ -159,7 +159,7 @@ def ingest_span_file(spec: RunSpec, source: Source, role: str, stage: Staging,
             writers["sents"](with_literals(chunk.sents, corpus=corpus, system=sid))
             writers["spans"](with_literals(spans, corpus=corpus, system=sid))
         mismatch = None if check is None else check.difference()
-    sha = hasher.hexdigest()
+    sha = file.sha256  # of the bytes parsed; the reader checked the file is unchanged
     sig = ingest_signature(spec, sid, sha, fmt, key.sig if key else None)
     for table in ("span_tokens", "sents", "spans"):
         stage.sign(table, part, sig)
@@ -167,14 +167,14 @@ def ingest_span_file(spec: RunSpec, source: Source, role: str, stage: Staging,
     if mismatch is not None:  # another tokenisation: placed on the key's characters, or an error
         try:
             stats.n_right, stats.n_scored = place_on_key(
-                spec, source, key, stage, part, sig, mismatch, fmt,
+                spec, source, key, stage, part, sig, mismatch, fmt, file.stamp,
                 same_tokens=mismatch is check.form_error)
         except InputError:
             stage.discard(part, ("span_tokens", "sents", "spans"))
             raise
         alignment = "characters"
     row = systems_row(spec, source, role, sha, fmt, stats.n_docs, stats.n_sents,
-                      stats.n_tokens, alignment=alignment, at=at)
+                      stats.n_tokens, alignment=alignment, at=at, stamp=file.stamp)
     tags = stats.tags_row(spec, sid, key is not None, alignment == "characters")
     stage.write("systems", part, sig, row)
     stage.write("span_tags", part, sig, tags)
@@ -184,22 +184,24 @@ def ingest_span_file(spec: RunSpec, source: Source, role: str, stage: Staging,
 
 
 def place_on_key(spec: RunSpec, source: Source, key: SpanFile, stage: Staging, part: str,
-                 sig: str, mismatch: InputError, fmt: str, same_tokens: bool = False
-                 ) -> tuple[int, int]:
+                 sig: str, mismatch: InputError, fmt: str, stamp: Stamp,
+                 same_tokens: bool = False) -> tuple[int, int]:
     """A system whose tokens differ from the key's: when its text (characters without
     spaces, NFC) is the key's, restage its spans placed on the key's characters and its
     tokens with their own forms (:mod:`sysdiff.transforms.span_alignment`), and return
     (key tokens it labels alike, key tokens); else an error at the first differing
     character, or, when it has the key's number of tokens in every sentence
     (``same_tokens``), the word check's own error (the token whose form differs). The file
-    is read once more, for its forms."""
+    is read once more, for its forms: it must still be the version read first
+    (``stamp``)."""
     from sysdiff.flows.tokens import text_difference
     from sysdiff.schemas.formats.spans import iter_tags
 
     key_tokens = pl.read_parquet(key.tokens, columns=["sent", "id", "form", "label", "line"],
                                  glob=False)
     mine = pl.read_parquet(stage.staged_path("span_tokens", part), glob=False)
-    forms = pl.concat([c.tokens["form"] for c in iter_tags(source.path, fmt, spec.scheme)])
+    with StableFile(source.path, expect=stamp) as again:
+        forms = pl.concat([c.tokens["form"] for c in iter_tags(again, fmt, spec.scheme)])
     mine = mine.with_columns(form=forms)
     key_text, sys_text = words_text(key_tokens), words_text(mine)
     at = first_difference(key_text.chars, sys_text.chars)
@@ -223,20 +225,24 @@ def _stored_tokens(toks: pl.DataFrame, is_key: bool) -> pl.DataFrame:
 class _Stats:
     """What an ingest counts over its chunks."""
 
-    def __init__(self) -> None:
-        self.n_sents = self.n_tokens = self.n_spans = self.n_ill = self.n_docs = 0
+    def __init__(self, scheme: str) -> None:
+        self.scheme = scheme
+        self.n_sents = self.n_tokens = self.n_spans = self.n_docs = 0
+        self.n_not_iob2 = self.n_not_bioes = 0
         self.n_right = 0
         self.n_scored: int | None = None  # key tokens, when placed by characters
-        self.has_es = self.has_i_start = False
+        self.has_es = self.has_i_start = self.has_b_start = False
         self.raw_types: set[str] = set()
 
     def add(self, chunk, spans: pl.DataFrame, d: D.Decoded, toks: pl.DataFrame) -> None:
         self.n_sents += chunk.sents.height
         self.n_tokens += chunk.tokens.height
         self.n_spans += spans.height
-        self.n_ill += d.n_ill_formed
+        self.n_not_iob2 += d.n_not_iob2
+        self.n_not_bioes += d.n_not_bioes
         self.has_es |= d.has_es
         self.has_i_start |= d.has_i_start
+        self.has_b_start |= d.has_b_start
         self.n_docs = int(chunk.sents["doc"][-1]) + 1
         self.raw_types.update(chunk.tokens["type"].drop_nulls().unique().to_list())
 
@@ -249,7 +255,18 @@ class _Stats:
 
     @property
     def detected(self) -> str:
-        return "bioes" if self.has_es else "iob1" if self.has_i_start else "iob2"
+        """The scheme the whole file's tags follow (:func:`D.detected_scheme`)."""
+        return D.detected_scheme(self.has_es, self.has_i_start, self.has_b_start)
+
+    @property
+    def rule(self) -> str:
+        """The scheme spans are read by: ``--scheme``, or for auto the one detected."""
+        return self.detected if self.scheme == "auto" else self.scheme
+
+    @property
+    def n_ill(self) -> int:
+        """Spans ill-formed under :attr:`rule` (none under IOB1)."""
+        return D.ill_formed(self.scheme, self.detected, self.n_not_iob2, self.n_not_bioes)
 
     def tags_row(self, spec: RunSpec, sid: str, scored: bool, by_chars: bool = False
                  ) -> pl.DataFrame:
@@ -272,9 +289,13 @@ class _Stats:
             out.append(f"{who}: the mapping names types its file does not have: "
                        f"{', '.join(unused[:8])}{' ...' if len(unused) > 8 else ''}")
         if self.n_ill:
-            out.append(f"{who}: {self.n_ill} span(s) are ill-formed for "
-                       f"{self.detected.upper()} (e.g. I-X after O); scheme auto reads them "
-                       "as conlleval does, --scheme iob2/bioes drops them (seqeval strict)")
+            example = "I-X after O" if self.rule == "iob2" else "B-X without E-X"
+            how = ("scheme auto reads them as conlleval does, --scheme iob2/bioes drops them "
+                   "(seqeval strict)" if self.scheme == "auto" else
+                   f"--scheme {self.scheme} drops them (seqeval strict); scheme auto reads "
+                   "them as conlleval does")
+            out.append(f"{who}: {self.n_ill} span(s) are ill-formed for {self.rule.upper()} "
+                       f"(e.g. {example}); {how}")
         return tuple(out)
 
 

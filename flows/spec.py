@@ -7,6 +7,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sysdiff.flows.sniff import infer_task
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import KEY_ID
 
@@ -59,6 +60,7 @@ class RunSpec:
     versions: dict[str, list[str]] = field(default_factory=dict)
     keep_going: bool = False  # skip a system whose file is bad instead of stopping
     scheme: str = "auto"  # span decoding (task ner)
+    inferred: str = ""  # what the task was inferred from ('' when it was given)
 
     def __post_init__(self) -> None:
         if self.scheme not in SCHEMES:
@@ -94,15 +96,24 @@ def parse_system(text: str, fmt: str | None = None) -> Source:
     return Source(name, Path(path), version or None, fmt)
 
 
-def build_spec(corpus: str, task: str, key: str | Path, systems: list[str],
+def build_spec(corpus: str, task: str | None, key: str | Path, systems: list[str],
                fmt: str | None = None, **options) -> RunSpec:
-    """Validate names, task and duplicates; files are checked when they are read."""
+    """Validate names, task and duplicates (no task: ``sniff.infer_task`` from the key,
+    and ``inferred`` says from what); files are checked when they are read."""
     check_name("corpus", corpus)
+    if task is None:
+        found = infer_task(key, fmt)
+        if found is None:
+            raise InputError(f"cannot tell the task from the key's format; give --task (one of "
+                             f"{', '.join(TASKS)}) or 'task' in the run file", key)
+        task, options["inferred"] = found
     if task not in TASKS:
         raise InputError(f"unknown task '{task}'; expected one of {', '.join(TASKS)}")
     if fmt is not None and fmt not in TASK_FORMATS[task]:
-        raise InputError(f"unknown input format '{fmt}' for task {task}; expected one of "
-                         f"{', '.join(TASK_FORMATS[task])} (or none: detected from the file)")
+        inferred = f" (inferred from the key: {options['inferred']})" \
+            if options.get("inferred") else ""
+        raise InputError(f"unknown input format '{fmt}' for task {task}{inferred}; expected one "
+                         f"of {', '.join(TASK_FORMATS[task])} (or none: detected from the file)")
     parsed = [parse_system(s, fmt) for s in systems]
     seen: set[str] = set()
     for s in parsed:
@@ -174,11 +185,13 @@ def load_config(path: str | Path) -> RunSpec:
     p = Path(path)
     text, cfg = read_toml(p)
     check_keys(cfg, RUN_FILE_KEYS, p, text)
-    for required in ("corpus", "task", "key", "systems"):
+    for required in ("corpus", "key", "systems"):
         if required not in cfg:
-            raise InputError(f"missing '{required}'; expected corpus, task, key and [systems]", p)
+            raise InputError(f"missing '{required}'; expected corpus, key and [systems] (and "
+                             "task, else inferred from the key's format)", p)
     for name in ("corpus", "task", "key"):
-        expect(cfg, name, "string", p, text)
+        if name in cfg:
+            expect(cfg, name, "string", p, text)
     expect(cfg, "systems", "table", p, text)
     if not cfg["systems"]:
         raise InputError("[systems] is empty; expected NAME = \"FILE\" lines", p,
@@ -192,7 +205,8 @@ def load_config(path: str | Path) -> RunSpec:
     systems = [f"{n}={base / f}" for n, f in cfg["systems"].items()]
     fmt = options.pop("format", None)
     map_file_option(options, base)
-    return build_spec(cfg["corpus"], cfg["task"], base / cfg["key"], systems, fmt, **options)
+    return build_spec(cfg["corpus"], cfg.get("task"), base / cfg["key"], systems, fmt,
+                      **options)
 
 
 def read_toml(p: Path) -> tuple[str, dict]:
@@ -290,9 +304,8 @@ def key_line(text: str, name: str) -> int | None:
     return text.count("\n", 0, m.start()) + 1 if m else None
 
 
-# The watched-folder layout of ``sysdiff serve`` (see flows/watch.py).
-TASK_BY_SUFFIX = {".conllu": "dep", ".conllx": "dep", ".tsv": "pos", ".txt": "pos",
-                  ".jsonlines": "coref", ".jsonl": "coref", ".unl": "unl", ".iob2": "ner"}
+# The watched-folder layout of ``sysdiff serve`` (see flows/watch.py); a corpus without
+# ``task`` in its corpus.toml gets the task of its key's format (``sniff.infer_task``).
 CORPUS_FILE_KEYS = ("task", *OPTION_TYPES)
 
 
@@ -337,8 +350,8 @@ def corpus_spec(corpus_dir: Path) -> tuple[RunSpec | None, list[str]]:
         if "task" in cfg:
             options["task"] = expect(cfg, "task", "string", toml, text)
         cfg = options
-    task = cfg.pop("task", TASK_BY_SUFFIX.get(keys[0].suffix.lower(), "dep"))
     fmt = cfg.pop("format", None)
+    task = cfg.pop("task", None)
     map_file_option(cfg, corpus_dir)
     systems, skipped = [], []
     for p in files:

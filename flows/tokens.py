@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
 import logging
 import uuid
 from collections.abc import Callable, Iterator
@@ -48,7 +47,8 @@ from sysdiff.flows.warehouse import (
 )
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.conllu import KIND_WORD, WordCheck, iter_conll
-from sysdiff.schemas.vocabulary import TASK_VIEWS, VIEWS
+from sysdiff.schemas.formats.stable import StableFile
+from sysdiff.schemas.vocabulary import TASK_VIEWS, VIEWS, score_name
 from sysdiff.transforms import conll18, reduce, tokens
 from sysdiff.transforms.alignment import (
     Text,
@@ -103,10 +103,11 @@ def ingest_file(spec: RunSpec, source: Source, role: str, stage: Staging,
     check = None if key is None else WordCheck(str(spec.key.path), _key_sents(key),
                                                str(source.path))
     fmt, n_sents, n_units, n_docs, n_tokens = source.fmt, 0, 0, 0, 0
-    hasher, vocab = hashlib.sha256(), []
+    vocab = []
     pending = f"read-{uuid.uuid4().hex[:16]}"  # the signature needs the hash: known at the end
     with contextlib.ExitStack() as files:
-        for chunk in iter_conll(source.path, source.fmt, hasher=hasher):
+        file = files.enter_context(StableFile(source.path))  # one version: hash, rows, stamp
+        for chunk in iter_conll(file, source.fmt):
             if not vocab:
                 fmt = chunk.fmt
                 units = files.enter_context(stage.writer("units", part, pending))
@@ -119,7 +120,7 @@ def ingest_file(spec: RunSpec, source: Source, role: str, stage: Staging,
             n_sents, n_units = n_sents + chunk.sents.height, n_units + chunk.words.height
             n_tokens += token_count(chunk.tokens)
             n_docs = int(chunk.sents["doc"][-1]) + 1
-    sha = hasher.hexdigest()
+    sha = file.sha256  # of the bytes parsed; the reader checked the file is unchanged
     sig = _ingest_signature(sha, fmt, role, key.sha256 if key else None)
     for table in ("units", "sents"):
         stage.sign(table, part, sig)
@@ -139,7 +140,7 @@ def ingest_file(spec: RunSpec, source: Source, role: str, stage: Staging,
                                                                 system=sid))
     counts = with_literals(counts, corpus=spec.corpus, system=sid)
     row = systems_row(spec, source, role, sha, fmt, n_docs, n_sents, n_units, n_tokens,
-                      alignment, at)
+                      alignment, at, file.stamp)
     stage.write("vocab", part, sig, counts)
     stage.write("systems", part, sig, row)
     return Ingested(sid, sha, fmt, words, stage.staged_path("sents", part), row, counts)
@@ -377,7 +378,7 @@ def evaluated_views(task: str, vocab_rows: pl.DataFrame) -> tuple[list[str], dic
             names = sorted(missing[view])
             notes.append(f"{view}: {len(names)} system(s) have no {columns} column (all '_'): "
                          f"{', '.join(names[:5])}{' ...' if len(names) > 5 else ''}; scored "
-                         "as all wrong, flagged 'missing' in scores")
+                         "as not evaluated (NULL scores), flagged 'missing' in scores")
     return views, missing, notes
 
 
@@ -478,9 +479,12 @@ class Outputs:
         for view in job.views:
             for punct in VIEWS[view].punct_settings:
                 tables = tokens.view_tables(acc[(view, punct)], view, job.systems, job.vocab,
-                                            spec.ar_trials, spec.seed, subset_ids=True)
-                tables["scores"] = tables["scores"].with_columns(
-                    pl.col("system").is_in(list(missing[view])).alias("missing"))
+                                            spec.ar_trials, spec.seed, subset_ids=True,
+                                            missing=missing[view])
+                if not acc[(view, punct)].n_units and job.systems:
+                    notice(f"{score_name(view, punct)}: the key has no evaluable unit"
+                           f"{' (every word is punctuation)' if not punct else ''}; "
+                           "not evaluated (NULL scores)")
                 for name, df in tables.items():
                     if df.height:
                         self.tables.setdefault(name, []).append(self._tag(df, view, punct))

@@ -13,7 +13,6 @@ per-sentence moved rows) and reduces last.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from sysdiff.flows.warehouse import (
     with_literals,
 )
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.formats.stable import Stamp, read_stable
 from sysdiff.transforms.plan import plan_ranges
 
 log = logging.getLogger("sysdiff")
@@ -69,32 +69,35 @@ def read_sentences(source: Source, task_name: str) -> Opaque:
     from sysdiff.schemas.formats.unl import index_unl, read_nl
 
     if task_name == "nl":
-        hasher = hashlib.sha256()
-        return Opaque((read_nl(source.path, hasher=hasher), hasher.hexdigest()))
+        snap = read_stable(source.path)
+        return Opaque((read_nl(snap, source_name=str(source.path)), snap.sha256, snap.stamp))
     index = index_unl(source.path)
-    return Opaque((index, index.sha256))
+    return Opaque((index, index.sha256, index.source.stamp))
 
 
 @dataclass
 class Version:
     """One system file to score: its sentences (UNL: an index), their alignment with the
     expected file, and for each actual sentence the first expected sentence aligned with it
-    (-1: none), so that a shard reports the warnings of the actual sentences it owns."""
+    (-1: none), so that a shard reports the warnings of the actual sentences it owns;
+    ``stamp``: the version of the file read."""
 
     source: Source
     sha: str
     sentences: object
     alignment: object
     owner: np.ndarray
+    stamp: Stamp | None = None
 
     @classmethod
-    def of(cls, source: Source, sha: str, sentences, alignment) -> Version:
+    def of(cls, source: Source, sha: str, sentences, alignment, stamp: Stamp | None = None
+           ) -> Version:
         partner = alignment.partner
         owner = np.full(len(sentences), np.iinfo(np.int64).max, np.int64)
         has = np.flatnonzero(partner >= 0)
         np.minimum.at(owner, partner[has], has)  # the first expected sentence wins
         owner[owner == np.iinfo(np.int64).max] = -1
-        return cls(source, sha, sentences, alignment, owner)
+        return cls(source, sha, sentences, alignment, owner, stamp)
 
 
 @task(name="score", task_run_name="score {task_name} sentences {first}+", cache_policy=NONE,
@@ -189,19 +192,19 @@ def run_unl(spec: RunSpec, stage: Staging) -> None:
 
     corpus, options = spec.corpus, unl_options(spec)
     opt_sig = options.signature() if hasattr(options, "signature") else repr(options)
-    expected, key_sha = read_sentences(spec.key, spec.task).value
+    expected, key_sha, key_stamp = read_sentences(spec.key, spec.task).value
     shas: dict[str, str] = {}
-    stage_system(stage, spec, spec.key, "key", key_sha, len(expected), expected)
+    stage_system(stage, spec, spec.key, "key", key_sha, key_stamp, len(expected))
     ranges = plan_ranges(np.ones(len(expected), np.int64), spec.shard_sents) or [(0, 0)]
     versions: dict[str, Version] = {}
     for source in spec.systems:
         try:
-            actual, shas[source.id] = read_sentences(source, spec.task).value
+            actual, shas[source.id], stamp = read_sentences(source, spec.task).value
         except InputError as e:
             skip_system(spec, stage, source, "system", e)
             continue
         al = align_ids(_ids(expected), _ids(actual), options.align)
-        versions[source.id] = Version.of(source, shas[source.id], actual, al)
+        versions[source.id] = Version.of(source, shas[source.id], actual, al, stamp)
     with progress("score", len(versions) * len(ranges)) as tick:
         scored = score_versions(expected, versions, ranges, spec.task, options, tick)
     sentences: dict[str, pl.DataFrame] = {}
@@ -214,8 +217,7 @@ def run_unl(spec: RunSpec, stage: Staging) -> None:
         sig = signature(key_sha, v.sha, opt_sig, spec.task)
         sentences[name] = df
         if not stage.has("unl_sentences", partition(corpus, name), sig):
-            stage_system(stage, spec, source, "system", v.sha, len(v.sentences), v.sentences,
-                         sig)
+            stage_system(stage, spec, source, "system", v.sha, v.stamp, len(v.sentences), sig)
             stage.write("unl_sentences", partition(corpus, name), sig,
                         with_literals(df, corpus=corpus, system=name))
             stage.write("unl_scores", partition(corpus, name), sig,
@@ -237,11 +239,12 @@ def _ids(sentences) -> list[str | None]:
 
 
 def stage_system(stage: Staging, spec: RunSpec, source: Source, role: str, sha: str,
-                 n_sents: int, sentences: list, sig: str | None = None) -> None:
-    """The ``systems`` row of one UNL file."""
+                 stamp: Stamp, n_sents: int, sig: str | None = None) -> None:
+    """The ``systems`` row of one UNL file (``stamp``: the version of it read)."""
     sid = source.id
     sig = sig or signature(sha, spec.task)
     if not stage.has("systems", partition(spec.corpus, sid), sig):
         stage.write("systems", partition(spec.corpus, sid), sig,
-                    systems_row(spec, source, role, sha, spec.task, 1, n_sents, n_sents))
+                    systems_row(spec, source, role, sha, spec.task, 1, n_sents, n_sents,
+                                stamp=stamp))
 

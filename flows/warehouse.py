@@ -6,14 +6,19 @@ Layout::
     <warehouse>/tables/<table>/<partition>/<signature>.parquet
     <warehouse>/sysdiff.duckdb                one view per table over the live files
 
-A run stages its files outside the warehouse, then ``commit`` moves them in, replaces the
-manifest atomically (temp file + rename), rebuilds the catalog and deletes superseded files.
-A run that fails or is killed before the manifest is replaced leaves the previous results
-readable; one that fails on bad input leaves the warehouse byte-identical.
+A run stages its files outside the warehouse, then ``commit`` lists them as its own
+(``.sysdiff-owned.json``), moves them in, replaces the manifest atomically (temp file +
+rename), rebuilds the catalog and deletes superseded files once no reader holds the
+warehouse. A run that fails or is killed before the manifest is replaced leaves the previous
+results readable; one that fails on bad input leaves the warehouse byte-identical.
 
-Paths in the manifest and in the catalog's views are relative to the warehouse folder, so
-the folder can be copied or moved. The manifest records each file's size and SHA-256; a run
-checks its corpus's files against them and recomputes a partition whose file changed.
+A run writes only into a new or empty folder, or a warehouse (marked by ``.sysdiff-warehouse``),
+and deletes only files it lists as its own: never a file it did not write.
+
+Paths in the manifest are relative to the warehouse folder, so the folder can be copied or
+moved; readers resolve them from the warehouse root. The manifest records each file's size
+and SHA-256; a run checks its corpus's files against them and recomputes a partition whose
+file changed.
 """
 
 from __future__ import annotations
@@ -40,16 +45,21 @@ from sysdiff.flows.catalog import (
     catalog_version,
     manifest_digest,
     refresh_catalog,
+    table_ddl,
     table_files,
     umask,
 )
+from sysdiff.flows.locks import READERS, no_readers
 from sysdiff.flows.names import (  # noqa: F401 (re-exported)
     DEFAULT_WAREHOUSE,
     MANIFEST,
+    MARKER,
+    check_warehouse_folder,
     read_manifest,
     resolve_warehouse,
 )
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.formats.stable import Stamp
 from sysdiff.schemas.tables import all_tables, conform, parquet_options, polars_schema
 
 if TYPE_CHECKING:
@@ -117,17 +127,19 @@ def input_sha256(path: str | Path) -> str:
 
 def systems_row(spec: RunSpec, source: Source, role: str, sha: str, fmt: str, n_docs: int,
                 n_sents: int, n_units: int, n_tokens: int | None = None,
-                alignment: str | None = None, at: dt.datetime | None = None) -> pl.DataFrame:
+                alignment: str | None = None, at: dt.datetime | None = None,
+                stamp: Stamp | None = None) -> pl.DataFrame:
     """The ``systems`` table's row of one ingested file (the key's id is ``__key__``), with
-    the file's size and modification time; ``n_tokens`` and ``alignment`` only for token
-    tasks (null otherwise); ``at``: when it was ingested (now by default)."""
-    stat = Path(source.path).stat()
+    the file's size and modification time (those of the version read, ``stamp``, when
+    given); ``n_tokens`` and ``alignment`` only for token tasks (null otherwise); ``at``:
+    when it was ingested (now by default)."""
+    stat = stamp or Stamp.of(Path(source.path).stat())
     return pl.DataFrame([{
         "corpus": spec.corpus, "system": source.id, "version": source.version,
         "task": spec.task, "role": role, "format": fmt,
         "path": str(Path(source.path).absolute()), "sha256": sha, "n_docs": n_docs,
         "n_sents": n_sents, "n_units": n_units, "ingested_at": at or dt.datetime.now(dt.UTC),
-        "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
+        "size": stat.size, "mtime_ns": stat.mtime_ns,
         "n_tokens": n_tokens, "alignment": alignment,
     }], schema_overrides={"n_tokens": pl.Int64, "alignment": pl.String})
 
@@ -295,6 +307,44 @@ class Staging:
         return self.dir / staged[0] if staged else None
 
 
+#: The files this sysdiff wrote into the warehouse and has not deleted yet (live, superseded,
+#: or moved in by a run killed before its manifest): the only files a run ever deletes.
+OWNED = ".sysdiff-owned.json"
+
+
+def claim_warehouse(root: Path) -> None:
+    """Make ``root`` a warehouse (at its first commit, under the lock): a new or empty folder
+    gets the marker and the readers' lock file; a warehouse of an older sysdiff (a manifest,
+    no marker) is adopted, its manifest's files listed as its own. Anything else is refused
+    (:func:`open_run` refused it before the run)."""
+    check_warehouse_folder(root)
+    if (root / MARKER).is_file():
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    if (root / MANIFEST).is_file() and not (root / OWNED).is_file():
+        write_owned(root, manifest_files(read_manifest(root)))
+    (root / READERS).touch()
+    stamp = {"sysdiff_warehouse": 1, "created": dt.datetime.now(dt.UTC).isoformat()}
+    atomic_write_bytes(root / MARKER, json.dumps(stamp).encode())
+
+
+def manifest_files(manifest: dict) -> set[str]:
+    """Every file the manifest names (relative to the warehouse)."""
+    return {e["file"] for parts in manifest["tables"].values() for e in parts.values()}
+
+
+def read_owned(root: Path) -> set[str]:
+    """The files listed as this sysdiff's own (relative paths)."""
+    try:
+        return set(json.loads((root / OWNED).read_bytes()))
+    except FileNotFoundError:
+        return set()
+
+
+def write_owned(root: Path, files: set[str]) -> None:
+    atomic_write_bytes(root / OWNED, json.dumps(sorted(files), indent=0).encode())
+
+
 @contextlib.contextmanager
 def open_run(root: Path, corpus: str | None = None, run_id: str | None = None
              ) -> Iterator[Staging]:
@@ -305,6 +355,7 @@ def open_run(root: Path, corpus: str | None = None, run_id: str | None = None
     ``run_id`` is recorded in the manifest of the commit (whether it landed tells the run's
     outcome when a helper process died)."""
     with warehouse_lock(root):
+        check_warehouse_folder(root)
         recover(root)
         stage_dir = Path(tempfile.mkdtemp(prefix=_staging_prefix(root),
                                           dir=_existing_parent(root.parent)))
@@ -327,11 +378,11 @@ def _staging_prefix(root: Path) -> str:
 def recover(root: Path) -> None:
     """Finish what a killed run left (called under the lock, so no other run is active):
     drop its staging folders and temporary files (catalog, its WAL, manifest), rebuild a
-    catalog that lags the manifest, delete orphans."""
+    catalog that lags the manifest, delete its own files that are not live."""
     parent = _existing_parent(root.parent)
     for stale in parent.glob(glob_escape(_staging_prefix(root)) + "*"):
         shutil.rmtree(stale, ignore_errors=True)
-    for pattern in (".catalog.*", f".{MANIFEST}.*.tmp"):
+    for pattern in (".catalog.*", *(f".{name}.*.tmp" for name in (MANIFEST, OWNED, MARKER))):
         for stale in root.glob(pattern):
             with contextlib.suppress(FileNotFoundError, IsADirectoryError):
                 stale.unlink()
@@ -340,7 +391,7 @@ def recover(root: Path) -> None:
     manifest = read_manifest(root)
     if catalog_version(root) != manifest_digest(manifest):
         refresh_catalog(root, manifest)
-    collect_garbage(root, manifest)
+    sweep(root, manifest)
 
 
 def glob_escape(text: str) -> str:
@@ -390,13 +441,17 @@ def drop_damaged(root: Path, manifest: dict, corpus: str) -> list[str]:
 
 
 def commit(staging: Staging) -> None:
-    """Move staged files in, replace the manifest, rebuild the catalog, drop stale files."""
+    """List the staged files as this sysdiff's own, move them in, replace the manifest,
+    rebuild the catalog, delete superseded files (once no reader holds the warehouse)."""
     root = staging.root
+    claim_warehouse(root)
     manifest = json.loads(json.dumps(staging.manifest))
+    manifest["ddl"] = table_ddl()
     manifest["run"] = staging.run_id  # which run this manifest is (flows/outcome.py)
     files = {rel for rel, _sig in staging.staged.values()}  # a block file is hashed once
     hashes = {rel: (file_sha256(staging.dir / rel), (staging.dir / rel).stat().st_size)
               for rel in files}
+    write_owned(root, read_owned(root) | files)
     for (table, partition), (rel, sig) in staging.staged.items():
         dest = root / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -410,7 +465,7 @@ def commit(staging: Staging) -> None:
     crash_point("commit-manifest")
     refresh_catalog(root, manifest)
     crash_point("commit-catalog")
-    collect_garbage(root, manifest)
+    sweep(root, manifest)
     staging.manifest = manifest
 
 
@@ -419,18 +474,33 @@ def live_files(root: Path, manifest: dict, table: str) -> list[Path]:
     return [root / f for f in table_files(manifest, table)]
 
 
-def collect_garbage(root: Path, manifest: dict) -> None:
-    """Delete Parquet files the manifest no longer names (superseded or orphaned)."""
-    keep = {str(root / p["file"]) for t in manifest["tables"].values() for p in t.values()}
-    tables = root / "tables"
-    if not tables.exists():
+def sweep(root: Path, manifest: dict) -> None:
+    """Delete this sysdiff's own files that the manifest no longer names (superseded, or
+    moved in by a killed run), and the folders they leave empty; only when no reader holds
+    the warehouse (else the next run does it). Files it did not write are never touched."""
+    owned = read_owned(root)
+    live = manifest_files(manifest)
+    dead = owned - live
+    if not dead:
         return
-    for path in tables.rglob("*.parquet"):
-        if str(path) not in keep:
+    with no_readers(root) as free:
+        if not free:
+            return
+        for rel in sorted(dead):
+            path = root / rel
             path.unlink(missing_ok=True)
-    for d in sorted(tables.rglob("*"), key=lambda p: len(p.parts), reverse=True):
-        if d.is_dir() and not any(d.iterdir()):
-            d.rmdir()
+            _remove_empty_parents(path.parent, root / "tables")
+        write_owned(root, owned & live)
+
+
+def _remove_empty_parents(folder: Path, top: Path) -> None:
+    """Remove ``folder`` and its parents up to ``top`` (excluded) while they are empty."""
+    while folder != top and top in folder.parents:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (or already gone)
+            return
+        folder = folder.parent
 
 
 def read_table(root: Path, table: str, manifest: dict | None = None,

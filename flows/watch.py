@@ -20,7 +20,7 @@ from sysdiff.flows.gates import latest_steps
 from sysdiff.flows.prefect_logs import API_ONLY, one_line_input_errors
 from sysdiff.flows.preflight import preflight
 from sysdiff.flows.run import evaluate
-from sysdiff.flows.spec import TASK_BY_SUFFIX, RunSpec, folder_specs  # noqa: F401 (re-exported)
+from sysdiff.flows.spec import RunSpec, folder_specs
 from sysdiff.schemas.errors import InputError
 
 log = logging.getLogger("sysdiff")

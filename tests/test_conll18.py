@@ -234,12 +234,15 @@ def test_punctuation_is_counted():
     assert got["CLAS"] == (2, 2, 2, 2)  # punct is not a content word
 
 
-def test_scores_with_nothing_to_count_are_zero():
+def test_scores_with_nothing_to_count_are_null():
+    """No number without data (issue 20): the official script prints 0.0 for a 0/0; sysdiff
+    stores NULL. With key words but no system word, only P is NULL and F1 is 0."""
     counts = pl.DataFrame(
-        {"metric": ["CLAS"], "correct": [0], "gold_total": [0], "system_total": [0],
-         "aligned_total": [0]}
+        {"metric": ["CLAS", "LAS"], "correct": [0, 0], "gold_total": [0, 3],
+         "system_total": [0, 0], "aligned_total": [0, 0]}
     )  # fmt: skip
-    assert conll18_scores(counts).row(0) == ("CLAS", 0.0, 0.0, 0.0, 0.0)
+    assert conll18_scores(counts).rows() == [("CLAS", None, None, None, None),
+                                             ("LAS", None, 0.0, 0.0, None)]
 
 
 def test_different_words_are_refused():

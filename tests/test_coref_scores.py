@@ -63,7 +63,11 @@ def check_dataset(dataset: str) -> int:
     for row in rows:
         got = scores_of(dataset, row["key"], row["response"])[row["metric"]]
         want = row["values"]
-        assert np.allclose(got[: len(want)], want, atol=1e-4, rtol=0), (row, got)
+        # no number without data: a 0/0 is NULL where the reference scorer prints 0
+        assert all(w == 0 for g, w in zip(got, want, strict=False) if g is None), (row, got)
+        pairs = [(g, w) for g, w in zip(got, want, strict=False) if g is not None]
+        assert np.allclose([g for g, _ in pairs], [w for _, w in pairs], atol=1e-4,
+                           rtol=0), (row, got)
     return len(rows)
 
 
@@ -253,7 +257,11 @@ def test_swapping_key_and_response_swaps_recall_and_precision(data):
         y = ba.filter(pl.col("metric") == metric).row(0, named=True)
         assert x["recall"] == pytest.approx(y["precision"])
         assert x["precision"] == pytest.approx(y["recall"])
-        assert x["f1"] == pytest.approx(y["f1"])
+        if x["recall"] is None or y["recall"] is None:  # nothing to find: F1 not evaluated
+            assert (x["f1"] is None) == (x["recall"] is None)
+            assert (y["f1"] is None) == (y["recall"] is None)
+        else:
+            assert x["f1"] == pytest.approx(y["f1"])
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

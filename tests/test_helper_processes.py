@@ -284,8 +284,7 @@ def test_prefect_services_never_warn_without_verbose():
 
 def test_the_runner_passes_exit_statuses_on_unchanged(tmp_path):
     """Through the warm runner a command ends as in its own process: 2 for bad input, 3 when
-    systems were skipped, the internal-error status for an internal error (``main``'s), each
-    with the same lines on stderr."""
+    systems were skipped, 4 for an internal error, each with the same lines on stderr."""
     server_with_runner(True)
     bad, _ = broken(SYSTEMS["md"], tmp_path / "bad", 3000)
     cases = {
@@ -302,8 +301,7 @@ def test_the_runner_passes_exit_statuses_on_unchanged(tmp_path):
             assert imported is (how == "own"), (name, how, err)
             seen[name, how] = (status, said(err))
         assert seen[name, "runner"] == seen[name, "own"], name
-    assert [seen[name, "own"][0] for name in cases][:2] == [2, 3]
-    assert seen["internal", "own"][0] not in (0, 2, 3)  # flows/cli.py's main decides which
+    assert [seen[name, "own"][0] for name in cases] == [2, 3, 4]
 
 
 def test_serve_once_keeps_its_verdict_when_the_server_dies(tmp_path):

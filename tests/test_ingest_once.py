@@ -31,8 +31,8 @@ def test_unchanged_files_are_not_read_and_changed_ones_are(tmp_path, cli, monkey
     assert cli(*argv)[0] == 0
     read: list[str] = []
     real = flow.iter_conll
-    monkeypatch.setattr(flow, "iter_conll", lambda path, *a, **k: (read.append(str(path)),
-                                                                   real(path, *a, **k))[1])
+    monkeypatch.setattr(flow, "iter_conll", lambda file, *a, **k: (read.append(str(file.path)),
+                                                                   real(file, *a, **k))[1])
     assert cli(*argv)[0] == 0
     assert read == []  # nothing changed: no file read
     a.write_text(a.read_text(encoding="utf-8").replace("\tNOUN\t", "\tPROPN\t", 3),

@@ -87,8 +87,12 @@ def test_pair_invariants_on_real_data(warehouse):
              and p.sys1 = q.sys2 and p.sys2 = q.sys1""").rows(named=True)
     # 3 token views (the key has no XPOS) + 3 dependency views x 2 punct settings
     assert len(rows) == 12 * 9
+    missing = {"seqsm@ud2.8", "seqsm@ud2.16"}  # no LEMMA: their lemma scores are NULL
     for r in rows:
         assert r["corrections"] == r["back_corr"] and r["n_diff"] == r["back_diff"]
+        if r["view"] == "lemma" and {r["sys1"], r["sys2"]} & missing:
+            assert r["delta_acc"] is None
+            continue
         assert r["delta_acc"] == pytest.approx((r["corrections"] - r["new_errors"])
                                                / r["n_units"], abs=1e-12)
 

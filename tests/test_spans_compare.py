@@ -69,8 +69,9 @@ def test_spans_never_cross_sentences():
 
 
 def test_decoded_scheme_and_ill_formed_count():
+    # an I-X start beside a B-X where IOB1 writes I-X: IOB2 with an ill-formed span
     _, d = D.decode_spans(tokens(["O", "I-PER", "B-LOC"]), "auto")
-    assert (d.detected, d.n_ill_formed) == ("iob1", 1)
+    assert (d.detected, d.n_ill_formed) == ("iob2", 1)
     _, d = D.decode_spans(tokens(["B-PER", "I-PER"]), "auto")
     assert (d.detected, d.n_ill_formed) == ("iob2", 0)
     _, d = D.decode_spans(tokens(["S-PER", "B-LOC", "I-LOC"]), "auto")

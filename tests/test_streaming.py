@@ -184,28 +184,44 @@ def test_map_fold_keeps_order_and_bounds_the_results_in_flight():
     assert max(peak) <= 2 and FakeFuture.live == 0
 
 
-class Recorder(bytes):
-    """Bytes that remember how far each ``find`` scanned."""
+def test_chunks_are_whole_sentences_that_cover_the_file_once(tmp_path, monkeypatch):
+    """The stable reader's chunks: the file's bytes in order, each cut after the last blank
+    line before the chunk size (a longer sentence: after it), hashed as read; where the cut
+    is looked for (how far back) does not change them."""
+    import hashlib
 
-    reach: list[int]
+    import sysdiff.schemas.formats.stable as stable
+    from sysdiff.schemas.formats.stable import StableFile, after_blank_line
 
-    def find(self, sub, start=0, end=None):  # type: ignore[override]
-        stop = len(self) if end is None else end
-        hit = super().find(sub, start, stop)
-        self.reach.append(hit + len(sub) if hit >= 0 else stop)
-        return hit
+    sents = ["1\ta\n" * (1 + k % 7) + ("\r\n" if k % 5 == 0 else "\n") for k in range(1000)]
+    sents[500] = "1\ta\n" * 60 + "\n"  # longer than a chunk
+    path = tmp_path / "x.conllu"
+    path.write_bytes("".join(sents).encode())
+    seen = []
+    for look_back in (1 << 20, 7, 40):
+        monkeypatch.setattr(stable, "LOOK_BACK", look_back)
+        with StableFile(path) as f:
+            chunks = list(f.chunks(100, after_blank_line))
+            assert f.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+        assert b"".join(chunks) == path.read_bytes() and len(chunks) > 100
+        assert all(c.endswith((b"\n\n", b"\n\r\n")) for c in chunks)
+        big = [c for c in chunks if len(c) > 100]  # only the one with the long sentence
+        assert len(big) == 1 and big[0].startswith(sents[500].encode())
+        seen.append(chunks)
+    assert seen[0] == seen[1] == seen[2]
 
 
-def test_chunk_bounds_look_only_as_far_as_the_next_blank_line():
-    """Finding a chunk's end never scans the rest of the file (that made reading quadratic)."""
-    data = Recorder((("1\ta\n" * 3 + "\n") * 1000).encode())
-    data.reach = []
-    bounds = list(sysdiff.schemas.formats.conllu.chunk_bounds(data, 100))
-    assert bounds[0][0] == 0 and bounds[-1][1] == len(data) and len(bounds) > 100
-    assert all(end - start <= 100 + 16 for start, end in bounds)
-    assert all(start < end for start, end in bounds)
-    assert data.reach.count(len(data)) <= 2  # only the search for the last chunk's end
-    ends = sorted(end for _, end in bounds)
-    for reached in data.reach:  # every scan stops within a sentence of a chunk's end
-        nearest = ends[min(range(len(ends)), key=lambda i: abs(ends[i] - reached))]
-        assert abs(nearest - reached) <= 16
+def test_tag_file_chunks_never_end_after_a_docstart_line(tmp_path, monkeypatch):
+    import sysdiff.schemas.formats.stable as stable
+    from sysdiff.schemas.formats.spans import after_sentence
+    from sysdiff.schemas.formats.stable import StableFile
+
+    text = "".join(f"-DOCSTART-\tO\n\nw{i}\tB-X\nv{i}\tO\n\n" for i in range(300)).encode()
+    path = tmp_path / "a.tsv"
+    path.write_bytes(text)
+    for look_back in (1 << 20, 9, 30):
+        monkeypatch.setattr(stable, "LOOK_BACK", look_back)
+        with StableFile(path) as f:
+            chunks = list(f.chunks(50, after_sentence))
+        assert b"".join(chunks) == text and len(chunks) > 50
+        assert all(c.startswith(b"-DOCSTART-") for c in chunks)

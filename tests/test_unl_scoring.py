@@ -113,11 +113,13 @@ def test_corpus_precision_recall_f_over_cases() -> None:
     assert set(row) <= set(TABLES["unl_scores"].names)
 
 
-def test_scores_p_zero_when_nothing_returned() -> None:
+def test_scores_p_null_when_nothing_returned() -> None:
+    """No number without data (issue 20): P = correct/returned is NULL when nothing is
+    returned (the UNLarium page says 0); R and F are 0: sentences were expected."""
     exp = read_unl("[S:1]{unl}agt(a,b){/unl}[/S]")
     act = read_unl("[S:1]{unl}agt(a,b)\nobj(c,d){/unl}[/S]")  # disconnected
     (row,) = unl_scores(score_unlization(exp, act)).to_dicts()
-    assert (row["n_returned"], row["precision"], row["recall"], row["f1"]) == (0, 0.0, 0.0, 0.0)
+    assert (row["n_returned"], row["precision"], row["recall"], row["f1"]) == (0, None, 0.0, 0.0)
 
 
 def test_sentence_frame_matches_schema() -> None:

@@ -30,7 +30,7 @@ from sysdiff.transforms.engine import (
     pair_counts,
     transition_counts,
 )
-from sysdiff.transforms.reduce import mcnemar_column, oracle_correct, ratio
+from sysdiff.transforms.reduce import mcnemar_column, nulls, oracle_correct, ratio
 
 NOMINAL = "NOUN"
 PRONOUNS = ["PRP", "PRP$", "WP", "WP$", "PRON"]
@@ -124,10 +124,19 @@ def _present(df: pl.DataFrame, cols: list[str]) -> list[str]:
 
 
 def _prf(tp: pl.Expr, fp_wl: pl.Expr, fn_wl: pl.Expr) -> list[pl.Expr]:
-    p = pl.when(fp_wl + tp > 0).then(tp / (tp + fp_wl)).otherwise(0.0)
-    r = pl.when(fn_wl + tp > 0).then(tp / (tp + fn_wl)).otherwise(0.0)
-    f = pl.when(p + r > 0).then(2 * p * r / (p + r)).otherwise(0.0)
-    return [p.alias("precision"), r.alias("recall"), f.alias("f1")]
+    """P, R, F1; no number without data: P is NULL without a TP+FP+WL mention, R and F1
+    without a TP+FN+WL mention (a key mention with an antecedent)."""
+    p = pl.when(fp_wl + tp > 0).then(tp / (tp + fp_wl))
+    r = pl.when(fn_wl + tp > 0).then(tp / (tp + fn_wl))
+    return [p.alias("precision"), r.alias("recall"), f1_of(r, p).alias("f1")]
+
+
+def f1_of(r: pl.Expr, p: pl.Expr) -> pl.Expr:
+    """2RP/(R+P): NULL when R is NULL (nothing to find), 0 when P is NULL (nothing found)
+    or R + P is 0."""
+    return (pl.when(r.is_null()).then(None)
+            .when(p.is_null() | (r + p == 0)).then(0.0)
+            .otherwise(2 * r * p / (r + p)))
 
 
 def arcs_scores(classes: pl.DataFrame) -> pl.DataFrame:
@@ -264,7 +273,7 @@ def finish_comparison(total: dict, names: list[str], criterion: str, mtypes: lis
     j = np.array([p[1] for p in pc.pairs], np.int64)
     n_diff, fix, brk, changed = (pc.classes[:, k] for k in range(4))
     arr = np.array(names, dtype=object)
-    pairs = pl.DataFrame({
+    pairs = nulls(pl.DataFrame({
         "criterion": [criterion] * (2 * i.size),
         "sys1": np.concatenate([arr[i], arr[j]]).tolist(),
         "sys2": np.concatenate([arr[j], arr[i]]).tolist(),
@@ -273,7 +282,7 @@ def finish_comparison(total: dict, names: list[str], criterion: str, mtypes: lis
         "changed_errors": np.tile(changed, 2),
         "diff": np.tile(ratio(n_diff, pc.n_units), 2),
         "mcnemar_p": np.tile(mcnemar_column(fix, brk), 2),
-    }, schema_overrides={"criterion": pl.String, "sys1": pl.String, "sys2": pl.String})
+    }, schema_overrides={"criterion": pl.String, "sys1": pl.String, "sys2": pl.String}))
     transitions = _transitions(total, arr, i, j, criterion, mtypes)
     return pairs, transitions, _oracle_rows(total, names, criterion, mtypes)
 

@@ -54,11 +54,19 @@ METRIC_COLUMNS = {
 }
 
 
+RATIO_COLUMNS = ("precision", "recall", "f1", "aligned_accuracy")
+
+
 def task_rows(scores: pl.DataFrame, task: str, key_blank: set[str]) -> pl.DataFrame:
     """The rows of the metrics ``task`` reports, each with ``key_data``: false when a column
-    it compares is ``_`` in every key word (``key_blank``)."""
+    it compares is ``_`` in every key word (``key_blank``). Such a metric keeps the figure
+    the official script prints, except when the key has no HEAD: the script cannot read such
+    a key, and every metric of the tree (UAS ... BLEX) is NULL (no number without data)."""
     blank = [m for m, cols in METRIC_COLUMNS.items() if set(cols) & key_blank]
+    treeless = [m for m, cols in METRIC_COLUMNS.items() if "head" in cols and "head" in key_blank]
+    no_tree = pl.col("metric").is_in(treeless)
     return scores.filter(pl.col("metric").is_in(TASK_METRICS[task])).with_columns(
+        *(pl.when(no_tree).then(None).otherwise(pl.col(c)).alias(c) for c in RATIO_COLUMNS),
         key_data=~pl.col("metric").is_in(blank))
 COUNT_COLUMNS = ("correct", "gold_total", "system_total", "aligned_total")
 
@@ -324,8 +332,9 @@ def _children_mismatch_aligned(gold: pl.DataFrame, system: pl.DataFrame,
 
 
 def _ratio(numerator: pl.Expr, denominator: pl.Expr) -> pl.Expr:
-    """numerator / denominator, 0.0 when the denominator is 0 (as the official script)."""
-    return pl.when(denominator > 0).then(numerator / denominator).otherwise(0.0)
+    """numerator / denominator; NULL when the denominator is 0 (the official script prints
+    0.0 there: no number without data)."""
+    return pl.when(denominator > 0).then(numerator / denominator)
 
 
 def conll18_scores(counts: pl.DataFrame) -> pl.DataFrame:
@@ -341,7 +350,7 @@ def conll18_scores(counts: pl.DataFrame) -> pl.DataFrame:
             "metric",
             precision=_ratio(c, s),
             recall=_ratio(c, g),
-            f1=_ratio(2 * c, s + g),
+            f1=pl.when(g > 0).then(_ratio(2 * c, s + g)),  # NULL: no key unit to find
             # Tokens, Sentences and Words have none (the official script leaves it blank)
             aligned_accuracy=pl.when(aligned.is_not_null()).then(_ratio(c, aligned)),
         )

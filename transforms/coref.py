@@ -220,11 +220,17 @@ def _count_rows(t: pl.DataFrame, docs: pl.DataFrame) -> pl.DataFrame:
 
 
 def _ratio(num: pl.Expr, den: pl.Expr) -> pl.Expr:
-    return pl.when(den != 0).then(num / den).otherwise(0.0)
+    """num / den; NULL when den is 0 (the reference scorer prints 0: no number without
+    data)."""
+    return pl.when(den != 0).then(num / den)
 
 
 def _f1(r: pl.Expr, p: pl.Expr) -> pl.Expr:
-    return pl.when(r + p != 0).then(2 * r * p / (r + p)).otherwise(0.0)
+    """F1 of a recall and a precision: NULL without a recall (nothing to find), 0 when
+    nothing was found or both are 0."""
+    return (pl.when(r.is_null()).then(None)
+            .when(p.is_null() | (r + p == 0)).then(0.0)
+            .otherwise(2 * r * p / (r + p)))
 
 
 def coref_scores(counts: pl.DataFrame) -> pl.DataFrame:
@@ -288,13 +294,18 @@ def _blanc(sums: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     if not by:
         c, n = c.with_columns(_g=pl.lit(0)), n.with_columns(_g=pl.lit(0))
     keys = by or ["_g"]
+    # BLANC defines a link kind's P/R without a link as 0 (Recasens & Hovy; the reference
+    # scorer): its figures have data as long as the key has links of either kind
+    parts = [pl.col(x).fill_null(0.0) for x in ("recall", "precision")]
+    c = c.with_columns(parts).with_columns(f1=_f1(pl.col("recall"), pl.col("precision")))
+    n = n.with_columns(parts).with_columns(f1=_f1(pl.col("recall"), pl.col("precision")))
     j = c.join(n, on=keys, suffix="_n")
     has_c, has_n = pl.col("recall_den") != 0, pl.col("recall_den_n") != 0
 
     def pick(col: str) -> pl.Expr:
         both = (pl.col(col) + pl.col(f"{col}_n")) / 2
         return (pl.when(has_c & has_n).then(both).when(has_c).then(pl.col(col))
-                .when(has_n).then(pl.col(f"{col}_n")).otherwise(0.0))
+                .when(has_n).then(pl.col(f"{col}_n")))  # neither: NULL (no link at all)
 
     return j.select(*by, metric=pl.lit("blanc"), recall=pick("recall"),
                     precision=pick("precision"), f1=pick("f1"))

@@ -65,9 +65,10 @@ def history_table(scores: pl.DataFrame, pairs: pl.DataFrame, keys: Sequence[str]
 
 
 def _history_rows(base: dict, name: str, versions: list[tuple[str, str]],
-                  score: dict[str, float], step: dict) -> list[tuple]:
+                  score: dict[str, float | None], step: dict) -> list[tuple]:
     """The rows of one history: each version against its predecessor and its best
-    predecessor (the earliest of equal best scores)."""
+    predecessor (the earliest of equal best scores; a version without a score (NULL: not
+    evaluated) is never the best, and every delta from or to it is NULL)."""
     rows = []
     previous = best = None
     for position, (version, system) in enumerate(versions, start=1):
@@ -81,7 +82,7 @@ def _history_rows(base: dict, name: str, versions: list[tuple[str, str]],
                      best and best.partition("@")[2],
                      score[best] if best else None, top[0], top[4]))
         previous = system
-        if best is None or s > score[best]:
+        if s is not None and (best is None or s > score[best]):
             best = system
     return rows
 
@@ -91,7 +92,8 @@ def _step(before: str | None, system: str, score: dict[str, float], step: dict) 
     if before is None:
         return (None,) * 5
     counts = step.get((before, system), (None,) * 4)
-    return (score[system] - score[before], *counts)
+    a, b = score[system], score[before]
+    return (None if a is None or b is None else a - b, *counts)
 
 
 def _schema(scores: pl.DataFrame, keys: Sequence[str]) -> dict:

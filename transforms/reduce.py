@@ -3,11 +3,15 @@
 Every function takes the :class:`~sysdiff.transforms.counts.Counts` of a whole corpus (the
 sum over its shards) and the names of the systems, labels and groups its codes stand for.
 Pair tables hold both directions of every pair: (sys1, sys2) and (sys2, sys1).
+
+No number without data: a ratio whose denominator is 0 is NULL (never 0), and so is every
+score of a system that lacks the view's column (``missing``: its labels are all ``_``), with
+the deltas and p-values that compare such a score; counts stay as counted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from itertools import combinations
 
 import numpy as np
@@ -34,33 +38,60 @@ _MIRROR = np.array([1, 0, 2])  # a correction from i to j is a new error from j 
 
 
 def ratio(num: np.ndarray | int, den: np.ndarray | int) -> np.ndarray:
-    """num / den, 0 where den is 0."""
+    """num / den, NaN (stored as NULL: no number without data) where den is 0."""
     num, den = np.asarray(num, np.float64), np.asarray(den, np.float64)
-    return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den > 0)
+    out = np.full(np.broadcast(num, den).shape, np.nan)
+    return np.divide(num, den, out=out, where=den > 0)
 
 
-def scores_frame(c: Counts, names: Sequence[str]) -> pl.DataFrame:
-    """Accuracy and sentence exact match per system (METRICS 1.2)."""
+def nulls(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` with every float NaN (a ratio without data, :func:`ratio`) as NULL."""
+    return df.fill_nan(None)
+
+
+def without(values: np.ndarray, missing: np.ndarray) -> np.ndarray:
+    """Float ``values`` with NaN in the rows (first axis: systems) flagged ``missing``."""
+    out = np.array(values, np.float64)
+    out[np.asarray(missing, bool)] = np.nan
+    return out
+
+
+def missing_mask(names: Sequence[str], missing: Collection[str] = ()) -> np.ndarray:
+    """(N,) True for the systems that lack the view's column."""
+    return np.array([s in missing for s in names], bool).reshape(len(names))
+
+
+def scores_frame(c: Counts, names: Sequence[str], missing: Collection[str] = ()
+                 ) -> pl.DataFrame:
+    """Accuracy and sentence exact match per system (METRICS 1.2); NULL for a system that
+    lacks the view's column (``missing``) and when the view has no evaluable unit (a sentence
+    without one counts as exact, but a corpus without one is not evaluated)."""
     n = len(names)
-    return pl.DataFrame({
+    gone = missing_mask(names, missing)
+    exact = ratio(c.exact, c.n_sents) if c.n_units else np.full(n, np.nan)
+    return nulls(pl.DataFrame({
         "system": list(names), "n_units": np.full(n, c.n_units, np.int64),
-        "n_correct": c.correct, "accuracy": ratio(c.correct, c.n_units),
+        "n_correct": c.correct, "accuracy": without(ratio(c.correct, c.n_units), gone),
         "n_sents": np.full(n, c.n_sents, np.int64), "n_sents_exact": c.exact,
-        "sent_exact": ratio(c.exact, c.n_sents),
-    }, schema_overrides={"system": pl.String})
+        "sent_exact": without(exact, gone), "missing": gone,
+    }, schema_overrides={"system": pl.String}))
 
 
-def labels_frame(c: Counts, names: Sequence[str], groups: Sequence[str]) -> pl.DataFrame:
-    """Per gold label accuracy of every system (labels with at least one unit)."""
+def labels_frame(c: Counts, names: Sequence[str], groups: Sequence[str],
+                 missing: Collection[str] = ()) -> pl.DataFrame:
+    """Per gold label accuracy of every system (labels with at least one unit; NULL for a
+    system that lacks the view's column)."""
     present = np.flatnonzero(c.gold_n)
     n, k = len(names), present.size
-    return pl.DataFrame({
+    acc = without(ratio(c.labels[:, present], c.gold_n[present]).reshape(n, k),
+                  missing_mask(names, missing))
+    return nulls(pl.DataFrame({
         "system": np.repeat(np.array(names, dtype=object), k).tolist(),
         "gold_label": [groups[g] for g in present] * n,
         "n": np.tile(c.gold_n[present], n),
         "n_correct": c.labels[:, present].ravel(),
-        "accuracy": ratio(c.labels[:, present], c.gold_n[present]).ravel(),
-    }, schema_overrides={"system": pl.String, "gold_label": pl.String})
+        "accuracy": acc.ravel(),
+    }, schema_overrides={"system": pl.String, "gold_label": pl.String}))
 
 
 def priority(c: Counts) -> list[int]:
@@ -71,25 +102,31 @@ def priority(c: Counts) -> list[int]:
 def majority_frame(c: Counts, names: Sequence[str]) -> pl.DataFrame:
     """Correct units of the majority vote, ties settled by :func:`priority`."""
     right = settle_majority(c.majority, priority(c), len(names)) if names else 0
-    return pl.DataFrame({"systems": [sorted(names)], "n_units": [c.n_units],
-                         "n_correct": [right], "accuracy": [float(ratio(right, c.n_units))]},
-                        schema_overrides={"systems": pl.List(pl.String)})
+    return nulls(pl.DataFrame({"systems": [sorted(names)], "n_units": [c.n_units],
+                               "n_correct": [right],
+                               "accuracy": [float(ratio(right, c.n_units))]},
+                              schema_overrides={"systems": pl.List(pl.String)}))
 
 
 # ------------------------------------------------------------------------------ pairs
 
 
 def pair_rows(pc: PairCounts, names: Sequence[str], correct: np.ndarray, n_units: int,
-              trials: int = AR_TRIALS, seed: int = 0) -> pl.DataFrame:
+              trials: int = AR_TRIALS, seed: int = 0, missing: Collection[str] = ()
+              ) -> pl.DataFrame:
     """The ``pairs`` table: both directions of every pair, with diff, delta accuracy,
-    McNemar and approximate randomization p-values (METRICS 1.3-1.6)."""
+    McNemar and approximate randomization p-values (METRICS 1.3-1.6). Without an evaluable
+    unit, or with a system that lacks the view's column, the delta and its p-values are
+    NULL (and the diff without a unit)."""
     i = np.array([p[0] for p in pc.pairs], np.int64)
     j = np.array([p[1] for p in pc.pairs], np.int64)
     n_diff, fix, brk, changed = (pc.classes[:, k] for k in range(4))
-    acc = ratio(correct, n_units)
+    acc = without(ratio(correct, n_units), missing_mask(names, missing))
+    tested = ~np.isnan(acc[i] - acc[j]) & (pc.n_units > 0)
     mcnemar = np.array([mcnemar_exact(int(a), int(b)) for a, b in zip(fix, brk, strict=True)])
     ar = np.array(map_cores(lambda s: randomization_from_histogram(
         *decode_sentence_differences(s), trials, seed), pc.sent_diffs), np.float64)
+    mcnemar, ar = np.where(tested, mcnemar, np.nan), np.where(tested, ar, np.nan)
     decomposition = pc.decomposition
     cols = {
         "sys1": _names(names, i, j), "sys2": _names(names, j, i),
@@ -104,7 +141,7 @@ def pair_rows(pc: PairCounts, names: Sequence[str], correct: np.ndarray, n_units
     for k, name in enumerate(("diff_head_only", "diff_label_only", "diff_both")):
         cols[name] = (np.tile(decomposition[:, k], 2) if decomposition is not None
                       else pl.Series([None] * 2 * len(pc.pairs), dtype=pl.Int64))
-    return pl.DataFrame(cols, schema_overrides={"sys1": pl.String, "sys2": pl.String})
+    return nulls(pl.DataFrame(cols, schema_overrides={"sys1": pl.String, "sys2": pl.String}))
 
 
 def _names(names: Sequence[str], first: np.ndarray, then: np.ndarray) -> list[str]:
@@ -160,17 +197,18 @@ def class_counts_by_group(pc: PairCounts, n_groups: int, n_labels: int) -> np.nd
 
 def bucket_frames(units: dict[str, np.ndarray], correct: dict[str, np.ndarray],
                   pair_classes: dict[str, np.ndarray], pc: PairCounts | None,
-                  names: Sequence[str], bucket_names: dict[str, list[str]]
-                  ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Scores per bucket and system (``units[kind]`` (K,), ``correct[kind]`` (N, K)), and
-    change classes per bucket and ordered pair (``pair_classes[kind]`` (P, 3, K)); only
-    buckets with units."""
+                  names: Sequence[str], bucket_names: dict[str, list[str]],
+                  missing: Collection[str] = ()) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Scores per bucket and system (``units[kind]`` (K,), ``correct[kind]`` (N, K); NULL
+    for a system that lacks the view's column), and change classes per bucket and ordered
+    pair (``pair_classes[kind]`` (P, 3, K)); only buckets with units."""
     scores, pairs = [], []
+    gone = missing_mask(names, missing)
     for kind, n_units in units.items():
         present = np.flatnonzero(n_units)
         ids = [bucket_names[kind][b] for b in present]
         scores.append(_bucket_scores(kind, ids, n_units[present], correct[kind][:, present],
-                                     names))
+                                     names, gone))
         if pc is not None and pc.pairs:
             pairs.append(_bucket_pairs(kind, ids, n_units[present],
                                        pair_classes[kind][:, :, present], pc, names))
@@ -179,14 +217,14 @@ def bucket_frames(units: dict[str, np.ndarray], correct: dict[str, np.ndarray],
 
 
 def _bucket_scores(kind: str, ids: list[str], units: np.ndarray, correct: np.ndarray,
-                   names: Sequence[str]) -> pl.DataFrame:
+                   names: Sequence[str], gone: np.ndarray) -> pl.DataFrame:
     n, k = len(names), len(ids)
-    return pl.DataFrame({
+    return nulls(pl.DataFrame({
         "kind": [kind] * (n * k), "bucket": ids * n,
         "system": np.repeat(np.array(names, dtype=object), k).tolist(),
         "n_units": np.tile(units, n).astype(np.int64), "n_correct": correct.ravel(),
-        "accuracy": ratio(correct, units).ravel(),
-    }, schema_overrides={"system": pl.String, "bucket": pl.String})
+        "accuracy": without(ratio(correct, units).reshape(n, k), gone).ravel(),
+    }, schema_overrides={"system": pl.String, "bucket": pl.String}))
 
 
 def _bucket_pairs(kind: str, ids: list[str], units: np.ndarray, counts: np.ndarray,
@@ -257,10 +295,12 @@ def oracle_correct(oc: OracleCounts, labels: np.ndarray,
 
 def oracle_frames(oc: OracleCounts, names: Sequence[str], groups: Sequence[str],
                   gold_n: np.ndarray, labels: np.ndarray, union: np.ndarray | None = None,
-                  subset_ids: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
+                  subset_ids: bool = False, missing: Collection[str] = ()
+                  ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``oracles`` (every subset of :func:`oracle_subsets`, with the best single member and
-    the gain over it) and ``oracle_labels`` (per gold label; above MAX_ALL_SUBSETS only for
-    each system, the best pair, every leave-one-out subset and the full set).
+    the gain over it; NULL without an evaluable unit, or for a subset of systems that all
+    lack the view's column) and ``oracle_labels`` (per gold label; above MAX_ALL_SUBSETS only
+    for each system, the best pair, every leave-one-out subset and the full set).
 
     With ``subset_ids``, ``oracle_labels`` holds ``subset`` (``[k]``: the subset's index in
     :func:`oracle_subsets`) instead of ``systems``: its rows hold about N names each, so the
@@ -272,12 +312,14 @@ def oracle_frames(oc: OracleCounts, names: Sequence[str], groups: Sequence[str],
     n_units = int(gold_n.sum())
     best = np.array([single[list(s)].max() for s in subs], np.int64)
     systems = [sorted(names[i] for i in s) for s in subs]
-    oracles = pl.DataFrame({
+    gone = missing_mask(names, missing)
+    unscored = np.array([bool(gone[list(s)].all()) for s in subs], bool)
+    oracles = nulls(pl.DataFrame({
         "systems": systems, "n_systems": [len(s) for s in subs],
         "n_units": np.full(len(subs), n_units, np.int64), "n_correct": total,
-        "accuracy": ratio(total, n_units), "best_single": best,
-        "gain": (total - best) / max(n_units, 1),
-    }, schema_overrides={"systems": pl.List(pl.String)})
+        "accuracy": without(ratio(total, n_units), unscored), "best_single": best,
+        "gain": without(ratio(total - best, n_units), unscored),
+    }, schema_overrides={"systems": pl.List(pl.String)}))
     keep = np.array(_label_subsets(subs, total, len(names)), np.int64)
     present = np.flatnonzero(gold_n)
     k = present.size

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
@@ -24,21 +24,45 @@ SPAN_COLUMNS = {"sent": pl.Int32, "start": pl.Int32, "end": pl.Int32, "type": pl
 @dataclass(frozen=True)
 class Decoded:
     """Spans as token row ranges ``first..last`` (inclusive), and what the tags say about
-    their scheme: ``n_ill_formed`` segments the strict rule of their scheme drops (an I-X
-    that starts a span; under BIOES one that is not B-X ... E-X or S-X), whether E-/S- tags
-    occur, and whether an I-X starts a span (IOB1)."""
+    their scheme: the decoded segments the strict rule of IOB2 (a span starts with B-X) and
+    of BIOES (B-X ... E-X, or S-X) would drop, whether E-/S- tags occur, whether an I-X
+    starts a span (IOB1 style) and whether a B-X starts one where IOB1 writes I-X (after O,
+    another type or a sentence start: IOB2 style)."""
 
     first: np.ndarray
     last: np.ndarray
-    n_ill_formed: int
+    n_not_iob2: int
+    n_not_bioes: int
     has_es: bool
     has_i_start: bool
+    has_b_start: bool
+    scheme: str = "auto"
 
     @property
     def detected(self) -> str:
-        """The scheme the tags follow: bioes (E-/S- tags), iob1 (an I-X starts a span) or
-        iob2."""
-        return "bioes" if self.has_es else "iob1" if self.has_i_start else "iob2"
+        """The scheme the tags follow: bioes (E-/S- tags), iob1 (spans start with I-X, B-X
+        only between two spans of one type) or iob2 (anything else: spans start with B-X,
+        and an I-X that starts one is ill-formed)."""
+        return detected_scheme(self.has_es, self.has_i_start, self.has_b_start)
+
+    @property
+    def n_ill_formed(self) -> int:
+        """Segments ill-formed under the scheme in effect (``auto``: the one detected)."""
+        return ill_formed(self.scheme, self.detected, self.n_not_iob2, self.n_not_bioes)
+
+
+def detected_scheme(has_es: bool, has_i_start: bool, has_b_start: bool) -> str:
+    """bioes with E-/S- tags; iob1 when spans start with I-X and never with a B-X that
+    IOB1 would write I-X; else iob2."""
+    return "bioes" if has_es else "iob1" if has_i_start and not has_b_start else "iob2"
+
+
+def ill_formed(scheme: str, detected: str, n_not_iob2: int, n_not_bioes: int) -> int:
+    """Segments ill-formed under ``scheme`` (``auto``: ``detected``): none under IOB1 (an
+    I-X after O or another type starts a span there), the segments that do not start with
+    B-X under IOB2, those that are not B-X ... E-X or S-X under BIOES."""
+    rule = detected if scheme == "auto" else scheme
+    return {"iob1": 0, "iob2": n_not_iob2, "bioes": n_not_bioes}[rule]
 
 
 def decode(prefix: np.ndarray, type_code: np.ndarray, sent: np.ndarray,
@@ -55,22 +79,22 @@ def decode(prefix: np.ndarray, type_code: np.ndarray, sent: np.ndarray,
         prev_p[1:], prev_t[1:] = prefix[:-1], type_code[:-1]
         new_sent = np.r_[True, sent[1:] != sent[:-1]]
         prev_p[new_sent] = P_O
-    link = (((prefix == P_I) | (prefix == P_E)) & ((prev_p == P_B) | (prev_p == P_I))
-            & (type_code == prev_t))
+    inside = ((prev_p == P_B) | (prev_p == P_I)) & (type_code == prev_t)  # a span of its type
+    link = ((prefix == P_I) | (prefix == P_E)) & inside
     tagged = prefix != P_O
     first = np.flatnonzero(tagged & ~link)
     breaks = np.flatnonzero(~link)      # every row that does not continue the row before
     nxt = np.searchsorted(breaks, first, side="right")
     last = np.where(nxt < breaks.size, breaks[np.minimum(nxt, breaks.size - 1)] - 1, n - 1)
     p_first, p_last = prefix[first], prefix[last]
-    has_es = bool(((prefix == P_E) | (prefix == P_S)).any())
-    strict = ((p_first == P_S) | ((p_first == P_B) & (p_last == P_E)) if has_es
-              else p_first == P_B)
-    keep = {"auto": None, "iob1": None, "iob2": p_first == P_B,
-            "bioes": (p_first == P_S) | ((p_first == P_B) & (p_last == P_E))}[scheme]
+    bioes = (p_first == P_S) | ((p_first == P_B) & (p_last == P_E))
+    keep = {"auto": None, "iob1": None, "iob2": p_first == P_B, "bioes": bioes}[scheme]
+    d = Decoded(first, last, int((p_first != P_B).sum()), int((~bioes).sum()),
+                bool(((prefix == P_E) | (prefix == P_S)).any()), bool((p_first == P_I).any()),
+                bool(((p_first == P_B) & ~inside[first]).any()), scheme)
     if keep is not None:
-        first, last = first[keep], last[keep]
-    return Decoded(first, last, int((~strict).sum()), has_es, bool((p_first == P_I).any()))
+        d = replace(d, first=first[keep], last=last[keep])
+    return d
 
 
 def map_types(tokens: pl.DataFrame, mapping: Mapping[str, str]) -> pl.DataFrame:

@@ -12,7 +12,13 @@ import polars as pl
 
 from sysdiff.schemas.vocabulary import SPAN_CLASSES
 from sysdiff.transforms.counts import Sparse
-from sysdiff.transforms.reduce import mcnemar_column, oracle_correct, oracle_subsets, ratio
+from sysdiff.transforms.reduce import (
+    mcnemar_column,
+    nulls,
+    oracle_correct,
+    oracle_subsets,
+    ratio,
+)
 from sysdiff.transforms.significance import map_cores
 from sysdiff.transforms.spans import _D, SPURIOUS, SpanCounts
 
@@ -23,9 +29,12 @@ ALL = "ALL"
 
 def prf(correct: np.ndarray, gold: np.ndarray, pred: np.ndarray
         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Precision, recall and F1 (0 where undefined, as conlleval and seqeval give)."""
+    """Precision, recall and F1. No number without data: P is NaN (NULL) without a predicted
+    span, R and F1 without a key span (conlleval and seqeval print 0 there); with key spans,
+    F1 is 0 when nothing is correct (or nothing predicted)."""
     p, r = ratio(correct, pred), ratio(correct, gold)
-    return p, r, ratio(2 * p * r, p + r)
+    f = ratio(2 * p * r, p + r)
+    return p, r, np.where(np.asarray(gold) > 0, np.nan_to_num(f, nan=0.0), np.nan)
 
 
 def score_rows(c: SpanCounts, names: Sequence[str], types: Sequence[str]) -> pl.DataFrame:
@@ -43,7 +52,7 @@ def score_rows(c: SpanCounts, names: Sequence[str], types: Sequence[str]) -> pl.
             "type": [ALL, *(t for t, k in zip(types, keep[1:], strict=True) if k)],
             "n_gold": gold[keep], "n_pred": pred[keep], "n_correct": right[keep],
             "precision": p[keep], "recall": r[keep], "f1": f[keep]},
-            schema_overrides={"system": pl.String, "type": pl.String}))
+            schema_overrides={"system": pl.String, "type": pl.String}).pipe(nulls))
     return pl.concat(rows) if rows else pl.DataFrame()
 
 
@@ -71,16 +80,21 @@ def pair_rows(c: SpanCounts, names: Sequence[str], trials: int, seed: int) -> pl
                                 gold, trials, seed)
 
     ar = np.array(map_cores(ar_p, zip(c.sent_f1, pc.pairs, strict=True)), np.float64)
+    # without a key span F1 is NULL, and so are its delta and the tests of the pair
+    tested = ~np.isnan(f1[i] - f1[j]) & (pc.n_units > 0)
+    mcnemar = np.where(tested, mcnemar_column(fix, brk), np.nan)
+    ar = np.where(tested, ar, np.nan)
     arr = np.array(names, dtype=object)
-    return pl.DataFrame({
+    return nulls(pl.DataFrame({
         "sys1": np.concatenate([arr[i], arr[j]]).tolist(),
         "sys2": np.concatenate([arr[j], arr[i]]).tolist(),
         "n_units": np.tile(pc.n_units, 2), "n_diff": np.tile(n_diff, 2),
         "corrections": np.concatenate([fix, brk]), "new_errors": np.concatenate([brk, fix]),
-        "changed_errors": np.tile(changed, 2), "diff": np.tile(ratio(n_diff, pc.n_units), 2),
+        "changed_errors": np.tile(changed, 2), "diff": np.tile(
+            np.where(pc.n_units > 0, ratio(n_diff, pc.n_units), np.nan), 2),
         "delta_f1": np.concatenate([f1[j] - f1[i], f1[i] - f1[j]]),
-        "mcnemar_p": np.tile(mcnemar_column(fix, brk), 2), "ar_p": np.tile(ar, 2),
-    }, schema_overrides={"sys1": pl.String, "sys2": pl.String})
+        "mcnemar_p": np.tile(mcnemar, 2), "ar_p": np.tile(ar, 2),
+    }, schema_overrides={"sys1": pl.String, "sys2": pl.String}))
 
 
 def _decode_f1(s: Sparse) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -151,7 +165,7 @@ def oracle_rows(c: SpanCounts, names: Sequence[str], types: Sequence[str]) -> pl
     single = np.concatenate([c.correct.sum(axis=1, keepdims=True), c.correct[:, keep]], axis=1)
     best = np.stack([single[list(s)].max(axis=0) for s in subs]) if subs else got
     k = len(label)
-    return pl.DataFrame({
+    return nulls(pl.DataFrame({
         "systems": [sorted(names[x] for x in s) for s in subs for _ in range(k)],
         "n_systems": np.repeat([len(s) for s in subs], k).astype(np.int64),
         "type": label * len(subs), "n_gold": np.tile(n_rows, len(subs)).astype(np.int64),
@@ -159,7 +173,7 @@ def oracle_rows(c: SpanCounts, names: Sequence[str], types: Sequence[str]) -> pl
         "recall": ratio(got, n_rows[None, :]).ravel(),
         "best_single": best.ravel().astype(np.int64),
         "gain": ratio(got - best, n_rows[None, :]).ravel(),
-    }, schema_overrides={"systems": pl.List(pl.String), "type": pl.String})
+    }, schema_overrides={"systems": pl.List(pl.String), "type": pl.String}))
 
 
 def class_count_rows(c: SpanCounts, names: Sequence[str], types: Sequence[str]

@@ -149,7 +149,9 @@ class SpanCounts:
 
 
 def type_codes(spans: pl.DataFrame, types: Sequence[str]) -> np.ndarray:
-    """The codes (into ``types``) of the spans' types."""
+    """The codes (into ``types``) of the spans' types (int64, also when there is none)."""
+    if not spans.height:
+        return np.zeros(0, np.int64)
     return spans["type"].replace_strict(list(types), list(range(len(types))),
                                         return_dtype=pl.Int64).to_numpy()
 

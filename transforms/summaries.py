@@ -23,11 +23,12 @@ ALPHA = 0.05
 
 def leaderboard(scores: pl.DataFrame) -> pl.DataFrame:
     """Per system: rank (1 = best; ties share a rank), accuracy and sentence exact match,
-    best first (ties by name)."""
+    best first (ties by name); a system without a score (NULL: not evaluated) has no rank
+    and comes last."""
     return scores.select(
         pl.col("accuracy").rank("min", descending=True).cast(pl.Int64).alias("rank"),
         "system", "n_correct", "n_units", "accuracy", "n_sents_exact", "n_sents", "sent_exact",
-    ).sort(["accuracy", "system"], descending=[True, False])
+    ).sort(["accuracy", "system"], descending=[True, False], nulls_last=True)
 
 
 def score_name(view: str, punct: bool | None = None, task: str | None = None) -> str:
@@ -48,9 +49,9 @@ def score_name(view: str, punct: bool | None = None, task: str | None = None) ->
 
 def oriented_pairs(pairs: pl.DataFrame) -> pl.DataFrame:
     """One row per unordered pair, directed from the less to the more accurate system
-    (equal accuracy: by name), most different first."""
-    keep = (pl.col("delta_acc") > 0) | ((pl.col("delta_acc") == 0)
-                                        & (pl.col("sys1") < pl.col("sys2")))
+    (equal accuracy, or a NULL delta: by name), most different first."""
+    delta = pl.col("delta_acc")
+    keep = (delta > 0) | ((delta.is_null() | (delta == 0)) & (pl.col("sys1") < pl.col("sys2")))
     return pairs.filter(keep & (pl.col("sys1") != pl.col("sys2"))).sort(
         ["diff", "sys1", "sys2"], descending=[True, False, False])
 
@@ -182,7 +183,8 @@ def oracle_table(oracles: pl.DataFrame) -> pl.DataFrame:
     return oracles.select(
         pl.col("systems").list.sort().list.join(" + ").alias("systems"), "n_systems",
         "n_correct", "n_units", "accuracy",
-        (pl.col("best_single") / pl.col("n_units")).alias("best_single"), "gain",
+        pl.when(pl.col("n_units") > 0).then(pl.col("best_single") / pl.col("n_units"))
+        .alias("best_single"), "gain",
     ).sort(["n_systems", "accuracy", "systems"], descending=[False, True, False])
 
 
@@ -221,11 +223,14 @@ def read_subsets(oracles: pl.DataFrame, systems: list[str], pairs: int = 5) -> p
         ["systems"], keep="first", maintain_order=True)
 
 
-def marginal_gains(oracles: pl.DataFrame, systems: list[str] | None = None) -> pl.DataFrame:
+def marginal_gains(oracles: pl.DataFrame, systems: list[str] | None = None,
+                   missing: list[str] = ()) -> pl.DataFrame:
     """Per system: oracle(all) - oracle(all without it), from the stored full-set and
     leave-one-out rows of ``oracles`` (columns systems, n_correct, n_units). ``systems``
     defaults to the largest stored subset. Columns: system, oracle_all, oracle_without,
-    gain (a fraction of the units), units_gained; largest gain first."""
+    gain (a fraction of the units), units_gained; largest gain first. No number without
+    data: without a unit every rate is NULL, and so are the gains of the ``missing``
+    systems (those that lack the view's column)."""
     schema = {"system": pl.String, "oracle_all": pl.Float64, "oracle_without": pl.Float64,
               "gain": pl.Float64, "units_gained": pl.Int64}
     if systems is None:
@@ -240,15 +245,22 @@ def marginal_gains(oracles: pl.DataFrame, systems: list[str] | None = None) -> p
     loo = oracles.filter((pl.col("systems").list.len() == len(systems) - 1)
                          & (pl.col("systems").list.set_difference(pl.lit(sorted(systems)))
                             .list.len() == 0))
+    system = pl.lit(sorted(systems)).list.set_difference(pl.col("systems")).list.first()
+    scored = pl.lit(n_units > 0) & ~system.is_in(list(missing))
+
+    def rate(x: pl.Expr) -> pl.Expr:
+        return pl.when(pl.lit(n_units > 0)).then(x / max(n_units, 1))
+
     return loo.select(
-        pl.lit(sorted(systems)).list.set_difference(pl.col("systems")).list.first()
-        .alias("system"),
-        pl.lit(all_correct / n_units).alias("oracle_all"),
-        (pl.col("n_correct") / n_units).alias("oracle_without"),
-        ((all_correct - pl.col("n_correct")) / n_units).alias("gain"),
-        (all_correct - pl.col("n_correct")).cast(pl.Int64).alias("units_gained"),
+        system.alias("system"),
+        rate(pl.lit(all_correct)).alias("oracle_all"),
+        rate(pl.col("n_correct")).alias("oracle_without"),
+        pl.when(scored).then(rate(all_correct - pl.col("n_correct"))).alias("gain"),
+        pl.when(scored).then(all_correct - pl.col("n_correct")).cast(pl.Int64)
+        .alias("units_gained"),
     ).unique("system", keep="first").cast(schema).sort(["gain", "system"],
-                                                       descending=[True, False])
+                                                       descending=[True, False],
+                                                       nulls_last=True)
 
 
 # ----------------------------------------------------------------------------- coreference
@@ -338,12 +350,15 @@ def history_rows(history: pl.DataFrame, alpha: float = ALPHA) -> pl.DataFrame:
 
 def history_summary(rows: pl.DataFrame) -> pl.DataFrame:
     """Per task, view and name (rows of ``history_rows``): number of versions, the latest
-    version and score, the best version and score, and the significant gains and losses."""
+    version and score, the best version and score (a version without a score, NULL, is never
+    the best: null when none has one), and the significant gains and losses."""
     return rows.group_by("task", "view", "name", maintain_order=True).agg(
         pl.len().alias("versions"),
         pl.col("version").last().alias("latest"), pl.col("score").last().alias("latest_score"),
-        pl.col("version").sort_by("score", "position", descending=[True, False]).first()
-        .alias("best"),
+        pl.col("version").filter(pl.col("score").is_not_null())
+        .sort_by(pl.col("score").filter(pl.col("score").is_not_null()),
+                 pl.col("position").filter(pl.col("score").is_not_null()),
+                 descending=[True, False]).first().alias("best"),
         pl.col("score").max().alias("best_score"),
         (pl.col("step") > 0).sum().alias("gains"), (pl.col("step") < 0).sum().alias("losses"),
     )

@@ -15,7 +15,7 @@ sum.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,6 +91,14 @@ def label_counts(words: pl.DataFrame) -> pl.DataFrame:
         .group_by("label").agg(pl.len().cast(pl.Int64).alias("n"))
         .select(pl.lit(c).alias("field"), "label", "n")
         for c in (*LABEL_FIELDS, "head")]))
+
+
+def blank_columns(counts: pl.DataFrame, system: str) -> set[str]:
+    """The columns (fields of :func:`label_counts` rows ``system, field, label, n``) whose
+    every value is ``_`` in ``system``'s file."""
+    mine = counts.filter(pl.col("system") == system)
+    have = set(mine.filter(pl.col("label") != BLANK)["field"].to_list())
+    return set(mine["field"].to_list()) - have
 
 
 def apply_mapping(words: pl.DataFrame, mapping: Mapping[str, str]) -> pl.DataFrame:
@@ -189,25 +197,28 @@ def shard_counts(words: ShardWords, views: Sequence[str], vocab: Vocab,
 
 
 def view_tables(c: Counts, view: str, names: Sequence[str], vocab: Vocab,
-                trials: int, seed: int, subset_ids: bool = False) -> dict[str, pl.DataFrame]:
+                trials: int, seed: int, subset_ids: bool = False,
+                missing: Collection[str] = ()) -> dict[str, pl.DataFrame]:
     """The tables of one view setting from the counts of the whole corpus (without their
     corpus/view/punct/options columns); pair tables only for the pairs counted, corpus
     tables (oracles, difficulty, majority) only when they were counted. ``subset_ids``:
-    see :func:`~sysdiff.transforms.reduce.oracle_frames`."""
+    see :func:`~sysdiff.transforms.reduce.oracle_frames`; ``missing``: the systems whose
+    column of the view is all ``_`` (their scores are NULL, flagged ``missing``)."""
     labels = vocab.labels[VIEWS[view].label]
     names = list(names)
-    out = {"scores": reduce.scores_frame(c, names),
-           "labels": reduce.labels_frame(c, names, labels)}
-    out["buckets"], out["bucket_pairs"] = _buckets(c, names, len(labels))
+    out = {"scores": reduce.scores_frame(c, names, missing),
+           "labels": reduce.labels_frame(c, names, labels, missing)}
+    out["buckets"], out["bucket_pairs"] = _buckets(c, names, len(labels), missing)
     if c.pairs is not None and c.pairs.pairs:
-        out["pairs"] = reduce.pair_rows(c.pairs, names, c.correct, c.n_units, trials, seed)
+        out["pairs"] = reduce.pair_rows(c.pairs, names, c.correct, c.n_units, trials, seed,
+                                        missing)
     if c.oracle is not None:
         union = None
         if c.oracle.masks is None:
             union = reduce.union_from_classes(c.labels, c.pairs, c.oracle, c.gold_n.size,
                                               len(labels))
         out["oracles"], out["oracle_labels"] = reduce.oracle_frames(
-            c.oracle, names, labels, c.gold_n, c.labels, union, subset_ids)
+            c.oracle, names, labels, c.gold_n, c.labels, union, subset_ids, missing)
         out["difficulty"] = reduce.difficulty_frame(c.oracle, labels)
         out["majority"] = reduce.majority_frame(c, names)
     return out
@@ -221,7 +232,7 @@ def change_blocks(c: Counts, view: str, names: Sequence[str], vocab: Vocab
         yield from reduce.change_blocks(c.pairs, list(names), labels, len(labels))
 
 
-def _buckets(c: Counts, names: list[str], n_labels: int
+def _buckets(c: Counts, names: list[str], n_labels: int, missing: Collection[str] = ()
              ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per-bucket scores and pair classes: sentence length and dependency distance from the
     shards, gold label frequency from the summed per-label counts."""
@@ -231,7 +242,7 @@ def _buckets(c: Counts, names: list[str], n_labels: int
         by_pair["label_freq"] = pair_classes
     return reduce.bucket_frames({**c.bucket_units, "label_freq": units},
                                 {**c.bucket_correct, "label_freq": correct}, by_pair, c.pairs,
-                                names, BUCKET_NAMES)
+                                names, BUCKET_NAMES, missing)
 
 
 def evaluate_words(key: pl.DataFrame, systems: Mapping[str, pl.DataFrame],
@@ -254,9 +265,12 @@ def evaluate_words(key: pl.DataFrame, systems: Mapping[str, pl.DataFrame],
         first_sent=0, n_sents=int(rank.max() + 1) if rank.len() else 0,
         sent_lengths=np.bincount(rank.to_numpy()).astype(np.int64), fmt=fmt)
     pairs = engine.all_pairs(len(names))
+    blank = {s: blank_columns(counts, s) for s in [KEY_ID, *names]}
     out = {}
     for key_, c in shard_counts(words, views, vocab, pairs, True).items():
-        tables = view_tables(c, key_[0], names, vocab, trials, seed)
+        columns = set(VIEWS[key_[0]].columns)  # flagged where the key has labels
+        missing = {s for s in names if columns & blank[s] and not columns & blank[KEY_ID]}
+        tables = view_tables(c, key_[0], names, vocab, trials, seed, missing=missing)
         blocks = list(change_blocks(c, key_[0], names, vocab))
         tables["changes"] = pl.concat(blocks) if blocks else pl.DataFrame()
         out[key_] = tables

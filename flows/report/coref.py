@@ -10,7 +10,16 @@ import polars as pl
 
 from sysdiff.flows.report.charts import CLASS_NAMES, class_bars_svg, heatmap
 from sysdiff.flows.report.data import TOP_WORDS, CorefData, Read, load_coref
-from sysdiff.flows.report.html import esc, mix, pct, table_html, td, transition_matrix_html
+from sysdiff.flows.report.html import (
+    NO_DATA,
+    esc,
+    mix,
+    pct,
+    points,
+    table_html,
+    td,
+    transition_matrix_html,
+)
 from sysdiff.flows.report.tokens import ALL_PAIRS, PAIR_DETAILS, TOP_PAIRS, cls_col
 from sysdiff.schemas.vocabulary import ARCS_CLASSES as ARCS
 from sysdiff.schemas.vocabulary import CLASSES, CRITERIA
@@ -85,17 +94,18 @@ def arcs_html(arcs: pl.DataFrame, criterion: str, systems: list[str]) -> str:
 
 
 def _share(n: int, d: int) -> str:
-    return f"{100 * n / d:.2f}" if d else "0.00"
+    """n / d as a percent with its sign, or no data (—) when d is 0."""
+    return f"{100 * n / d:.2f}%" if d else NO_DATA
 
 
 def coref_summary_html(pair: dict) -> str:
     """The paper's pair summary: difference, then the change classes with their shares."""
     n_diff, n = pair["n_diff"], pair["n_mentions"]
     parts = " ".join(f'<span class="{cls}">{CLASS_NAMES[cls]}: '
-                     f'{_share(pair[cls_col(cls)], n_diff)}% ({pair[cls_col(cls)]})</span>'
+                     f'{_share(pair[cls_col(cls)], n_diff)} ({pair[cls_col(cls)]})</span>'
                      for cls in CLASSES)
     return (f'<p class="summary" data-criterion="{esc(pair["criterion"])}">Difference: '
-            f'<b>{_share(n_diff, n)}%</b> ({n_diff}/{n})<br>{parts}</p>')
+            f'<b>{_share(n_diff, n)}</b> ({n_diff}/{n})<br>{parts}</p>')
 
 
 def transition_html(trans: pl.DataFrame, criterion: str, sys1: str, sys2: str) -> str:
@@ -138,7 +148,7 @@ def coref_pairs_html(data: CorefData) -> str:
         sorted(set(data.pairs["criterion"]) - set(CRITERIA))
 
     def delta(x: float | None, y: float | None) -> str:
-        return "" if x is None or y is None else f"{100 * (y - x):+.2f}"
+        return NO_DATA if x is None or y is None else f"{100 * (y - x):+.2f}"
 
     listed = oriented
     if len(oriented) > ALL_PAIRS:  # the most different pairs (by the mean diff of criteria)
@@ -205,7 +215,7 @@ def coref_oracles_html(oracles: pl.DataFrame, criteria: list[str]) -> str:
         if t.is_empty():
             continue
         rows = [[td(esc(s), "l"), td(esc(m), "l"), td(str(k)), td(f"{tp}/{n}"), td(pct(o)),
-                 td(esc(b)), td(pct(br)), td("" if g is None else f"{100 * g:+.2f}")]
+                 td(esc(b)), td(pct(br)), td(points(g))]
                 for s, k, m, n, tp, o, b, br, g in t.head(COREF_ORACLE_ROWS).rows()]
         note = "" if t.height <= COREF_ORACLE_ROWS else \
             f'<p class="note">first {COREF_ORACLE_ROWS} of {t.height} rows</p>'

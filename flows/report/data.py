@@ -14,10 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
 import polars as pl
 
 from sysdiff.flows.catalog import sql_literal as lit
-from sysdiff.flows.queries import connect
+from sysdiff.flows.queries import connect, current_limits, refusal, time_limit
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import DEP_VIEWS, TASK_VIEWS, VIEWS
 from sysdiff.transforms.summaries import MANY_SYSTEMS
@@ -35,13 +36,17 @@ OPTIONAL = ("coref_scores", "arcs_scores", "coref_pairs", "unl_scores", "unl_pai
 
 
 def reader(root: Path) -> tuple[Read, Callable[[], None]]:
-    """A read-only SQL runner over the warehouse catalog (one connection) and its closer."""
-    con = connect(root)
+    """A read-only SQL runner over the warehouse (one sandboxed connection) and its closer."""
+    box = connect(root)
 
     def read(sql: str) -> pl.DataFrame:
-        return pl.from_arrow(con.sql(sql).to_arrow_table())
+        try:
+            with time_limit(box.con, current_limits().timeout):
+                return pl.from_arrow(box.con.sql(sql).to_arrow_table())
+        except duckdb.Error as e:
+            raise refusal(e) from None
 
-    return read, con.close
+    return read, box.close
 
 
 def tables_in(read: Read) -> set[str]:

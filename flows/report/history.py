@@ -14,7 +14,17 @@ import polars as pl
 from sysdiff.flows.catalog import sql_literal as lit
 from sysdiff.flows.report.charts import ticks
 from sysdiff.flows.report.data import MAX_ROWS, Read
-from sysdiff.flows.report.html import esc, p_value, pct, points, table_html, td
+from sysdiff.flows.report.html import (
+    NO_DATA,
+    esc,
+    p_value,
+    pct,
+    percent,
+    points,
+    points_text,
+    table_html,
+    td,
+)
 from sysdiff.schemas.vocabulary import VIEWS
 from sysdiff.transforms import summaries as S
 
@@ -45,23 +55,37 @@ def y_ticks(lo: float, hi: float) -> list[float]:
 
 def point_title(r: dict, score: str) -> str:
     """Hover text of one version."""
-    text = f"{r['name']}@{r['version']}: {score} {pct(r['score'])}%"
+    text = f"{r['name']}@{r['version']}: {score} {percent(r['score'])}"
     if r.get("previous") is not None:
         p = "" if r.get("mcnemar_p") is None else f", McNemar p = {r['mcnemar_p']:.3g}"
-        text += (f"\nvs {r['previous']}: {points(r.get('delta'))} points{p}"
+        text += (f"\nvs {r['previous']}: {points_text(r.get('delta'))}{p}"
                  f"\n{r.get('corrections')} corrections, {r.get('new_errors')} new errors, "
                  f"{r.get('changed_errors')} changed errors")
     if r.get("best_version") is not None:
         p = "" if r.get("mcnemar_p_best") is None else f", p = {r['mcnemar_p_best']:.3g}"
-        text += (f"\nvs best before ({r['best_version']}, {pct(r.get('best_score'))}%): "
-                 f"{points(r.get('delta_best'))} points{p}")
+        text += (f"\nvs best before ({r['best_version']}, {percent(r.get('best_score'))}): "
+                 f"{points_text(r.get('delta_best'))}{p}")
     return text
+
+
+def segments(line: list[dict]) -> list[list[dict]]:
+    """The runs of consecutive versions with a score (a NULL score breaks the line)."""
+    runs: list[list[dict]] = [[]]
+    for r in line:
+        if r["score"] is None:
+            runs.append([])
+        else:
+            runs[-1].append(r)
+    return [run for run in runs if run]
 
 
 def history_svg(rows: pl.DataFrame, score: str) -> str:
     """Score (%) over versions, one line per NAME; a significant gain is an up triangle
-    (green), a significant loss a down triangle (red), other versions small circles."""
-    names = rows["name"].unique(maintain_order=True).to_list()
+    (green), a significant loss a down triangle (red), other versions small circles; a
+    version without a score (NULL: not evaluated) has no point, and breaks its line; a NAME
+    without any score has no line (``chart_or_note`` names it)."""
+    names = rows.filter(pl.col("score").is_not_null())["name"].unique(
+        maintain_order=True).to_list()
     n_pos = int(rows["position"].max())
     pw = min(640, max(320, 24 * (n_pos - 1)))
     step = pw / max(n_pos - 1, 1)
@@ -105,10 +129,12 @@ def history_svg(rows: pl.DataFrame, score: str) -> str:
     for i, name in enumerate(names):
         colour = PALETTE[i % len(PALETTE)]
         line = rows.filter(pl.col("name") == name).sort("position").to_dicts()
-        path = " ".join(f"{x(r['position']):.1f},{y(r['score']):.1f}" for r in line)
-        out.append(f'<g class="line" data-name="{esc(name)}"><polyline points="{path}" '
-                   f'fill="none" stroke="{colour}" stroke-width="2"/>')
-        for r in line:
+        out.append(f'<g class="line" data-name="{esc(name)}">')
+        for run in segments(line):
+            path = " ".join(f"{x(r['position']):.1f},{y(r['score']):.1f}" for r in run)
+            out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" '
+                       'stroke-width="2"/>')
+        for r in (r for r in line if r["score"] is not None):
             cx, cy, tip = x(r["position"]), y(r["score"]), esc(point_title(r, score))
             if r["step"]:
                 d = -1 if r["step"] > 0 else 1
@@ -127,11 +153,25 @@ def history_svg(rows: pl.DataFrame, score: str) -> str:
     return "".join(out)
 
 
+def chart_or_note(rows: pl.DataFrame, score: str) -> str:
+    """The history chart, with a note naming the versions without a score; only the note
+    when no version has one (never a flat line at 0)."""
+    blind = rows.filter(pl.col("score").is_null())
+    note = "" if blind.is_empty() else (
+        '<p class="note">not evaluated (no score: —): '
+        + ", ".join(esc(f"{n}@{v}") for n, v in blind.select("name", "version").rows())
+        + "</p>")
+    if blind.height == rows.height:
+        return note
+    return history_svg(rows, score) + note
+
+
 def summary_html(rows: pl.DataFrame) -> str:
     """Per NAME: versions, the latest and the best version, significant gains and losses."""
     table = S.history_summary(rows)
     body = [[td(esc(r["name"]), "l"), td(str(r["versions"])), td(esc(r["latest"]), "l"),
-             td(pct(r["latest_score"])), td(esc(r["best"]), "l"), td(pct(r["best_score"])),
+             td(pct(r["latest_score"])), td(esc(r["best"] or NO_DATA), "l"),
+             td(pct(r["best_score"])),
              td(str(r["gains"]), "correction"), td(str(r["losses"]), "new_error")]
             for r in table.iter_rows(named=True)]
     return table_html(["name", "versions", "latest", "latest %", "best", "best %",
@@ -172,7 +212,7 @@ def history_html(read: Read, corpus: str, tables: set[str], skip: list[str] = ()
         punct = part["punct"].drop_nulls()
         score = S.score_name(view, punct[0] if punct.len() else None, task)
         blocks.append(f'<div class="hist" data-task="{esc(task)}" data-view="{esc(view)}">'
-                      f"<h4>{esc(score)}</h4>{history_svg(part, score)}"
+                      f"<h4>{esc(score)}</h4>{chart_or_note(part, score)}"
                       f"{summary_html(part)}<details><summary>significant steps</summary>"
                       f"{steps_html(part)}</details></div>")
     return (f'<section class="view history" id="{esc(corpus)}-history"><h3>{esc(corpus)}: '

@@ -22,14 +22,28 @@ def esc(value: object) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
+#: A number without data (NULL, NaN): shown as such, never as 0.00.
+NO_DATA = "—"
+
+
 def pct(x: float | None, digits: int = 2) -> str:
-    """A fraction as a percentage without the sign ('' for None and NaN)."""
-    return "" if x is None or x != x else f"{100 * x:.{digits}f}"
+    """A fraction as a percentage without the sign (:data:`NO_DATA` for None and NaN)."""
+    return NO_DATA if x is None or x != x else f"{100 * x:.{digits}f}"
+
+
+def percent(x: float | None, digits: int = 2) -> str:
+    """``pct`` with its sign: ``94.56%``, or :data:`NO_DATA` (no ``%``)."""
+    return NO_DATA if x is None or x != x else f"{pct(x, digits)}%"
 
 
 def points(x: float | None, digits: int = 2) -> str:
-    """A difference of fractions in percentage points, signed ('' for None)."""
-    return "" if x is None or x != x else f"{100 * x:+.{digits}f}"
+    """A difference of fractions in percentage points, signed (:data:`NO_DATA` for None)."""
+    return NO_DATA if x is None or x != x else f"{100 * x:+.{digits}f}"
+
+
+def points_text(x: float | None) -> str:
+    """``points`` with its unit: ``+0.63 points``, or :data:`NO_DATA`."""
+    return NO_DATA if x is None or x != x else f"{points(x)} points"
 
 
 def stars(p: float | None) -> str:
@@ -40,8 +54,8 @@ def stars(p: float | None) -> str:
 
 
 def p_value(p: float | None) -> str:
-    """A p-value with its significance marks."""
-    return "" if p is None or p != p else f'{p:.3g}<span class="sig">{stars(p)}</span>'
+    """A p-value with its significance marks (:data:`NO_DATA` for None)."""
+    return NO_DATA if p is None or p != p else f'{p:.3g}<span class="sig">{stars(p)}</span>'
 
 
 def td(content: str, cls: str = "") -> str:

@@ -16,7 +16,9 @@ from sysdiff.flows.report.html import (
     esc,
     p_value,
     pct,
+    percent,
     points,
+    points_text,
     table_html,
     td,
     transition_matrix_html,
@@ -88,7 +90,8 @@ def load_spans(read: Read, corpus: str, tables: set[str]) -> SpanData | None:
     if scores.is_empty():
         return None
     all_f1 = scores.filter(pl.col("type") == "ALL").sort(["f1", "system"],
-                                                         descending=[True, False])
+                                                         descending=[True, False],
+                                                         nulls_last=True)
     systems = all_f1["system"].to_list()
     types = ["ALL", *sorted(set(scores["type"]) - {"ALL"})]
     n = len(systems)
@@ -113,6 +116,18 @@ def load_spans(read: Read, corpus: str, tables: set[str]) -> SpanData | None:
                                   f"corpus = {c}{sizes} order by n_systems, recall desc, "
                                   f"systems limit {MAX_ROWS}"),
     )
+
+
+def no_key_spans_note(data: SpanData) -> str:
+    """A note naming the types (or the whole corpus) without a key span: their recall and
+    F1 are not evaluated (—)."""
+    gold = data.scores.group_by("type").agg(pl.col("n_gold").max())
+    empty = sorted(gold.filter(pl.col("n_gold") == 0)["type"].to_list())
+    if not empty:
+        return ""
+    what = ("the key has no entity" if "ALL" in empty else
+            f"the key has no span of type {', '.join(esc(t) for t in empty)}")
+    return f'<p class="note">not evaluated (—): {what}: recall and F1 have no data</p>'
 
 
 def scores_html(data: SpanData) -> str:
@@ -157,7 +172,7 @@ def classes_html(data: SpanData) -> str:
             n = r["key_spans"]
             rows.append([td(esc(t) if i == 0 else "", "l"), td(esc(r["system"]), "l"),
                          td(str(n)),
-                         *(td(f"{r['n_' + k]} ({pct(r['n_' + k] / n, 1) if n else '0.0'}%)")
+                         *(td(f"{r['n_' + k]} ({percent(r['n_' + k] / n if n else None, 1)})")
                            for k in KEY_CLASSES), td(str(r["n_spurious"]))])
     return table_html(["type", "system", "key spans", *KEY_CLASSES, "spurious"], rows,
                       cls="span-classes", left=2)
@@ -223,12 +238,12 @@ def pair_details_html(read: Read, data: SpanData, pairs: list[dict]) -> str:
         a, b = r["sys1"], r["sys2"]
         trans = data.transitions.filter((pl.col("sys1") == a) & (pl.col("sys2") == b))
         d = max(r["n_diff"], 1)
-        summary = (f'<p class="summary">Difference: <b>{pct(r["diff"])}%</b> '
+        summary = (f'<p class="summary">Difference: <b>{percent(r["diff"])}</b> '
                    f'({r["n_diff"]}/{r["n_units"]})<br>'
                    + " ".join(f'<span class="{c}">{CLASS_NAMES[c]}: '
                               f'{pct(r[cls_col(c)] / d)}% ({r[cls_col(c)]})</span>'
                               for c in CLASSES)
-                   + f'<br>Δ F1 {points(r["delta_f1"])} points, McNemar p = '
+                   + f'<br>Δ F1 {points_text(r["delta_f1"])}, McNemar p = '
                    f'{p_value(r["mcnemar_p"])}, AR p (F1, by sentence) = {p_value(r["ar_p"])}'
                    "</p>")
         mats = "".join(matrix_html(trans.filter(pl.col("type") == t), t, a, b)
@@ -266,7 +281,7 @@ def spans_html(read: Read, corpus: str, tables: set[str]) -> str:
              "end and type (a system tokenised otherwise than the key: the same first and "
              "last character of the text); ALL = micro average over types (METRICS 4.1, "
              "5)</p>",
-             "<h4>Span scores</h4>" + scores_html(data)]
+             "<h4>Span scores</h4>" + scores_html(data) + no_key_spans_note(data)]
     if data.tags.height:
         parts.append("<h4>Tags</h4>" + tags_html(data.tags))
     if data.classes.height:

@@ -27,7 +27,18 @@ from sysdiff.flows.report.data import (
     top_changes,
 )
 from sysdiff.flows.report.drill import Drill, change_name, example_block, pair_examples
-from sysdiff.flows.report.html import Ids, esc, names_html, p_value, pct, points, table_html, td
+from sysdiff.flows.report.html import (
+    NO_DATA,
+    Ids,
+    esc,
+    names_html,
+    p_value,
+    pct,
+    percent,
+    points,
+    table_html,
+    td,
+)
 from sysdiff.schemas.vocabulary import CLASSES, DEP_VIEWS, VIEWS
 from sysdiff.transforms import summaries as S
 
@@ -49,7 +60,8 @@ def cls_col(cls: str) -> str:
 def scores_html(board: pl.DataFrame, score: str) -> str:
     """The leaderboard (rows of ``summaries.leaderboard``); the best score in green."""
     best = board["accuracy"].max() if board.height > 1 else None
-    rows = [[td(str(r)), td(esc(s), "l"), td(pct(acc), "best" if acc == best else ""),
+    rows = [[td(NO_DATA if r is None else str(r)), td(esc(s), "l"),
+             td(pct(acc), "best" if acc == best else ""),
              td(f"{c}/{n}"), td(pct(se)), td(f"{ne}/{ns}")]
             for r, s, c, n, acc, ne, ns, se in board.rows()]
     table = table_html(["#", "system", f"{score} %", "correct", "sent. exact %",
@@ -147,15 +159,18 @@ def oracle_html(data: CorpusData, view: str) -> str:
         subsets = table_html(head, oracle_rows(table.head(ORACLE_ROWS), False))
         note = "" if table.height <= ORACLE_ROWS else \
             f'<p class="note">first {ORACLE_ROWS} of {table.height} subsets</p>'
-    gains = S.marginal_gains(oracles, systems)
-    grows = [[td(esc(s), "l"), td(pct(a)), td(pct(w)), td(points(g)), td(str(u))]
+    scores = data.of("scores", view)
+    gains = S.marginal_gains(oracles, systems, scores.filter(pl.col("missing").fill_null(False))[
+        "system"].to_list())
+    grows = [[td(esc(s), "l"), td(pct(a)), td(pct(w)), td(points(g)),
+              td(NO_DATA if u is None else str(u))]
              for s, a, w, g, u in gains.rows()]
     marginal = table_html(["system", "oracle (all) %", "oracle without it %", "gain (points)",
                            "units"], grows) if grows else \
         '<p class="note">no leave-one-out subsets stored</p>'
     if len(grows) > 15:
         marginal = f'<div class="scroll">{marginal}</div>'
-    maj = "".join(f'<p class="note">Majority vote of {len(s)} systems: {pct(a)}% '
+    maj = "".join(f'<p class="note">Majority vote of {len(s)} systems: {percent(a)} '
                   f'({c}/{n})</p>' for s, n, c, a in
                   data.of("majority", view).select("systems", "n_units", "n_correct",
                                                    "accuracy").rows())
@@ -203,7 +218,7 @@ def details_html(read: Read, data: CorpusData, view: str, detail: pl.DataFrame,
         refs = drill.add(data.corpus, view, a, b, rows) if rows.height else {}
         parts.append(f'<details class="pair" data-sys1="{esc(a)}" data-sys2="{esc(b)}"'
                      f'{" open" if i == 0 else ""}><summary>{esc(a)} → {esc(b)}: diff '
-                     f"{pct(pair['diff'])}%, Δacc {points(pair['delta_acc'])}</summary>"
+                     f"{percent(pair['diff'])}, Δacc {points(pair['delta_acc'])}</summary>"
                      f"{pair_changes_html(view, data.corpus, pair, cell, refs, drill, ids)}"
                      "</details>")
     return "".join(parts)
@@ -228,11 +243,32 @@ def labels_html(read: Read, data: CorpusData, view: str) -> str:
             f'<div class="scroll">{body}</div>')
 
 
+def unevaluated_notes(data: CorpusData, view: str) -> tuple[bool, str]:
+    """(the view has an evaluable unit, the notes that say what is not evaluated): no unit
+    at all, or systems that lack the view's column (their scores are NULL)."""
+    scores = data.of("scores", view)
+    if scores.height and not (scores["n_units"] > 0).any():
+        why = " (every word of the key is punctuation)" if view in DEP_VIEWS else ""
+        return False, (f'<p class="note">not evaluated: the key has no evaluable unit{why}: '
+                       "no data, no score</p>")
+    gone = scores.filter(pl.col("missing").fill_null(False))["system"].sort().to_list()
+    if not gone:
+        return True, ""
+    columns = "/".join(c.upper() for c in VIEWS[view].columns)
+    return True, (f'<p class="note">not evaluated (—): {", ".join(esc(s) for s in gone)} '
+                  f"(no {columns} column: every value is <code>_</code>)</p>")
+
+
 def view_html(read: Read, data: CorpusData, view: str, per_cell: int, drill: Drill,
               ids: Ids) -> str:
-    """Every table and chart of one view of one corpus."""
+    """Every table and chart of one view of one corpus (a view without an evaluable unit:
+    its heading and why)."""
     punct, systems = VIEWS[view].default_punct, data.systems
     score = S.score_name(view, punct)
+    evaluated, notes = unevaluated_notes(data, view)
+    if not evaluated:
+        return (f'<section class="view" id="{esc(data.corpus)}-{view}"><h3>'
+                f"{esc(data.corpus)}: {esc(score)}</h3>{notes}</section>")
     all_pairs = data.of("pairs", view)
     pairs = S.oriented_pairs(all_pairs)
     matrix = S.diff_matrix(all_pairs, systems)
@@ -250,12 +286,13 @@ def view_html(read: Read, data: CorpusData, view: str, per_cell: int, drill: Dri
              f'{"; labels are DEPRELs, heads shown as index:deprel" if view in DEP_VIEWS else ""}'
              "</p>",
              '<div class="grid"><div><h4>Scores</h4>'
-             f'{scores_html(S.leaderboard(data.of("scores", view)), score)}</div>'
+             f'{scores_html(S.leaderboard(data.of("scores", view)), score)}{notes}</div>'
              '<div><h4>Pairwise diff (%)</h4><p class="note">clustered order (similar systems '
              "side by side); AR significance: * p&lt;0.05, ** p&lt;0.01; hover for values"
              f"</p>{heatmap(order, matrix, systems, p_values)}</div>"
              '<div><h4>Δ accuracy vs diff</h4><p class="note">filled: McNemar and AR '
-             f"p &lt; 0.05</p>{scatter_svg(pairs)}</div></div>",
+             f"p &lt; 0.05{'; pairs without a Δ (—) are left out' if notes else ''}</p>"
+             f"{scatter_svg(pairs.filter(pl.col('delta_acc').is_not_null()))}</div></div>",
              f"<h4>{heading}</h4><p class=note>S1 → S2 from the less to the more accurate "
              "system; * p&lt;0.05, ** p&lt;0.01"
              + ("" if listed.height == pairs.height else

@@ -23,6 +23,8 @@ from sysdiff.flows.show.common import (
     corpus_task,
     pct,
     pick_corpus,
+    span_unevaluated,
+    unevaluated,
 )
 from sysdiff.flows.show.coref import _domain_table
 from sysdiff.flows.show.history import show_history
@@ -83,11 +85,22 @@ def headline(root: Path, corpus: str) -> pl.DataFrame:
         wide = wide.join(part.select("system", pl.col("acc").alias(
             f"{score_name(view, punct)} %")), on="system", how="left")
     if task == "dep":
-        las = query(root, f"select system, {pct('f1')} as \"CoNLL18 LAS F1 %\" from conll18 "
-                          f"where corpus = {c} and metric = 'LAS'")
+        # NULL (shown as no data) when the key has no LAS data (no HEAD or DEPREL)
+        las = query(root, f"select system, case when key_data then {pct('f1')} end as "
+                          f"\"CoNLL18 LAS F1 %\" from conll18 where corpus = {c} and "
+                          "metric = 'LAS'")
         if las.height:
             wide = wide.join(las, on="system", how="left")
     return wide
+
+
+def _notes(lines: list[str]) -> None:
+    """One ``sysdiff: note:`` line (stderr) per reason a figure shown is not evaluated."""
+    if lines:
+        from sysdiff.flows.progress import notice
+
+        for line in lines:
+            notice(f"not evaluated: {line}")
 
 
 def show_table(root: Path, table: str, corpus: str | None, view: str | None, sys1: str | None,
@@ -108,6 +121,8 @@ def show_table(root: Path, table: str, corpus: str | None, view: str | None, sys
     if sys1 is not None and sys1 == sys2:
         raise InputError(f"--sys1 and --sys2 are both '{sys1}'; a pair needs two systems")
     if task in SPAN_TASKS:
+        if table != "span_pairs":  # its summary says it
+            _notes(span_unevaluated(root, corpus, view))
         return _span_table(root, table, corpus, view, sys1, sys2, top, fmt)
     if task not in TOKEN_TASKS:
         return _domain_table(root, table, corpus, view, sys1, sys2, top, fmt)
@@ -116,8 +131,10 @@ def show_table(root: Path, table: str, corpus: str | None, view: str | None, sys
     name = score_name(view, punct)
     pair = "".join(f" and {col} = {sql_literal(s)}" for col, s in (("sys1", sys1),
                                                                    ("sys2", sys2)) if s)
+    if table not in ("conll18", "changes"):  # one line per reason a figure is NULL
+        _notes(unevaluated(root, corpus, view, punct, (sys1, sys2)))
     if table == "changes":
-        return _changes(root, corpus, view, name, where, pair, sys1, sys2, top, fmt)
+        return _changes(root, corpus, view, punct, name, where, pair, sys1, sys2, top, fmt)
     if table == "labeldiff":
         return _labeldiff(root, where, name, sys1, sys2, top, fmt)
     if table == "labels":

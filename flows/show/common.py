@@ -9,6 +9,7 @@ from pathlib import Path
 from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.names import COREF_TASKS, SPAN_TASKS, UNL_TASKS
 from sysdiff.flows.queries import query_rows
+from sysdiff.flows.render import NO_DATA
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import CRITERIA, VIEWS
 
@@ -124,9 +125,52 @@ def pct(expr: str, digits: int = 2) -> str:
 
 def pair_summary(n_diff: int, n_units: int, corrections: int, new_errors: int,
                  changed: int) -> str:
-    """The paper's two-line summary of a pair: difference, then the three classes."""
-    d = max(n_diff, 1)
-    return (f"Difference: {100 * n_diff / max(n_units, 1):.2f}% ({n_diff}/{n_units})\n"
-            f"Corrections: {100 * corrections / d:.2f}% ({corrections})  "
-            f"New errors: {100 * new_errors / d:.2f}% ({new_errors})  "
-            f"Changed errors: {100 * changed / d:.2f}% ({changed})\n")
+    """The paper's two-line summary of a pair: difference, then the three classes (a
+    difference without a unit is not evaluated: no number without data)."""
+    def share(n: int, d: int) -> str:
+        return f"{100 * n / d:.2f}%" if d else NO_DATA
+
+    return (f"Difference: {share(n_diff, n_units)} ({n_diff}/{n_units})\n"
+            f"Corrections: {share(corrections, n_diff)} ({corrections})  "
+            f"New errors: {share(new_errors, n_diff)} ({new_errors})  "
+            f"Changed errors: {share(changed, n_diff)} ({changed})\n")
+
+
+# ------------------------------------------------------------------------------ no data
+
+
+def unevaluated(root: Path, corpus: str, view: str, punct: bool,
+                systems: tuple[str | None, ...] = ()) -> list[str]:
+    """Why the figures of a token view (one punctuation setting) are not evaluated, one line
+    each: the view has no evaluable unit, or a system (of ``systems``; every system when
+    none is named) lacks the view's column (``missing``). Empty when everything has data."""
+    from sysdiff.schemas.vocabulary import DEP_VIEWS, score_name
+
+    name = score_name(view, punct)
+    rows = query_rows(root, f"select system, n_units, missing from scores where corpus = "
+                            f"{sql_literal(corpus)} and view = {sql_literal(view)} and "
+                            f"punct = {str(punct).lower()} order by system")
+    if rows.is_empty():
+        return []
+    if not any(rows.column("n_units")):
+        why = " (every word of the key is punctuation)" if view in DEP_VIEWS and not punct \
+            else ""
+        return [f"{name}: corpus '{corpus}' has no evaluable unit{why}"]
+    named = {s for s in systems if s}
+    gone = [s for s, _n, m in rows.rows if m and (not named or s in named)]
+    if not gone:
+        return []
+    columns = "/".join(c.upper() for c in VIEWS[view].columns)
+    return [f"{name} of {', '.join(gone)}: no {columns} column (all '_')"]
+
+
+def span_unevaluated(root: Path, corpus: str, span_type: str = "ALL") -> list[str]:
+    """Why the span scores of a ner corpus (one type, or ``ALL``) are not evaluated: the
+    key has no entity (of that type). Empty when it has."""
+    n = query_rows(root, f"select coalesce(max(n_gold), 0) from span_scores where corpus = "
+                         f"{sql_literal(corpus)} and type = {sql_literal(span_type)}"
+                   ).rows[0][0]
+    if n:
+        return []
+    which = "entity" if span_type == "ALL" else f"entity of type {span_type}"
+    return [f"span recall and F1: the key of corpus '{corpus}' has no {which}"]

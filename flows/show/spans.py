@@ -7,9 +7,9 @@ from pathlib import Path
 
 from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.queries import query_rows
-from sysdiff.flows.render import to_text
+from sysdiff.flows.render import p_value, points, to_text
 from sysdiff.flows.rows import Rows
-from sysdiff.flows.show.common import check_span_type, pair_summary, pct
+from sysdiff.flows.show.common import check_span_type, pair_summary, pct, span_unevaluated
 from sysdiff.schemas.errors import InputError
 
 SPAN_LEGEND = ("Read 'a->b' as the unit's class under sys1 -> under sys2. Units: the key's "
@@ -76,8 +76,10 @@ def _span_pair(root: Path, corpus: str, view: str, sys1: str, sys2: str, top: in
     r = p.row(0, named=True)
     head = pair_summary(r["n_diff"], r["n_units"], r["corrections"], r["new_errors"],
                         r["changed_errors"])
-    head += (f"Delta F1: {100 * r['delta_f1']:+.2f} points  McNemar p = {r['mcnemar_p']:.3g}"
-             f"  AR p (F1, by sentence) = {r['ar_p']:.3g}\n" + SPAN_LEGEND)
+    head += (f"Delta F1: {points(r['delta_f1'])}  McNemar p = {p_value(r['mcnemar_p'])}"
+             f"  AR p (F1, by sentence) = {p_value(r['ar_p'])}\n"
+             + "".join(f"Not evaluated: {line}\n" for line in span_unevaluated(root, corpus))
+             + SPAN_LEGEND)
     rows = query_rows(root, f"""select c1 || '->' || c2 as change, count,
         case when c1 in ('correct', 'absent') and c2 not in ('correct', 'absent')
              then 'new_error' when c2 in ('correct', 'absent')

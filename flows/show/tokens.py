@@ -7,9 +7,9 @@ from pathlib import Path
 
 from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.queries import query, query_rows
-from sysdiff.flows.render import to_text
+from sysdiff.flows.render import p_value, points, to_text
 from sysdiff.flows.rows import Rows
-from sysdiff.flows.show.common import pair_summary, pct
+from sysdiff.flows.show.common import pair_summary, pct, unevaluated
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import DEP_VIEWS
 
@@ -52,8 +52,10 @@ def _gains(root: Path, where: str, corpus: str, name: str, fmt: str) -> str:
 
     from sysdiff.transforms.summaries import marginal_gains
 
+    missing = query_rows(root, f"select system from scores where {where} and missing"
+                         ).column("system")
     gains = marginal_gains(query(root, f"select systems, n_correct, n_units from oracles "
-                                       f"where {where}"))
+                                       f"where {where}"), missing=missing)
     shown = gains.select(
         "system", (100 * pl.col("oracle_all")).round(2).alias("oracle of all %"),
         (100 * pl.col("oracle_without")).round(2).alias("oracle without it %"),
@@ -104,8 +106,8 @@ def _labeldiff(root: Path, where: str, name: str, sys1: str | None, sys2: str | 
                                      f"{sys1} -> {sys2}")
 
 
-def _changes(root: Path, corpus: str, view: str, name: str, where: str, pair: str,
-             sys1: str | None, sys2: str | None, top: int, fmt: str) -> str:
+def _changes(root: Path, corpus: str, view: str, punct: bool, name: str, where: str,
+             pair: str, sys1: str | None, sys2: str | None, top: int, fmt: str) -> str:
     if not (sys1 and sys2):
         raise InputError("show changes needs --sys1 and --sys2")
     p = query_rows(root, f"select * from pairs where {where}{pair}")
@@ -114,8 +116,11 @@ def _changes(root: Path, corpus: str, view: str, name: str, where: str, pair: st
     r = p.row(0, named=True)
     head = (pair_summary(r["n_diff"], r["n_units"], r["corrections"], r["new_errors"],
                          r["changed_errors"]) +
-            f"Delta accuracy: {100 * r['delta_acc']:+.2f} points ({name})  "
-            f"McNemar p = {r['mcnemar_p']:.3g}  AR p = {r['ar_p']:.3g}\n" + LEGEND)
+            f"Delta accuracy: {points(r['delta_acc'])} ({name})  "
+            f"McNemar p = {p_value(r['mcnemar_p'])}  AR p = {p_value(r['ar_p'])}\n"
+            + "".join(f"Not evaluated: {line}\n"
+                      for line in unevaluated(root, corpus, view, punct, (sys1, sys2)))
+            + LEGEND)
     rows = query_rows(root, f"""
         with c as (select class, case when class = 'changed_error'
                           then gold || ' -> ' || l1 || ' -> ' || l2 else l1 || ' -> ' || l2 end

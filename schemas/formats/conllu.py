@@ -9,11 +9,9 @@ per-line diagnostics run only once a fast check has failed). Every problem raise
 from __future__ import annotations
 
 import io
-import mmap
 import re
 import unicodedata
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -22,6 +20,13 @@ import numpy as np
 import polars as pl
 
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.formats.stable import (
+    StableFile,
+    after_blank_line,
+    opened,
+    read_stable,
+    without_bom,
+)
 from sysdiff.schemas.tables import polars_schema
 from sysdiff.schemas.vocabulary import PTB_PUNCT  # noqa: F401 (declared with the views)
 
@@ -42,7 +47,7 @@ SENT_COLUMNS = {c: t for c, t in polars_schema("sents").items() if c not in ("co
 class Hasher(Protocol):
     """What :func:`iter_conll` feeds the bytes it reads to (``hashlib`` objects)."""
 
-    def update(self, data: bytes | mmap.mmap, /) -> None: ...
+    def update(self, data: bytes, /) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -67,13 +72,13 @@ def _check_path(p: Path) -> None:
         raise InputError("not a regular file", p)
 
 
-def _check_not_empty(p: Path, data: bytes | mmap.mmap) -> None:
+def _check_not_empty(p: Path, data: bytes) -> None:
     """Refuse empty (or all-whitespace) content."""
     if not len(data) or re.search(rb"\S", data) is None:
         raise InputError("file is empty; expected sentences of tab-separated token lines", p)
 
 
-def _check_text(p: Path | str, data: bytes | mmap.mmap) -> None:
+def _check_text(p: Path | str, data: bytes) -> None:
     """Refuse binary content (a NUL byte) in ``data`` (a file, or a chunk of one)."""
     nul = data.find(b"\x00")
     if nul >= 0:
@@ -82,26 +87,23 @@ def _check_text(p: Path | str, data: bytes | mmap.mmap) -> None:
 
 
 def read_bytes(path: str | Path) -> bytes:
-    """Read a file's bytes, refusing missing, empty and binary files."""
+    """Read a file's bytes (one stable read), refusing missing, empty and binary files."""
     p = Path(path)
     _check_path(p)
-    data = p.read_bytes()
+    data = read_stable(p).data
     _check_not_empty(p, data)
     _check_text(p, data)
     return data
 
 
-@contextmanager
-def mapped_file(path: str | Path) -> Iterator[mmap.mmap]:
-    """The file memory-mapped read-only (no copy), checked like :func:`read_bytes`."""
-    p = Path(path)
-    _check_path(p)
-    if p.stat().st_size == 0:
-        _check_not_empty(p, b"")  # raises: mmap refuses empty files
-    with p.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        _check_not_empty(p, data)
-        _check_text(p, data[:HEAD_BYTES])  # the rest is checked chunk by chunk, as it is read
-        yield data
+def file_head(path: str | Path, f: StableFile) -> bytes:
+    """The head of a file (without a byte order mark) that format detection reads, checked
+    like :func:`read_bytes` (the rest is checked chunk by chunk, as it is read)."""
+    head = without_bom(f.read_at(0, HEAD_BYTES))
+    if f.size <= HEAD_BYTES:
+        _check_not_empty(Path(path), head)
+    _check_text(path, head)
+    return head
 
 
 def check_utf8(path: str | Path, data: bytes) -> None:
@@ -429,41 +431,19 @@ def _check_nonempty_sentences(path: str | Path, sents: pl.DataFrame) -> None:
     _first_bad(path, sents, pl.col("n_words") == 0, lambda r: NO_WORDS)
 
 
-def parse_table(path: str | Path, data: bytes | mmap.mmap, fmt: str,
-               fields: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, int]:
+def parse_table(path: str | Path, data: bytes, fmt: str,
+                fields: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, int]:
     """Token rows and comment rows (see :func:`split_rows`), and the number of lines read;
-    bad lines raise an InputError.
-
-    ``data`` is the text (bytes, or a memory map of the whole of ``path``, which is then read
-    by path: no copy).
-    """
+    bad lines raise an InputError."""
     try:
-        df = read_fields(data if isinstance(data, bytes) else Path(path), fields)
+        df = read_fields(data, fields)
     except pl.exceptions.PolarsError:
-        diagnose_lines(path, data[:], fmt, len(fields))
+        diagnose_lines(path, data, fmt, len(fields))
         raise
     toks, comments = split_rows(df, fmt)
     if any(toks[f].null_count() for f in fields):
-        diagnose_lines(path, data[:], fmt, len(fields))
+        diagnose_lines(path, data, fmt, len(fields))
     return toks, comments, df.height
-
-
-def chunk_bounds(data: bytes | mmap.mmap, size: int) -> Iterator[tuple[int, int]]:
-    """Byte ranges of about ``size`` bytes that end after a blank line (whole sentences)."""
-    start, n = 0, len(data)
-    while start < n:
-        end = _after_blank_line(data, start + size) if start + size < n else n
-        yield start, end
-        start = end
-
-
-def _after_blank_line(data: bytes | mmap.mmap, pos: int) -> int:
-    """Where the line after the first blank line at or after ``pos`` starts (else the end)."""
-    lf = data.find(b"\n\n", pos)
-    crlf = data.find(b"\n\r\n", pos, lf + 1 if lf >= 0 else len(data))  # never past ``lf``
-    if crlf >= 0:
-        return crlf + 3
-    return lf + 2 if lf >= 0 else len(data)
 
 
 @dataclass
@@ -476,16 +456,18 @@ class _Carry:
     doc_id: str | None = None
 
 
-def _parse_chunk(path: str | Path, data: bytes | mmap.mmap, fmt: str, carry: _Carry
+def _parse_chunk(path: str | Path, data: bytes, fmt: str, carry: _Carry, last: bool = False
                  ) -> tuple[ConllDoc | None, int]:
     """One chunk of whole sentences (None when it is blank) and its number of lines: lines
     and sentences numbered from 1 and 0, documents and default sentence IDs continuing from
-    ``carry``."""
+    ``carry``; ``last``: the chunk ends the file."""
     first = carry.doc is None
     fields = TSV_FIELDS if fmt == "tsv" else CONLL_FIELDS
-    if isinstance(data, bytes) and re.search(rb"\S", data) is None:
+    if re.search(rb"\S", data) is None:
         return None, data.count(b"\n")
     toks, comments, n_lines = parse_table(path, data, fmt, fields)
+    if last and fmt == "tsv":
+        check_last_line(path, data, toks["line"], n_lines)
     if toks.is_empty():
         if first:
             raise InputError("no token lines (only comments); expected tab-separated tokens",
@@ -516,32 +498,45 @@ def _renumber(doc: ConllDoc, carry: _Carry) -> ConllDoc:
     return ConllDoc(doc.path, doc.fmt, toks, sents)
 
 
-def iter_conll(path: str | Path, fmt: str | None = None, chunk_bytes: int | None = None,
-               hasher: Hasher | None = None) -> Iterator[ConllDoc]:
+def check_last_line(path: str | Path, data: bytes, token_lines: pl.Series, n_lines: int
+                    ) -> None:
+    """A file whose last line is a token line without a newline at its end was cut off
+    there (the tag may be cut short and still look valid): an InputError at that line."""
+    if data.endswith(b"\n") or not len(token_lines) or token_lines[-1] != n_lines:
+        return
+    raise InputError("truncated last line: the file ends in the middle of this line (no "
+                     "newline at its end); expected every line to end with a newline", path,
+                     n_lines)
+
+
+def iter_conll(path: str | Path | StableFile, fmt: str | None = None,
+               chunk_bytes: int | None = None, hasher: Hasher | None = None
+               ) -> Iterator[ConllDoc]:
     """Read and validate a CoNLL-U, CoNLL-X or word<TAB>tag file in chunks of whole sentences.
 
     Each chunk is about ``chunk_bytes`` of text (default :data:`CHUNK_BYTES`), so memory
     depends on the chunk size, not the file size. Sentence, document and line numbers are the
-    file's; errors name the file's line. ``hasher`` (e.g. ``hashlib.sha256()``) is fed every
-    byte of the file as it is read: the file is read once for both.
+    file's; errors name the file's line. The file is read once, through one descriptor
+    (``path`` may be a :class:`StableFile` already open: its ``sha256`` and ``stamp`` then
+    describe what was read), and checked to be unchanged at the end; ``hasher`` (e.g.
+    ``hashlib.sha256()``) is fed every byte of it too.
     """
     if fmt is not None and fmt not in FORMATS:
-        raise InputError(f"unknown format '{fmt}'; expected one of {', '.join(FORMATS)}", path)
-    size = chunk_bytes or CHUNK_BYTES
-    with mapped_file(path) as data:
-        fmt = fmt or detect_token_format(path, data)
-        carry = _Carry()
-        for start, end in chunk_bounds(data, size):
-            whole = start == 0 and end == len(data)
-            text = data if whole else data[start:end]
+        raise InputError(f"unknown format '{fmt}'; expected one of {', '.join(FORMATS)}",
+                         getattr(path, "path", path))
+    with opened(path) as f:
+        path = f.path
+        head = file_head(path, f)
+        fmt = fmt or detect_token_format(path, head)
+        carry, first = _Carry(), True
+        for text in f.chunks(chunk_bytes or CHUNK_BYTES, after_blank_line):
             if hasher is not None:
                 hasher.update(text)
-            if not whole:  # pages already copied need not stay resident in this process
-                page = start - start % mmap.PAGESIZE
-                data.madvise(mmap.MADV_DONTNEED, page, end - page)
+            if first:
+                text, first = without_bom(text), False
             try:
                 _check_text(path, text)
-                doc, n_lines = _parse_chunk(path, text, fmt, carry)
+                doc, n_lines = _parse_chunk(path, text, fmt, carry, last=f.pos >= f.size)
             except InputError as e:
                 raise InputError(e.message, e.path, e.line and e.line + carry.line) from None
             if doc is not None:

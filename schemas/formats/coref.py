@@ -32,6 +32,7 @@ from sysdiff.schemas.formats.coref_conll2012 import _parse_conll2012
 from sysdiff.schemas.formats.coref_corefud import _parse_corefud
 from sysdiff.schemas.formats.coref_jsonl import _parse_jsonl
 from sysdiff.schemas.formats.coref_shared import _docname, decode_text, read_bytes
+from sysdiff.schemas.formats.stable import without_bom
 
 MENTION_COLUMNS = ["doc", "part", "start", "end", "entity", "mtype", "sent", "head_pos", "word"]
 DOC_TOKEN_COLUMNS = ["doc", "part", "n_tokens", "line"]
@@ -57,8 +58,9 @@ def read_coref_with_tokens(
     """(mentions, tokens) of one file; ``text`` replaces reading ``path`` (used in messages)."""
     data = None
     if text is None:
-        data = read_bytes(path)
+        data = without_bom(read_bytes(path))
         text = decode_text(data, path)
+    text = text.removeprefix("\ufeff")
     fmt = fmt or detect_coref_format(text, path)
     parsers = {"conll2012": _parse_conll2012, "corefud": _parse_corefud, "jsonlines": _parse_jsonl}
     if fmt not in parsers:

@@ -155,6 +155,29 @@ def _coref_fields(lines: pl.Series, tok: np.ndarray, doc: np.ndarray, pos: np.nd
     ).with_columns(tag=pl.when(pl.col("tag").is_in(_NONE)).then(None).otherwise(pl.col("tag")))
 
 
+def _check_columns(lines: pl.Series, tok: np.ndarray, doc: np.ndarray, sent: np.ndarray,
+                   path: str | Path) -> None:
+    """A token line with fewer columns than the other lines of its sentence (the most
+    common count there, the smaller on a tie) lost a column, maybe the coreference column,
+    which is the last: an InputError at the first. (Sentences may differ: CoNLL-2012 has
+    one argument column per predicate of the sentence; an extra column is accepted, e.g. a
+    stray tab at the end of a line.)"""
+    if not tok.size:
+        return
+    t = _normalise(pl.DataFrame({"doc": doc, "sent": sent, "line": (tok + 1).astype(np.int32),
+                                 "text": lines.gather(tok)}))
+    t = t.select("doc", "sent", "line", n=pl.col("norm").str.count_matches("\t", literal=True) + 1)
+    usual = (t.group_by("doc", "sent", "n").agg(k=pl.len())
+             .sort("doc", "sent", "k", "n", descending=[False, False, True, False])
+             .unique(["doc", "sent"], keep="first", maintain_order=True)
+             .select("doc", "sent", usual="n"))
+    short = t.join(usual, on=["doc", "sent"]).filter(pl.col("n") < pl.col("usual"))
+    _first_error(short, path, lambda r: (
+        f"line has {r['n']} columns; the other lines of its sentence have {r['usual']} "
+        "(a missing column drops its mention: the coreference column is the last); expected "
+        f"{r['usual']} columns"))
+
+
 def _parse_conll2012(
     text: str, path: str | Path, data: bytes | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -162,6 +185,7 @@ def _parse_conll2012(
     kind = conll_line_kinds(lines, path)
     docs = _conll_docs(lines, kind, path)
     tok, doc, pos, sent = _token_positions(kind)
+    _check_columns(lines, tok, doc, sent, path)
     names = docs.select("doc_idx", "doc", "part")
     marked = _coref_fields(lines, tok, doc, pos, sent).filter(~pl.col("coref").is_in(_NONE))
     _first_error(

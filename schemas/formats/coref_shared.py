@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.formats.stable import read_stable, without_bom
 
 _NONE = ["", "-", "_"]
 
@@ -30,15 +31,13 @@ def read_text(path: str | Path) -> str:
 
 
 def read_bytes(path: str | Path) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except FileNotFoundError as e:
-        raise InputError("file not found", path) from e
-    except OSError as e:
-        raise InputError(f"cannot read file: {e.strerror}", path) from e
+    """A file's bytes, read once through one descriptor (:func:`read_stable`)."""
+    return read_stable(path).data
 
 
 def decode_text(data: bytes, path: str | Path) -> str:
+    """UTF-8 text (a leading byte order mark dropped); bad bytes are an InputError."""
+    data = without_bom(data)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

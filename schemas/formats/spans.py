@@ -17,7 +17,6 @@ the file, the 1-based line and what was expected.
 
 from __future__ import annotations
 
-import mmap
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,14 +33,15 @@ from sysdiff.schemas.formats.conllu import (
     _check_word_sequence,
     _comment_fields,
     _first_bad,
+    check_last_line,
     check_utf8,
-    chunk_bounds,
+    file_head,
     first_token_line,
-    mapped_file,
     positions_in_sentences,
     read_lines,
     sentence_table,
 )
+from sysdiff.schemas.formats.stable import StableFile, after_blank_line, opened, without_bom
 
 FORMATS = ("tsv", "conll2003", "uner")
 #: Decoding schemes: ``auto`` (conlleval rules, any of the others' tags), ``iob1``
@@ -54,6 +54,7 @@ COLUMNS = {"tsv": 2, "conll2003": 4, "uner": 5}
 #: (form, tag) column of each format.
 FIELDS = {"tsv": (0, 1), "conll2003": (0, 3), "uner": (1, 2)}
 DOCSTART = "-DOCSTART-"
+_DOCSTART = DOCSTART.encode()
 CHUNK_BYTES = 32 << 20
 #: The token rows a reader gives (``id``: 1-based position in the sentence).
 TOKEN_COLUMNS = {"sent": pl.Int32, "id": pl.Int32, "form": pl.String, "tag": pl.String,
@@ -192,16 +193,16 @@ def _expected_tags(scheme: str) -> str:
     return f"O or {prefixes}TYPE{where}; expected a BIO tag such as B-PER, I-PER or O"
 
 
-def parse_chunk(path: str | Path, data: bytes | mmap.mmap, fmt: str, scheme: str,
-                sent_base: int = 0, doc_base: int | None = None
+def parse_chunk(path: str | Path, data: bytes, fmt: str, scheme: str,
+                sent_base: int = 0, doc_base: int | None = None, last: bool = False
                 ) -> tuple[TagChunk | None, int]:
     """One chunk of whole sentences (None when it holds no token line) and its number of
     lines; lines numbered from 1, sentences from 0 (``sent_base`` numbers default sentence
-    ids, ``doc_base`` continues document numbers)."""
+    ids, ``doc_base`` continues document numbers); ``last``: the chunk ends the file."""
     try:
-        lines = read_lines(bytes(data))
+        lines = read_lines(data)
     except pl.exceptions.PolarsError:
-        check_utf8(path, bytes(data))
+        check_utf8(path, data)
         raise
     lines = lines.with_columns(pl.col("text").str.strip_suffix("\r"))
     blank, comment, docstart = _classify(fmt, lines)
@@ -222,6 +223,8 @@ def parse_chunk(path: str | Path, data: bytes | mmap.mmap, fmt: str, scheme: str
     comments = comments.sort("sent", "line")
     sep = _separator(fmt, lines, token)
     parts = _split(path, fmt, rows.filter(token), sep)
+    if last:
+        check_last_line(path, data, parts["line"], lines.height)
     f_form, f_tag = FIELDS[fmt]
     toks = parts.select("sent", form=f"field_{f_form}", tag=f"field_{f_tag}", line="line",
                         _id=f"field_{0}")
@@ -269,28 +272,51 @@ def _check_sentences(path: str | Path, comments: pl.DataFrame, toks: pl.DataFram
                          "the comments", path, int(lonely["line"][0]))
 
 
-def iter_tags(path: str | Path, fmt: str | None = None, scheme: str = "auto",
+def after_sentence(buf: bytes) -> int:
+    """A chunk boundary of a tag file: after the last blank line of ``buf`` whose previous
+    non-blank line (in ``buf``) is not a ``-DOCSTART-`` line (that line belongs with the
+    sentence after it); 0 when there is none."""
+    end = len(buf)
+    while True:
+        cut = after_blank_line(buf, end)
+        at = cut
+        while at > 0 and buf[at - 1:at] in (b"\n", b"\r", b" ", b"\t"):
+            at -= 1
+        if not at:  # no cut, or no line before it to tell
+            return 0
+        start = buf.rfind(b"\n", 0, at) + 1
+        if not buf.startswith(_DOCSTART, start):
+            return cut
+        end = start
+
+
+def iter_tags(path: str | Path | StableFile, fmt: str | None = None, scheme: str = "auto",
               chunk_bytes: int | None = None, hasher: Hasher | None = None
               ) -> Iterator[TagChunk]:
     """Read and validate a tag file in chunks of whole sentences (about ``chunk_bytes`` of
-    text each); sentence, document and line numbers are the file's. ``hasher`` is fed every
-    byte as it is read."""
+    text each); sentence, document and line numbers are the file's. The file is read once,
+    through one descriptor, and checked to be unchanged at the end (``path`` may be a
+    :class:`StableFile` already open); ``hasher`` is fed every byte as it is read."""
     if fmt is not None and fmt not in FORMATS:
-        raise InputError(f"unknown format '{fmt}'; expected one of {', '.join(FORMATS)}", path)
+        raise InputError(f"unknown format '{fmt}'; expected one of {', '.join(FORMATS)}",
+                         getattr(path, "path", path))
     check_scheme(scheme)
     size = chunk_bytes or CHUNK_BYTES
-    with mapped_file(path) as data:
-        fmt = fmt or detect_span_format(path, data[:1 << 20])
+    with opened(path) as f:
+        path = f.path
+        fmt = fmt or detect_span_format(path, file_head(path, f))
         line = sent = 0
         doc: int | None = None
         doc_id: str | None = None
-        for start, end in chunk_bounds(data, size):
-            text = data[start:end]
+        for text in f.chunks(size, after_sentence):
             if hasher is not None:
                 hasher.update(text)
+            if not line:
+                text = without_bom(text)
             try:
                 _check_text(path, text)
-                chunk, n_lines = parse_chunk(path, text, fmt, scheme, sent, doc)
+                chunk, n_lines = parse_chunk(path, text, fmt, scheme, sent, doc,
+                                             last=f.pos >= f.size)
             except InputError as e:
                 raise InputError(e.message, e.path, e.line and e.line + line) from None
             if chunk is not None:
@@ -328,7 +354,7 @@ def read_mapping_file(path: str | Path) -> dict[str, str]:
         raise InputError("no such mapping file" if not p.exists() else
                          "not a regular file; expected a mapping file (OLD<TAB>NEW lines)", p)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")  # a byte order mark is no label
     except UnicodeDecodeError as e:
         raise InputError(f"not UTF-8 text ({e.reason}); expected OLD<TAB>NEW lines", p) \
             from None

@@ -14,7 +14,7 @@ from sysdiff.transforms.engine import (
     oracle_counts,
     pair_counts,
 )
-from sysdiff.transforms.reduce import mcnemar_column, oracle_correct, ratio
+from sysdiff.transforms.reduce import mcnemar_column, nulls, oracle_correct, ratio
 from sysdiff.transforms.unl.options import SEP
 
 # --------------------------------------------------------------------------------------------
@@ -155,7 +155,7 @@ def _pair_rows(pc, names: list[str], correct: np.ndarray, n: int) -> pl.DataFram
     n_diff, fix, brk, changed = (pc.classes[:, k] for k in range(4))
     arr = np.array(names, dtype=object)
     union = np.concatenate([correct[i] + fix, correct[j] + brk])
-    return pl.DataFrame({
+    return nulls(pl.DataFrame({
         "sys1": np.concatenate([arr[i], arr[j]]).tolist(),
         "sys2": np.concatenate([arr[j], arr[i]]).tolist(),
         "n_sentences": np.full(2 * i.size, n, np.int64),
@@ -165,7 +165,7 @@ def _pair_rows(pc, names: list[str], correct: np.ndarray, n: int) -> pl.DataFram
         "new_errors": np.concatenate([brk, fix]), "changed_errors": np.tile(changed, 2),
         "diff": np.tile(ratio(n_diff, n), 2), "oracle": ratio(union, n),
         "mcnemar_p": np.tile(mcnemar_column(fix, brk), 2),
-    }, schema_overrides={"sys1": pl.String, "sys2": pl.String})
+    }, schema_overrides={"sys1": pl.String, "sys2": pl.String}))
 
 
 def _oracle_rows(oc, names: list[str], correct: np.ndarray, n: int) -> pl.DataFrame:
@@ -174,13 +174,13 @@ def _oracle_rows(oc, names: list[str], correct: np.ndarray, n: int) -> pl.DataFr
     subs, per_group = oracle_correct(oc, correct[:, None])
     total = per_group[:, 0]
     best = [min(members, key=lambda k: (-correct[k], names[k])) for members in subs]
-    return pl.DataFrame({
+    return nulls(pl.DataFrame({
         "systems": [sorted(names[k] for k in members) for members in subs],
         "n_systems": [len(members) for members in subs],
         "n_sentences": np.full(len(subs), n, np.int64), "n_oracle": total,
         "oracle": ratio(total, n), "best_system": [names[k] for k in best],
         "best_correct": correct[best], "gain": ratio(total - correct[best], n),
-    }, schema_overrides={"systems": pl.List(pl.String), "best_system": pl.String})
+    }, schema_overrides={"systems": pl.List(pl.String), "best_system": pl.String}))
 
 
 _MIRROR = np.array([1, 0, 2])

@@ -194,9 +194,11 @@ def unl_scores(sentences: pl.DataFrame) -> pl.DataFrame:
     )
     c, r, e = pl.col("n_correct"), pl.col("n_returned"), pl.col("n_expected")
     agg = agg.with_columns(
-        precision=pl.when(r > 0).then(c / r).otherwise(0.0),
-        recall=pl.when(e > 0).then(c / e).otherwise(0.0),
-        f1=pl.when(c > 0).then(2 * c / (r + e)).otherwise(0.0),
+        # no number without data: P is NULL when nothing is returned (the UNLarium page
+        # says 0), R and F when nothing is expected
+        precision=pl.when(r > 0).then(c / r),
+        recall=pl.when(e > 0).then(c / e),
+        f1=pl.when(e > 0).then(pl.when(c > 0).then(2 * c / (r + e)).otherwise(0.0)),
     )
     names = [n for n in TABLES["unl_scores"].names if n in agg.columns]
     return agg.select(names)

@@ -14,6 +14,7 @@ from sysdiff.schemas.errors import InputError
 
 if TYPE_CHECKING:
     from sysdiff.schemas.formats.conllu import Hasher
+    from sysdiff.schemas.formats.stable import Snapshot
 from sysdiff.schemas.formats.unl.graph import _REL_HEAD, _snippet, parse_graph
 from sysdiff.schemas.formats.unl.model import GraphError, NlSentence, UnlSentence
 from sysdiff.schemas.formats.unl.text import _Lines, _load, clean_text
@@ -235,7 +236,7 @@ def _draft(
 
 
 def read_nl(
-    path_or_text: str | Path, *, lang: str | None = None, source_name: str | None = None,
+    path_or_text: str | Path | Snapshot, *, lang: str | None = None, source_name: str | None = None,
     hasher: Hasher | None = None,
 ) -> list[NlSentence]:
     """Read NLization sentences.
@@ -243,7 +244,8 @@ def read_nl(
     A UNL document (with ``[S`` blocks): per sentence the ``{lang}`` block (or ``{org}`` if its
     language is ``lang``); with ``lang=None`` the only target block, else the ``{org}`` text.
     Plain text: one sentence per line (an empty line is an empty sentence; trailing empty lines
-    are dropped). A file's bytes also go to ``hasher`` (one read to hash and parse)."""
+    are dropped). A file's bytes also go to ``hasher`` (one read to hash and parse); a
+    :class:`Snapshot` is a file read already."""
     raw, name = _load(path_or_text, source_name, hasher)
     text = clean_text(raw)
     if _S_OPEN.search(text):

@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.formats.stable import StableFile
 from sysdiff.schemas.formats.unl.chunks import (
     BLOCK_SCHEMA,
     chunk_from_blocks,
@@ -21,7 +22,12 @@ from sysdiff.schemas.formats.unl.chunks import (
     drafts_frame,
 )
 from sysdiff.schemas.formats.unl.columns import UnlChunk, _first_in, byte_slices
-from sysdiff.schemas.formats.unl.document import _S_OPEN, _block_draft, _Draft, read_unl
+from sysdiff.schemas.formats.unl.document import (
+    _S_OPEN,
+    _block_draft,
+    _Draft,
+    parse_unl_document,
+)
 from sysdiff.schemas.formats.unl.model import UnlSentence
 from sysdiff.schemas.formats.unl.text import _is_path, clean_text
 
@@ -46,20 +52,22 @@ PIECE_BYTES = 1 << 24
 
 
 class _Source:
-    """The bytes of a UNL document: a file, read by ranges, or a text given directly."""
+    """The bytes of a UNL document: a file, read by ranges, or a text given directly.
+
+    A file is read through :class:`StableFile`: the index pass reads it once, in order
+    (its hash and ``stamp`` come from that read); every later range is read from the same
+    version of the file (``stamp``), else an InputError (the file changed while it was
+    being read). Only paths and stamps are kept between reads, so an index can go to
+    another process."""
 
     def __init__(self, path_or_text: str | Path, source_name: str | None):
+        self._file: StableFile | None = None
         if _is_path(path_or_text):
             self.path: Path | None = Path(path_or_text)
             self.name = source_name or str(self.path)
             self.data: bytes | None = None
-            try:
-                st = self.path.stat()
-                with self.path.open("rb"):
-                    pass
-            except OSError as exc:
-                raise InputError(f"cannot read file: {exc.strerror}", path=self.name) from exc
-            self.size, self.stamp = st.st_size, (st.st_size, st.st_mtime_ns)
+            self._file = StableFile(self.path)
+            self.size, self.stamp = self._file.size, self._file.stamp
         else:
             self.path, self.name = None, source_name
             self.data = str(path_or_text).encode("utf-8", "surrogatepass")
@@ -68,9 +76,12 @@ class _Source:
     def read(self, start: int, end: int) -> bytes:
         if self.data is not None:
             return self.data[start:end]
-        with self.path.open("rb") as f:  # type: ignore[union-attr]
-            f.seek(start)
-            return f.read(end - start)
+        if self._file is not None:  # the index pass
+            return self._file.read_at(start, end - start)
+        with StableFile(self.path, expect=self.stamp) as f:  # type: ignore[arg-type]
+            data = f.read_at(start, end - start)
+            f.check()
+        return data
 
     def decode(self, start: int, data: bytes) -> str:
         if self.data is not None:
@@ -78,7 +89,14 @@ class _Source:
         return data.decode("utf-8-sig" if start == 0 else "utf-8")
 
     def pieces(self, size: int) -> Iterator[tuple[int, bytes]]:
-        """(offset, bytes) pieces of about ``size`` bytes, each cut right before a ``[S``."""
+        """(offset, bytes) pieces of about ``size`` bytes, each cut right before a ``[S``;
+        a file is read once, in order (checked unchanged at its end)."""
+        if self._file is not None:
+            pos = 0
+            for piece in self._file.chunks(size, _before_block):
+                yield pos, piece
+                pos += len(piece)
+            return
         pos = 0
         while pos < self.size:
             end = min(pos + size, self.size)
@@ -91,15 +109,28 @@ class _Source:
             yield pos, data[:cut]
             pos += cut
 
+    @property
+    def sha256(self) -> str:
+        """SHA-256 of the document's bytes (a file's: as the index pass read them)."""
+        if self._file is not None:
+            return self._file.sha256
+        return hashlib.sha256(self.data or b"").hexdigest()
+
+    def done(self) -> None:
+        """End the index pass: later reads open the file again, as the version read."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
     def check_unchanged(self) -> None:
-        if self.path is None:
-            return
-        try:
-            st = self.path.stat()
-        except OSError as exc:
-            raise InputError(f"cannot read file: {exc.strerror}", path=self.name) from exc
-        if (st.st_size, st.st_mtime_ns) != self.stamp:
-            raise InputError("file changed while it was being read; run again", path=self.name)
+        if self.path is not None:
+            with StableFile(self.path, expect=self.stamp) as f:  # type: ignore[arg-type]
+                f.check()
+
+
+def _before_block(buf: bytes) -> int:
+    """A piece boundary: right before the last ``[S`` of ``buf`` (0: none after its start)."""
+    return max(buf.rfind(b"[S", 1), 0)
 
 
 def _find_all(hay: str | bytes, needle: str | bytes) -> list[int]:
@@ -391,11 +422,17 @@ def index_unl(path_or_text: str | Path, *, source_name: str | None = None,
     hashes it (``UnlIndex.sha256``: the SHA-256 of the file's bytes); memory is a few pieces
     plus three numbers per sentence. The same InputErrors as :func:`read_unl`."""
     src = _Source(path_or_text, source_name)
+    try:
+        return _index(src, piece_bytes)
+    finally:
+        src.done()
+
+
+def _index(src: _Source, piece_bytes: int) -> UnlIndex:
+    """The index pass of :func:`index_unl` over an opened source."""
     scan, regular, bad_line, newlines = _OpenScan(), True, None, 0
     bom = 3 if src.path is not None and src.read(0, 3) == b"\xef\xbb\xbf" else 0
-    digest = hashlib.sha256()
     for offset, raw in src.pieces(piece_bytes):
-        digest.update(raw)
         if src.path is not None and b"\x00" in raw:
             raise InputError("binary file: expected a UNL document (text)", path=src.name)
         if bad_line is None:
@@ -410,11 +447,12 @@ def index_unl(path_or_text: str | Path, *, source_name: str | None = None,
     if bad_line is not None:
         raise InputError("not UTF-8 text: expected a UNL document", path=src.name,
                          line=bad_line)  # fmt: skip
-    if not regular or not scan.starts:
-        sentences = read_unl(src.path if src.path is not None else src.data.decode(  # type: ignore[union-attr]
-            "utf-8", "surrogatepass"), source_name=src.name)
+    if not regular or not scan.starts:  # parsed whole, from the same version of the file
+        text = src.decode(0, src.read(0, src.size))
+        src.check_unchanged()
+        sentences = parse_unl_document(clean_text(text), src.name)
         return UnlIndex(src, [s.sent_id for s in sentences],
                         np.array([s.line for s in sentences], np.int64), None, sentences,
-                        digest.hexdigest())
+                        src.sha256)
     return UnlIndex(src, scan.ids, np.array(scan.lines, np.int64),
-                    np.array(scan.starts, np.int64), sha256=digest.hexdigest())
+                    np.array(scan.starts, np.int64), sha256=src.sha256)

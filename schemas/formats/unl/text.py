@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.formats.stable import Snapshot, read_stable
 
 if TYPE_CHECKING:
     from sysdiff.schemas.formats.conllu import Hasher
@@ -45,18 +46,18 @@ def _is_path(x: str | Path) -> bool:
         return False
 
 
-def _load(path_or_text: str | Path, source_name: str | None,
+def _load(path_or_text: str | Path | Snapshot, source_name: str | None,
           hasher: Hasher | None = None) -> tuple[str, str | None]:
-    """Return (raw text, name) of a path or a text; a file's bytes also go to ``hasher``
-    (its content hash comes from the one read)."""
-    if not _is_path(path_or_text):
+    """Return (raw text, name) of a path, a file already read (a :class:`Snapshot`) or a
+    text; a file's bytes also go to ``hasher`` (its content hash comes from the one read,
+    through one descriptor: :func:`read_stable`)."""
+    if isinstance(path_or_text, Snapshot):
+        data, name = path_or_text.data, source_name
+    elif not _is_path(path_or_text):
         return str(path_or_text), source_name
-    path = Path(path_or_text)
-    name = source_name or str(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}", path=name) from exc
+    else:
+        name = source_name or str(path_or_text)
+        data = read_stable(path_or_text).data
     if hasher is not None:
         hasher.update(data)
     if b"\x00" in data:

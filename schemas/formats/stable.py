@@ -1,0 +1,245 @@
+"""Input files read as one stable version: the bytes hashed are the bytes parsed.
+
+Every reader gets a file's bytes through :class:`StableFile`: the file is opened once and
+read through that one descriptor (no memory map, which another process could truncate under
+the reader: SIGBUS); its identity (device, inode, size, modification time) is taken when it
+is opened and checked again after reading (``fstat`` of the descriptor, ``stat`` of the
+name). A file truncated, rewritten, deleted or replaced (renamed over) while it is read is
+one :class:`InputError` naming what happened, so nothing read from it is committed. The
+SHA-256 is taken from the same reads, so a run's ``systems.sha256`` (and its size and
+modification time: the :class:`Stamp`) always describe the content it parsed.
+
+- ``read_stable(path)``: the whole file (bytes, hash and stamp), checked;
+- ``with StableFile(path) as f``: ``f.read(n)`` / ``f.chunks(size, boundary)`` in order
+  (hashed; ``chunks`` checks the file after every read), ``f.read_at(offset, n)`` anywhere
+  (not hashed), ``f.check()``;
+- ``StableFile(path, expect=stamp)``: a file read again later (a second pass, or a shard
+  read by another process) must still be the version first read, else the same error.
+
+A leading UTF-8 byte order mark is text encoding, not content: :func:`without_bom` drops it
+before parsing (the hash stays the hash of the file's bytes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat as stat_mod
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from sysdiff.schemas.errors import InputError
+
+BOM = b"\xef\xbb\xbf"
+#: Said of a file that changed while it was read: the run keeps nothing of it.
+NOT_KEPT = "nothing read from it was committed"
+#: How far before a chunk's nominal end :meth:`StableFile.chunks` looks for its boundary
+#: (the whole chunk when no record ends there).
+LOOK_BACK = 1 << 20
+#: The most one ``pread`` returns on Linux (larger reads come in several calls).
+_MAX_READ = 0x7FFFF000
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """One version of a file: where it lives (device, inode), its size and modification
+    time. Two stamps differ when the file was replaced, truncated, extended or rewritten."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> Stamp:
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def without_bom(data: bytes) -> bytes:
+    """``data`` without a leading UTF-8 byte order mark."""
+    return data[3:] if data.startswith(BOM) else data
+
+
+def changed_error(path: str | Path, was: Stamp, now: Stamp | None) -> InputError:
+    """The one-line error for a file that is no longer the version read (``now``: the
+    file its name leads to now, None when it is gone)."""
+    if now is None:
+        what = "the file was deleted while it was being read"
+    elif (now.dev, now.ino) != (was.dev, was.ino):
+        what = "the file was replaced while it was being read (its name now leads to another file)"
+    elif now.size != was.size:
+        what = f"the file changed while it was being read (size {was.size} → {now.size} bytes)"
+    else:
+        what = "the file changed while it was being read (rewritten in place)"
+    return InputError(f"{what}; {NOT_KEPT}", path)
+
+
+class StableFile:
+    """An input file opened once and read through that one descriptor (see the module).
+
+    ``expect``: the stamp of the version read before; the file must still be it.
+    ``hashed``: keep the SHA-256 of what is read in order (:attr:`sha256`). Opening errors
+    are InputErrors (no such file, not a regular file, cannot read)."""
+
+    def __init__(self, path: str | Path, expect: Stamp | None = None,
+                 hashed: bool = True) -> None:
+        self.path = Path(path)
+        self._fd = -1
+        self._fd = _open_regular(self.path)
+        self.stamp = Stamp.of(os.fstat(self._fd))
+        self.pos = 0
+        self._hash = hashlib.sha256() if hashed else None
+        if expect is not None and self.stamp != expect:
+            self.close()
+            raise changed_error(self.path, expect, self.stamp)
+
+    @property
+    def size(self) -> int:
+        """The file's size when it was opened."""
+        return self.stamp.size
+
+    @property
+    def sha256(self) -> str:
+        """SHA-256 of the bytes :meth:`read` and :meth:`chunks` gave, in order (the file's
+        hash once it is read to the end); only for a file opened ``hashed``."""
+        if self._hash is None:
+            raise ValueError(f"{self.path} was opened without hashing")
+        return self._hash.hexdigest()
+
+    def read(self, n: int | None = None) -> bytes:
+        """The next ``n`` bytes (the rest of the file by default), hashed; never past the
+        size the file had when it was opened. A file found shorter is an InputError."""
+        want = self.size - self.pos if n is None else min(n, self.size - self.pos)
+        data = self.read_at(self.pos, want)
+        self.pos += len(data)
+        if self._hash is not None:
+            self._hash.update(data)
+        return data
+
+    def read_at(self, offset: int, n: int) -> bytes:
+        """``n`` bytes from ``offset`` (fewer only at the end of the file as opened); not
+        hashed, the position does not move."""
+        n = max(0, min(n, self.size - offset))
+        parts, got = [], 0
+        while got < n:
+            part = os.pread(self._fd, min(n - got, _MAX_READ), offset + got)
+            if not part:  # shorter than when it was opened: truncated meanwhile
+                raise changed_error(self.path, self.stamp, self._now())
+            parts.append(part)
+            got += len(part)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def chunks(self, size: int, boundary: Callable[[bytes], int]) -> Iterator[bytes]:
+        """The rest of the file in chunks of about ``size`` bytes (or more, when a record is
+        longer), each read once and cut where ``boundary(text)`` says: the end of the last
+        whole record in ``text`` (0: none). The cut is looked for in the last
+        :data:`LOOK_BACK` bytes before ``size`` (starting at a line), so a chunk is read
+        exactly, never copied; the last chunk is the rest. The file is checked
+        (:meth:`check`) after every read: no chunk comes from a file that changed."""
+        while self.pos < self.size:
+            chunk = self.read(self._cut(size, boundary) - self.pos)
+            self.check()
+            yield chunk
+
+    def _cut(self, size: int, boundary: Callable[[bytes], int]) -> int:
+        """Where the next chunk ends (see :meth:`chunks`)."""
+        end = min(self.pos + size, self.size)
+        while end < self.size:
+            for lo in dict.fromkeys((max(self.pos, end - LOOK_BACK), self.pos)):
+                text = self.read_at(lo, end - lo)
+                if lo > self.pos:  # start at a line, so the boundary sees whole lines
+                    skip = text.find(b"\n") + 1
+                    lo, text = lo + skip, text[skip:] if skip else b""
+                cut = boundary(text)
+                if cut:
+                    return lo + cut
+            end = min(end + size, self.size)  # no record ends before ``end``: read on
+        return end
+
+    def check(self) -> None:
+        """Raise the InputError of :func:`changed_error` unless the descriptor's file is
+        unchanged and its name still leads to it."""
+        now = Stamp.of(os.fstat(self._fd))
+        if now != self.stamp:
+            raise changed_error(self.path, self.stamp, now)
+        named = self._now()
+        if named is None or (named.dev, named.ino) != (now.dev, now.ino):
+            raise changed_error(self.path, self.stamp, named)
+
+    def _now(self) -> Stamp | None:
+        """The stamp of the file the name leads to now (None: no file)."""
+        try:
+            return Stamp.of(os.stat(self.path))
+        except OSError:
+            return None
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> StableFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _open_regular(path: Path) -> int:
+    """A read-only descriptor of a regular file (a FIFO or device is refused, not waited
+    on)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise InputError("no such file", path) from None
+    except IsADirectoryError:
+        raise InputError("not a regular file; expected a file, got a folder", path) from None
+    except OSError as e:
+        raise InputError(f"cannot read file: {e.strerror}", path) from None
+    if not stat_mod.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InputError("not a regular file", path)
+    return fd
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A whole file as read once: its bytes, their SHA-256 and the file's stamp."""
+
+    data: bytes
+    sha256: str
+    stamp: Stamp
+
+
+def read_stable(path: str | Path, expect: Stamp | None = None) -> Snapshot:
+    """The whole file, read through one descriptor and checked after (see the module)."""
+    with StableFile(path, expect) as f:
+        data = f.read()
+        f.check()
+        return Snapshot(data, f.sha256, f.stamp)
+
+
+@contextmanager
+def opened(source: str | Path | StableFile) -> Iterator[StableFile]:
+    """``source`` when it is a :class:`StableFile` already (its owner closes it), else the
+    file opened here (not hashed: nobody could ask) and closed after."""
+    if isinstance(source, StableFile):
+        yield source
+        return
+    with StableFile(source, hashed=False) as f:
+        yield f
+
+
+def after_blank_line(buf: bytes, end: int | None = None) -> int:
+    """Where the text after the last blank line (``\\n\\n`` or ``\\n\\r\\n``) of ``buf``
+    (before ``end``) starts (0: no blank line): a :meth:`StableFile.chunks` boundary of
+    whole sentences."""
+    end = len(buf) if end is None else end
+    lf = buf.rfind(b"\n\n", 0, end)
+    crlf = buf.rfind(b"\n\r\n", max(lf, 0), end)  # only a later one counts
+    return crlf + 3 if crlf >= 0 else lf + 2 if lf >= 0 else 0
