@@ -226,7 +226,7 @@ def serve(
     from sysdiff.flows import watch as watch_mod
 
     if once:
-        done = watch_mod.evaluate_folder(str(folder), str(root))
+        done = watch_mod.evaluate_once(folder, root)
         typer.echo(done.summary())
         if done.skipped:
             raise typer.Exit(SKIPPED)
