@@ -117,7 +117,7 @@ _PRF = [("recall", F64), ("precision", F64), ("f1", F64)]
 COREF_TABLES: dict[str, pa.Schema] = {
     "mentions": pa.schema([
         *OWNER, *_SPAN, ("entity", S), ("mtype", S), ("sent", I32), ("head_pos", S),
-        ("word", S),
+        ("word", S), ("head", I32), ("zero_deps", S),
     ]),
     "coref_tokens": _schema(*OWNER, ("doc", S), ("part", I32), ("n_tokens", I32),
                             ("line", I32)),

@@ -39,7 +39,10 @@ def _parse_corefud(text: str, path: str | Path) -> tuple[pl.DataFrame, pl.DataFr
     Words and empty nodes are token positions (empty nodes can be zero mentions);
     multiword-token ranges are not. A discontinuous mention (``e1[1/2]``) becomes its
     bounding span. The head is the ``head`` attribute of the opening bracket (1-based within
-    the span, attribute order from ``# global.Entity``, default ``eid-etype-head-other``).
+    the span, empty nodes counted, attribute order from ``# global.Entity``, default
+    ``eid-etype-head-other``), else the first word: never the dependency tree (as udapi and
+    the CorefUD scorer read it). A mention whose head is an empty node is a zero mention;
+    ``zero_deps`` keeps that node's DEPS (the scorer matches zeros on them).
     """
     lines = _lines(text)
     order = re.search(r"^#\s*global\.Entity\s*=\s*(\S+)", text, re.M)
@@ -74,6 +77,7 @@ def _parse_corefud(text: str, path: str | Path) -> tuple[pl.DataFrame, pl.DataFr
         form=f.list.get(1),
         tag=f.list.get(3),
         poss=f.list.get(5).str.contains(r"(^|\|)Poss=Yes(\||$)"),
+        empty=pl.col("id").str.contains(r"\."), deps=f.list.get(8),
         ent_field=f.list.get(9).str.extract(r"(?:^|\|)Entity=([^|]*)"),
     ).with_columns(tag=pl.when(pl.col("tag").is_in(_NONE)).then(None).otherwise(pl.col("tag")))
     marked = tok.filter(pl.col("ent_field").is_not_null() & (pl.col("ent_field") != ""))
@@ -107,7 +111,7 @@ def _parse_corefud(text: str, path: str | Path) -> tuple[pl.DataFrame, pl.DataFr
         spans = spans.with_columns(head=(pl.col("start") + head.cast(pl.Int32, strict=False) - 1))
         spans = spans.with_columns(head=pl.when(pl.col("head").is_between(
             pl.col("start"), pl.col("end"))).then(pl.col("head")))
-    tokens = tok.select("doc_idx", "pos", "sent", "form", "tag", "poss")
+    tokens = tok.select("doc_idx", "pos", "sent", "form", "tag", "poss", "empty", "deps")
     return _finish_mentions(spans, tokens, docs, path), _token_table(tokens, docs)
 
 
