@@ -386,7 +386,8 @@ def coref_oracles(classes_by_system: dict[str, pl.DataFrame], criterion: str) ->
 
 
 def coref_agreement(
-    mentions_by_system: dict[str, pl.DataFrame], keep_singletons: bool = True
+    mentions_by_system: dict[str, pl.DataFrame], keep_singletons: bool = True,
+    match: str = "exact", corefud: bool = False,
 ) -> pl.DataFrame:
     """Every standard metric of S2 scored with S1 as the key, for all ordered pairs.
 
@@ -396,20 +397,29 @@ def coref_agreement(
     if len(mentions_by_system) < 2:
         return pl.DataFrame(schema={"sys1": pl.Utf8, "sys2": pl.Utf8, "metric": pl.Utf8,
                                     **{x: pl.Float64 for x in nums}})
-    return coref_scores(agreement_counts(mentions_by_system, keep_singletons))
+    return coref_scores(agreement_counts(mentions_by_system, keep_singletons, match, corefud))
 
 
 def agreement_counts(
-    mentions_by_system: dict[str, pl.DataFrame], keep_singletons: bool = True
+    mentions_by_system: dict[str, pl.DataFrame], keep_singletons: bool = True,
+    match: str = "exact", corefud: bool = False,
 ) -> pl.DataFrame:
     """Per-document ``coref_counts`` of every ordered pair (sys1 as the key), additive over
-    documents. Counts are computed once per unordered pair: scoring S1 against S2 swaps the
-    recall and precision counts of scoring S2 against S1."""
+    documents. With exact match (and no zero metric) counts are computed once per unordered
+    pair: scoring S1 against S2 swaps the recall and precision counts of scoring S2 against
+    S1; partial and head match, and the zero metric, are not symmetric."""
     parts = []
+    symmetric = match == "exact" and not corefud
     for a, b in itertools.combinations(list(mentions_by_system), 2):
-        c = coref_counts(mentions_by_system[a], mentions_by_system[b], keep_singletons)
+        c = coref_counts(mentions_by_system[a], mentions_by_system[b], keep_singletons, match,
+                         corefud)
         parts.append(c.with_columns(sys1=pl.lit(a), sys2=pl.lit(b)))
-        swapped = c.rename({"recall_num": "precision_num", "recall_den": "precision_den",
-                            "precision_num": "recall_num", "precision_den": "recall_den"})
-        parts.append(swapped.select(c.columns).with_columns(sys1=pl.lit(b), sys2=pl.lit(a)))
+        if symmetric:
+            back = c.rename({"recall_num": "precision_num", "recall_den": "precision_den",
+                             "precision_num": "recall_num", "precision_den": "recall_den"}
+                            ).select(c.columns)
+        else:
+            back = coref_counts(mentions_by_system[b], mentions_by_system[a], keep_singletons,
+                                match, corefud)
+        parts.append(back.with_columns(sys1=pl.lit(b), sys2=pl.lit(a)))
     return pl.concat(parts)

@@ -31,8 +31,8 @@ import numpy as np
 import polars as pl
 from scipy.optimize import linear_sum_assignment
 
-MATCH_MODES = ("exact", "partial", "head")
-SINGLETON_MODES = ("keep", "drop")
+from sysdiff.schemas.vocabulary import MATCH_MODES, SINGLETON_MODES
+
 DENSE_CELLS = 4_000_000
 _DOC = ["doc", "part"]
 _SPAN = [*_DOC, "start", "end"]
