@@ -200,3 +200,41 @@ def test_arcs_classes_use_the_matching():
         assert c.height == n_units
         five = c.filter(pl.col("start") == 5)
         assert five["cls"].to_list() == (["TP"] if mode == "head" else ["WL"])
+
+
+@pytest.mark.parametrize("mode", ["exact", "partial", "head"])
+@pytest.mark.parametrize("singletons", ["keep", "drop"])
+@pytest.mark.parametrize(("key", "resp"), [("key.conllu", "sys3.conllu"),
+                                           ("headed/key.conllu", "headed/sys2.conllu"),
+                                           ("headed/key.conllu", "headed/sys2-nohead.conllu")])
+def test_arcs_any_is_muc_under_every_matching(key, resp, mode, singletons):
+    """ARCS under ``any`` counts MUC's links whatever the matching: TP = MUC's correct
+    links, TP+FN+WL and TP+FP+WL its denominators; the units are the key mentions and the
+    unmatched response mentions."""
+    k, r = matched(mentions(key), mentions(resp), CorefOptions(mode, singletons))
+    c = arcs.mention_classes(k, r, "any")
+    n = {x: int((c["cls"] == x).sum()) for x in ("TP", "FP", "FN", "WL")}
+    muc = coref_counts(mentions(key), mentions(resp), singletons == "keep", mode).filter(
+        pl.col("metric") == "muc").select(pl.col("recall_num", "recall_den",
+                                                 "precision_den").sum()).row(0, named=True)
+    assert n["TP"] == muc["recall_num"]
+    assert n["TP"] + n["FN"] + n["WL"] == muc["recall_den"]
+    assert n["TP"] + n["FP"] + n["WL"] == muc["precision_den"]
+    assert c.height == k.height + r.filter(pl.col("k_start").is_null()).height
+
+
+def test_heads_come_from_the_head_attribute_and_a_bad_one_is_an_error():
+    from sysdiff.schemas.errors import InputError
+    from tests.test_coref_reader import COREFUD
+
+    m = read_coref("x.conllu", text=COREFUD)
+    # "(e2-animal-2" over "her dog": the second word; single words are their own heads
+    assert m.select("start", "end", "head").rows() == [(0, 0, 0), (2, 3, 3), (2, 2, 2),
+                                                        (4, 4, 4)]
+    no_field = COREFUD.replace("eid-etype-head-other", "eid-etype-other")
+    assert read_coref("x.conllu", text=no_field)["head"].to_list() == [0, 2, 2, 4]
+    for bad in ("(e2-animal-3", "(e2-animal-x"):
+        with pytest.raises(InputError) as info:
+            read_coref("bad.conllu", text=COREFUD.replace("(e2-animal-2", bad))
+        assert info.value.line == 8
+        assert "expected a word number from 1 to 2" in info.value.message
