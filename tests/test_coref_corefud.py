@@ -238,3 +238,17 @@ def test_heads_come_from_the_head_attribute_and_a_bad_one_is_an_error():
             read_coref("bad.conllu", text=COREFUD.replace("(e2-animal-2", bad))
         assert info.value.line == 8
         assert "expected a word number from 1 to 2" in info.value.message
+
+
+@pytest.mark.parametrize("mode", ["partial", "head"])
+def test_counts_are_additive_over_document_shards(mode):
+    """Matching is per document: scoring documents in groups gives the same counts."""
+    key, resp = mentions("key.conllu"), mentions("sys3.conllu")
+    docs = sorted(key["doc"].unique())
+    shards = [docs[i:i + 7] for i in range(0, len(docs), 7)]
+    parts = pl.concat([coref_counts(key.filter(pl.col("doc").is_in(s)),
+                                    resp.filter(pl.col("doc").is_in(s)), False, mode, True)
+                       for s in shards])
+    whole = coref_counts(key, resp, False, mode, True)
+    assert parts.sort("doc", "metric").equals(whole.sort("doc", "metric"))
+    assert set(whole["metric"]) >= {"mor", "zero"}
