@@ -27,14 +27,14 @@ from scipy.optimize import linear_sum_assignment
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from sysdiff.transforms.corefud import CorefOptions, drop_singletons, matched
+from sysdiff.transforms.corefud import CorefOptions, matched
+from sysdiff.transforms.corefud import drop_singletons as drop_singletons  # re-exported
 
 METRICS = ["muc", "bcub", "ceafm", "ceafe", "blanc", "lea", "conll"]
 COUNT_METRICS = ["muc", "bcub", "ceafm", "ceafe", "blanc_c", "blanc_n", "lea"]
 #: The CorefUD scorer's own metrics, counted for CorefUD inputs (``corefud=True``).
 COREFUD_METRICS = ["mor", "zero"]
 _ORDER = [*METRICS, *COREFUD_METRICS]
-__all__ = ["drop_singletons"]
 _DOC = ["doc", "part"]
 _SPAN = ["d", "start", "end"]
 _NUMS = ["recall_num", "recall_den", "precision_num", "precision_den"]
