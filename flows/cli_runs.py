@@ -97,6 +97,13 @@ def run(
     scheme: Annotated[str | None, typer.Option(
         help="ner: span decoding: auto (default; conlleval rules, any of IOB1/IOB2/BIOES), "
         "iob1, iob2 (seqeval strict) or bioes (strict).")] = None,
+    match: Annotated[str | None, typer.Option(
+        help="coref: mention matching of the CorefUD scorer: exact, partial (a response "
+        "inside the key mention holding its head) or head (the same head). Default: head "
+        "for CorefUD keys, exact otherwise.")] = None,
+    singletons: Annotated[str | None, typer.Option(
+        help="coref: keep or drop singleton entities (dropped from key and responses before "
+        "matching). Default: drop for CorefUD keys, keep otherwise.")] = None,
     ar_trials: Annotated[int | None, typer.Option(
         min=1, help="Approximate randomization trials (default 10000).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the randomization test "
@@ -130,7 +137,8 @@ def run(
     from sysdiff.flows.spec import build_spec, load_config
 
     overrides = {k: v for k, v in (("ar_trials", ar_trials), ("seed", seed),
-                                   ("shard_sents", shard_sents), ("scheme", scheme))
+                                   ("shard_sents", shard_sents), ("scheme", scheme),
+                                   ("match", match), ("singletons", singletons))
                  if v is not None}
     if config:
         given = [f"--{n}" for n, v in (("key", key), ("system", system), ("corpus", corpus),

@@ -117,35 +117,39 @@ _PRF = [("recall", F64), ("precision", F64), ("f1", F64)]
 COREF_TABLES: dict[str, pa.Schema] = {
     "mentions": pa.schema([
         *OWNER, *_SPAN, ("entity", S), ("mtype", S), ("sent", I32), ("head_pos", S),
-        ("word", S),
+        ("word", S), ("head", I32), ("zero_deps", S),
     ]),
     "coref_tokens": _schema(*OWNER, ("doc", S), ("part", I32), ("n_tokens", I32),
                             ("line", I32)),
     "coref_counts": _schema(*OWNER, ("doc", S), ("part", I32), ("metric", S), *_COREF_COUNTS),
-    "coref_scores": _schema(*OWNER, ("metric", S), *_COREF_COUNTS, *_PRF),
+    # ``options``: the mention matching and singletons of the run (``match:exact|singletons:
+    # keep``); a unit of mention_classes matched to a key mention has the key's span.
+    "coref_scores": _schema(*OWNER, ("metric", S), *_COREF_COUNTS, *_PRF, ("options", S)),
     "mention_classes": pa.schema([
         *OWNER, ("criterion", S), *_SPAN, ("mtype", S), ("word", S), ("in_key", B),
-        ("in_resp", B), ("cls", S),
+        ("in_resp", B), ("cls", S), ("options", S),
     ]),
     "arcs_scores": _schema(
         *OWNER, ("criterion", S), ("mtype", S), ("tp", I64), ("fp", I64), ("fn", I64),
         ("wl", I64), ("tn", I64), ("precision", F64), ("recall", F64), ("f1", F64),
+        ("options", S),
     ),
     "coref_pairs": _schema(
         ("corpus", S), ("criterion", S), ("sys1", S), ("sys2", S), ("n_mentions", I64),
         ("n_diff", I64), ("corrections", I64), ("new_errors", I64), ("changed_errors", I64),
-        ("diff", F64), ("mcnemar_p", F64),
+        ("diff", F64), ("mcnemar_p", F64), ("options", S),
     ),
     "coref_transitions": _schema(
         ("corpus", S), ("criterion", S), ("sys1", S), ("sys2", S), ("mtype", S), ("word", S),
-        ("c1", S), ("c2", S), ("count", I64),
+        ("c1", S), ("c2", S), ("count", I64), ("options", S),
     ),
     "coref_oracles": _schema(
         ("corpus", S), ("criterion", S), ("systems", LIST_S), ("mtype", S), ("n", I64),
-        ("n_tp", I64),
+        ("n_tp", I64), ("options", S),
     ),
     "coref_agreement": _schema(
         ("corpus", S), ("sys1", S), ("sys2", S), ("metric", S), *_COREF_COUNTS, *_PRF,
+        ("options", S),
     ),
 }
 

@@ -21,6 +21,9 @@ SPAN_CLASSES = ("correct", "type", "boundary", "missed", "spurious", "absent")
 SPAN_CORRECT = ("correct", "absent")
 #: ARCS criteria: a shared antecedent (any), or the closest nominal antecedent (nom).
 CRITERIA = ("any", "nom")
+#: Coreference mention matching (METRICS 2.7: the CorefUD scorer's ``-a``) and singletons.
+MATCH_MODES = ("exact", "partial", "head")
+SINGLETON_MODES = ("keep", "drop")
 #: The key's name among the systems of a corpus.
 KEY_ID = "__key__"
 #: Punctuation of CoNLL-X style files without UPOS: gold XPOS/POS tags (METRICS 1.1).
