@@ -10,11 +10,12 @@ from pathlib import Path
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import KEY_ID
 
-TASKS = ("pos", "dep", "coref", "unl", "nl", "ner")
+TASKS = ("pos", "dep", "coref", "unl", "nl", "ner", "srl")
 # Input formats of each task (``format`` in a run file, ``--format`` of ``sysdiff run``).
 TASK_FORMATS = {"pos": ("conllu", "conllx", "tsv"), "dep": ("conllu", "conllx", "tsv"),
                 "coref": ("conll2012", "corefud", "jsonlines"), "unl": ("unl",), "nl": ("unl",),
-                "ner": ("tsv", "conll2003", "uner")}
+                "ner": ("tsv", "conll2003", "uner"),
+                "srl": ("conllu", "conll09", "conll05", "props")}
 #: Span decoding schemes (task ner): conlleval rules (auto, iob1) or seqeval strict.
 SCHEMES = ("auto", "iob1", "iob2", "bioes")
 #: The systems a mapping without a SYSTEM applies to (every system, not the key).
@@ -292,7 +293,8 @@ def key_line(text: str, name: str) -> int | None:
 
 # The watched-folder layout of ``sysdiff serve`` (see flows/watch.py).
 TASK_BY_SUFFIX = {".conllu": "dep", ".conllx": "dep", ".tsv": "pos", ".txt": "pos",
-                  ".jsonlines": "coref", ".jsonl": "coref", ".unl": "unl", ".iob2": "ner"}
+                  ".jsonlines": "coref", ".jsonl": "coref", ".unl": "unl", ".iob2": "ner",
+                  ".conll09": "srl", ".conll05": "srl", ".props": "srl"}
 CORPUS_FILE_KEYS = ("task", *OPTION_TYPES)
 
 
