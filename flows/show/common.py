@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sysdiff.flows.catalog import sql_literal
-from sysdiff.flows.names import COREF_TASKS, SPAN_TASKS, UNL_TASKS
+from sysdiff.flows.names import COREF_TASKS, SPAN_TASKS, SRL_TASKS, UNL_TASKS
 from sysdiff.flows.queries import query_rows
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import CRITERIA, VIEWS
@@ -75,6 +75,10 @@ def check_view(root: Path, corpus: str, task: str, view: str | None) -> str | No
         return None
     if task in SPAN_TASKS:
         return check_span_type(root, corpus, view)
+    if task in SRL_TASKS:
+        from sysdiff.flows.show.srl import check_srl_view
+
+        return check_srl_view(root, corpus, view)
     if task in COREF_TASKS:
         view = view or "nom"
         if view not in CRITERIA:
