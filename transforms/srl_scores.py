@@ -151,7 +151,7 @@ def score_counts(mode: str, kp: pl.DataFrame, ka: pl.DataFrame, sp: pl.DataFrame
 def sum_counts(parts: list[pl.DataFrame], keys: tuple[str, ...] = ()) -> pl.DataFrame:
     """The sum of several shards' counts (by ``keys``, mode, role, ppos)."""
     group = [*keys, "mode", "role", "ppos"]
-    frame = pl.concat(parts)
+    frame = pl.concat([p.select(*keys, *COUNT_SCHEMA) for p in parts])
     return frame.group_by(group, maintain_order=True).agg(
         pl.col("n_gold").sum(), _null_sum("n_pred"), pl.col("n_correct").sum())
 
