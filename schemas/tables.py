@@ -297,7 +297,8 @@ SRL_TABLES: dict[str, pa.Schema] = {
     # Ordered pairs per unit type over their units (key units and the spurious units of
     # either system); ``delta_acc`` = accuracy(sys2) - accuracy(sys1) over them (correct and
     # absent are right); ``delta_f1`` = F1(sys2) - F1(sys1) (the official arguments F1
-    # without senses, or the predicates'); ``ar_p``: paired randomization of F1 by sentence.
+    # without senses, or the predicates'); ``ar_p``: paired randomization over sentences of
+    # the units right (METRICS 1.6).
     "srl_pairs": _schema(
         ("corpus", S), ("mode", S), ("unit", S), ("sys1", S), ("sys2", S), ("n_units", I64),
         ("n_diff", I64), ("corrections", I64), ("new_errors", I64), ("changed_errors", I64),

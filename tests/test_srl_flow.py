@@ -10,6 +10,7 @@ import json
 import re
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from sysdiff.flows.queries import query
@@ -133,6 +134,37 @@ def test_invariants_per_unit_type(warehouses, name):
         p = by[(unit, a, b)]
         assert (n, fix or 0, brk or 0) == (p["n_units"], p["corrections"], p["new_errors"])
         assert moved <= p["n_diff"]
+
+
+def test_randomization_p_from_the_class_table(warehouses):
+    """A pair's ar_p is the engine's paired randomization over sentences of the units right
+    (METRICS 1.6), here recomputed from the per-sentence right units of ``srl_classes``."""
+    import numpy as np
+
+    from sysdiff.transforms.significance import randomization_from_histogram
+
+    root = warehouses["head"]
+    for unit in ("argument", "predicate"):
+        p = query(root, f"""select * from srl_pairs where unit = '{unit}' and
+            sys1 = 'sys1' and sys2 = 'sys2'""").row(0, named=True)
+        per = query(root, f"""
+            with c as (select system, sent, in_key, cls,
+                              coalesce(pieces, '') || sent || '|' || pred || '|' || start
+                              || '|' || role as k
+                       from srl_classes where unit = '{unit}' and system in ('sys1', 'sys2')),
+            keyed as (select sent, count(*) filter (where system = 'sys2' and cls = 'correct')
+                             - count(*) filter (where system = 'sys1' and cls = 'correct') as d
+                      from c where in_key group by sent),
+            sp as (select sent, k, count(*) filter (where system = 'sys1') as a,
+                          count(*) filter (where system = 'sys2') as b
+                   from c where not in_key group by sent, k),
+            spd as (select sent, sum(case when b = 0 then 1 else 0 end)
+                             - sum(case when a = 0 then 1 else 0 end) as d from sp group by sent)
+            select coalesce(k.sent, s.sent) as sent, coalesce(k.d, 0) + coalesce(s.d, 0) as d
+            from keyed k full join spd s on k.sent = s.sent""")
+        d = per["d"].cast(pl.Int64).to_numpy()
+        values, counts = np.unique(d[d != 0], return_counts=True)
+        assert randomization_from_histogram(values, counts, 200, 0) == p["ar_p"], unit
 
 
 def test_the_perfect_system_and_the_change_tables(warehouses):

@@ -81,9 +81,8 @@ def test_the_headline_figures_of_the_readme(tmp_path):
 WORDS = ["Mary", "gave", "John", "books"]
 
 
-def conll09(sense: str, roles: dict[int, str]) -> str:
+def conll09(sense: str, roles: dict[int, str], heads: tuple[int, ...] = (2, 0, 2, 2)) -> str:
     """Worked example F's sentence in CoNLL-2009 (gave = word 2 is the one predicate)."""
-    heads = [2, 0, 2, 2]
     lines = []
     for i, w in enumerate(WORDS, start=1):
         pred = ("Y", f"give.{sense}") if i == 2 else ("_", "_")
@@ -226,3 +225,16 @@ def test_counts_add_up_over_sentences(tmp_path):
     b = score_rows(summed.with_columns(system=pl.lit("s"))).drop("system")
     assert a.sort("mode", "role", "ppos").equals(b.sort("mode", "role", "ppos"))
     assert np.isclose(a["f1"].drop_nulls().sum(), b["f1"].drop_nulls().sum())
+
+
+def test_a_cycle_in_the_key_tree_names_its_line(tmp_path):
+    """Head mode reads the key's HEAD tree (the boundary class): a cycle is refused."""
+    from sysdiff.schemas.errors import InputError
+
+    text = conll09("01", {1: "A0"}, heads=(3, 0, 1, 2))  # Mary -> John -> Mary
+    (tmp_path / "k.conll09").write_text(text, encoding="utf-8")
+    key = read_srl(tmp_path / "k.conll09")
+    with pytest.raises(InputError) as e:
+        T.key_tree(key.tokens, "k.conll09")
+    assert e.value.line in (1, 3) and "cycle" in e.value.message
+    assert T.key_tree(read_srl(SRL / "key.conllu").tokens).depth.max() > 5

@@ -29,7 +29,7 @@ import polars as pl
 
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import PRED_CLASSES, SRL_CLASSES, SRL_CORRECT
-from sysdiff.transforms.counts import OracleCounts, PairCounts, Sparse
+from sysdiff.transforms.counts import OracleCounts, PairCounts
 from sysdiff.transforms.engine import (
     MAX_ALL_SUBSETS,
     LabelMatrix,
@@ -38,7 +38,6 @@ from sysdiff.transforms.engine import (
     smallest_uint,
     transition_counts,
 )
-from sysdiff.transforms.spans import _f1_differences
 from sysdiff.transforms.srl_scores import score_counts
 
 CORRECT, ROLE, BOUNDARY, MISSED, SPURIOUS, ABSENT = range(6)
@@ -101,8 +100,9 @@ def key_tree(tokens: pl.DataFrame, path: str = "the key") -> Tree:
         depth = depth + depth[anc]
         anc = anc[anc]
         up.append(anc)
-    else:
-        bad = int(np.flatnonzero(anc[anc] != anc)[0])
+    stuck = np.flatnonzero(parent[anc] != anc)  # the top is no root: a cycle
+    if stuck.size:
+        bad = int(stuck[0])
         raise InputError(f"HEAD of word {int(tokens['id'][bad])} is part of a cycle; expected "
                          "a tree (every word reaches the root)", path,
                          int(tokens["line"][bad]))
@@ -233,20 +233,17 @@ def class_rows(unit: str, classes: pl.DataFrame, spurious: pl.DataFrame) -> pl.D
 @dataclass
 class UnitCounts:
     """The engine's counts over one unit type (arguments or predicates) of a shard, or a
-    sum: pairs, transitions per group (P, G, C, C), the oracle over key units, and per pair
-    the sentences by their (correct, predicted) differences (randomization of F1)."""
+    sum: pairs (with the per-sentence differences of right units that the randomization
+    test reads), transitions per group (P, G, C, C) and the oracle over key units."""
 
     pairs: PairCounts
     typed: np.ndarray
     oracle: OracleCounts
-    sent_f1: list[Sparse]
 
     def merge(self, other: UnitCounts) -> UnitCounts:
         self.pairs.merge(other.pairs)
         self.typed = self.typed + other.typed
         self.oracle.merge(other.oracle)
-        for mine, theirs in zip(self.sent_f1, other.sent_f1, strict=True):
-            mine.merge(theirs)
         return self
 
 
@@ -337,7 +334,7 @@ def comparison_counts(data: ShardData, vocab: Vocab, compare: bool = True
     arg_classes = np.zeros((n, r_n, len(SRL_CLASSES)), np.int64)
     pred_classes = np.zeros((n, p_n, len(PRED_CLASSES)), np.int64)
     found = np.zeros((n, 2), np.int64)
-    scores, rows, arg_found, pred_found, matched_args = [], [], [], [], []
+    scores, rows, arg_found, pred_found = [], [], [], []
     pos_of = data.key_tokens.select("sent", pred="id", group=pl.col("pos").fill_null("_"))
     key_role = codes(key_args["role"], vocab.roles)
     key_pos = codes(data.key_preds.join(pos_of, on=["sent", "pred"], how="left",
@@ -347,7 +344,6 @@ def comparison_counts(data: ShardData, vocab: Vocab, compare: bool = True
         scores.append(score_counts(mode, data.key_preds, data.key_args, sp, sa,
                                    data.n_sents).with_columns(system=pl.lit(str(i))))
         matched, other = _matched_args(mode, data.key_preds, sp, sa.filter(not_v))
-        matched_args.append(matched)
         a_cls, a_sp = classify_args(mode, key_args, matched, tree)
         a_sp = pl.concat([a_sp, other])
         p_cls, p_sp = classify_preds(data.key_preds, sp)
@@ -364,7 +360,7 @@ def comparison_counts(data: ShardData, vocab: Vocab, compare: bool = True
                                class_rows("predicate", p_cls, p_sp)]))
     counts = SrlCounts(scores, arg_classes, pred_classes, found)
     if compare:
-        counts.units["argument"] = _arg_units(data, vocab, key_args, arg_found, matched_args)
+        counts.units["argument"] = _arg_units(data, vocab, key_args, arg_found)
         counts.units["predicate"] = _pred_units(data, vocab, pos_of, pred_found)
     return counts, rows
 
@@ -384,9 +380,9 @@ def _pairs_of(n: int) -> list[tuple[int, int]]:
 
 
 def _unit_counts(m: LabelMatrix, classes: np.ndarray, n_classes: int, groups: np.ndarray,
-                 n_groups: int, tp_sent: np.ndarray, found_sent: np.ndarray) -> UnitCounts:
+                 n_groups: int) -> UnitCounts:
     """The engine's counts over one unit type: pairs, per-group class transitions, the
-    oracle over key units, the per-sentence F1 differences."""
+    oracle over key units."""
     n = m.n_systems
     pairs = _pairs_of(n)
     pc = pair_counts(m, pairs)
@@ -395,9 +391,7 @@ def _unit_counts(m: LabelMatrix, classes: np.ndarray, n_classes: int, groups: np
     key = m.in_key
     oracle = oracle_counts(m.correct[:, key], m.gold[key] % n_groups, n_groups,
                            pairs if n > MAX_ALL_SUBSETS else None)
-    sent_f1 = [_f1_differences(tp_sent[j] - tp_sent[i], found_sent[j] - found_sent[i])
-               for i, j in pairs]
-    return UnitCounts(pc, typed, oracle, sent_f1)
+    return UnitCounts(pc, typed, oracle)
 
 
 def _units_frame(key: pl.DataFrame, spurious: list[pl.DataFrame], cols: list[str]
@@ -411,8 +405,7 @@ def _units_frame(key: pl.DataFrame, spurious: list[pl.DataFrame], cols: list[str
 
 
 def _arg_units(data: ShardData, vocab: Vocab, key_args: pl.DataFrame,
-               found: list[tuple[pl.DataFrame, pl.DataFrame]], matched: list[pl.DataFrame]
-               ) -> UnitCounts:
+               found: list[tuple[pl.DataFrame, pl.DataFrame]]) -> UnitCounts:
     """The argument units' matrix: values are the role a system gives the unit (a key
     argument: the role at its place, ``<boundary>`` or ``<missed>``; a spurious one: its
     role, or ``<absent>``); correct = the gold role, or absent on a spurious unit."""
@@ -447,11 +440,7 @@ def _arg_units(data: ShardData, vocab: Vocab, key_args: pl.DataFrame,
     m = LabelMatrix(values=values, correct=correct, display=values, gold=gold,
                     n_labels=r_n + 3, n_groups=2 * r_n, sent=sent, n_sents=data.n_sents,
                     present=classes == SPURIOUS, in_key=in_key)
-    tp = np.stack([np.bincount(sent[in_key][row[in_key]], minlength=data.n_sents)
-                   for row in correct]) if n else np.zeros((0, data.n_sents), np.int64)
-    got = np.stack([np.bincount(mt["sent"].to_numpy() - data.lo, minlength=data.n_sents)
-                    for mt in matched]) if n else np.zeros((0, data.n_sents), np.int64)
-    return _unit_counts(m, classes, len(SRL_CLASSES), role, r_n, tp, got)
+    return _unit_counts(m, classes, len(SRL_CLASSES), role, r_n)
 
 
 def _pred_units(data: ShardData, vocab: Vocab, pos_of: pl.DataFrame,
@@ -486,11 +475,7 @@ def _pred_units(data: ShardData, vocab: Vocab, pos_of: pl.DataFrame,
                     correct=_PRED_OK[classes], display=classes, gold=group,
                     n_labels=len(PRED_CLASSES), n_groups=len(vocab.pos), sent=sent,
                     n_sents=data.n_sents, present=classes == P_SPURIOUS, in_key=in_key)
-    tp = np.stack([np.bincount(sent[(classes[i] == P_CORRECT)], minlength=data.n_sents)
-                   for i in range(n)]) if n else np.zeros((0, data.n_sents), np.int64)
-    got = np.stack([np.bincount(sp["sent"].to_numpy() - data.lo, minlength=data.n_sents)
-                    for sp, _ in data.systems]) if n else np.zeros((0, data.n_sents), np.int64)
-    return _unit_counts(m, classes, len(PRED_CLASSES), group, len(vocab.pos), tp, got)
+    return _unit_counts(m, classes, len(PRED_CLASSES), group, len(vocab.pos))
 
 
 __all__ = ["SRL_CLASSES", "PRED_CLASSES", "ShardData", "SrlCounts", "Vocab",

@@ -12,9 +12,9 @@ import numpy as np
 import polars as pl
 
 from sysdiff.schemas.vocabulary import PRED_CLASSES, SRL_CLASSES, SRL_CORRECT
+from sysdiff.transforms.counts import decode_sentence_differences
 from sysdiff.transforms.reduce import change_blocks, mcnemar_column, oracle_correct, ratio
-from sysdiff.transforms.significance import map_cores
-from sysdiff.transforms.span_tables import _decode_f1, f1_randomization
+from sysdiff.transforms.significance import map_cores, randomization_from_histogram
 from sysdiff.transforms.srl import (
     CORRECT,
     P_CORRECT,
@@ -59,8 +59,10 @@ def f1_of(tp: np.ndarray, found: np.ndarray, gold: int) -> np.ndarray:
 def pair_rows(c: SrlCounts, names: Sequence[str], trials: int, seed: int) -> pl.DataFrame:
     """``srl_pairs``: both directions of every pair, per unit type: units (key units and
     the spurious units of either system), differing units, change classes, diff, delta
-    accuracy over the pair's units (from its class transitions), delta F1, McNemar p and
-    the randomization p of F1 by sentence."""
+    accuracy over the pair's units (from its class transitions), delta F1 (the official
+    figure), McNemar p, and the paired approximate randomization over sentences of the
+    units' accuracy (METRICS 1.6: the engine's exact test of the per-sentence differences
+    of right units)."""
     frames = []
     for unit, uc in c.units.items():
         frames.append(_unit_pairs(c, uc, unit, names, trials, seed))
@@ -81,12 +83,8 @@ def _unit_pairs(c: SrlCounts, uc: UnitCounts, unit: str, names: Sequence[str], t
     right2 = (both * ok[None, None, :]).sum(axis=(1, 2))
     delta = ratio(right2 - right1, pc.n_units)
 
-    def ar_p(job: tuple[object, tuple[int, int]]) -> float:
-        diffs, (a, b) = job
-        return f1_randomization(*_decode_f1(diffs), (tp[a], found[a]), (tp[b], found[b]),
-                                gold, trials, seed)
-
-    ar = np.array(map_cores(ar_p, zip(uc.sent_f1, pc.pairs, strict=True)), np.float64)
+    ar = np.array(map_cores(lambda d: randomization_from_histogram(
+        *decode_sentence_differences(d), trials, seed), pc.sent_diffs), np.float64)
     arr = np.array(names, dtype=object)
     return pl.DataFrame({
         "unit": [unit] * (2 * len(pc.pairs)),

@@ -176,7 +176,7 @@ def pairs_html(pairs: list[dict]) -> str:
                      td(points(r["delta_f1"])), td(p_value(r["mcnemar_p"])),
                      td(p_value(r["ar_p"]))])
     return table_html(["S1", "S2", "diff %", "differing", "corrections", "new errors",
-                       "changed errors", "Δ F1 (points)", "McNemar p", "AR p (F1)"], rows,
+                       "changed errors", "Δ F1 (points)", "McNemar p", "AR p"], rows,
                       cls="srl-pairs", left=2)
 
 
@@ -232,7 +232,8 @@ def pair_details_html(read: Read, data: SrlData, unit: str, pairs: list[dict]) -
                               f'{pct(r[cls_col(c)] / d)}% ({r[cls_col(c)]})</span>'
                               for c in CLASSES)
                    + f'<br>Δ F1 {points(r["delta_f1"])} points, McNemar p = '
-                   f'{p_value(r["mcnemar_p"])}, AR p (F1, by sentence) = {p_value(r["ar_p"])}'
+                   f'{p_value(r["mcnemar_p"])}, AR p (units right, by sentence) = '
+                   f'{p_value(r["ar_p"])}'
                    "</p>")
         present = {*trans["c1"].to_list(), *trans["c2"].to_list()}
         classes = [c for c in UNIT_CLASSES[unit] if c in present]

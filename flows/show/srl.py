@@ -157,8 +157,8 @@ def _srl_pair(root: Path, corpus: str, unit: str, role: str | None, sys1: str, s
         head = pair_summary(r["n_diff"], r["n_units"], r["corrections"], r["new_errors"],
                             r["changed_errors"])
         delta = "—" if r["delta_f1"] is None else f"{100 * r['delta_f1']:+.2f}"
-        head += (f"Delta F1: {delta} points  McNemar p = {r['mcnemar_p']:.3g}  AR p (F1, by "
-                 f"sentence) = {r['ar_p']:.3g}\n" + SRL_LEGEND)
+        head += (f"Delta F1: {delta} points  McNemar p = {r['mcnemar_p']:.3g}  AR p (units "
+                 f"right, by sentence) = {r['ar_p']:.3g}\n" + SRL_LEGEND)
     trans = query_rows(root, f"""select c1 || '->' || c2 as change, count,
         case when c1 in {OK} and c2 not in {OK} then 'new_error'
              when c2 in {OK} and c1 not in {OK} then 'correction'

@@ -98,7 +98,7 @@ class SrlChunk:
 def _first_lines(data: bytes, n: int = 200) -> list[tuple[int, str]]:
     """The first non-blank lines (number, text), comments included."""
     out = []
-    for k, raw in enumerate(data[:1 << 20].split(b"\n"), start=1):
+    for k, raw in enumerate(data[:1 << 20].split(b"\n", 4 * n), start=1):
         text = raw.decode("utf-8", errors="replace").rstrip("\r")
         if text.strip():
             out.append((k, text))
