@@ -238,3 +238,39 @@ def test_a_cycle_in_the_key_tree_names_its_line(tmp_path):
         T.key_tree(key.tokens, "k.conll09")
     assert e.value.line in (1, 3) and "cycle" in e.value.message
     assert T.key_tree(read_srl(SRL / "key.conllu").tokens).depth.max() > 5
+
+
+def test_generated_data_equals_the_ported_scorer(tmp_path):
+    """On generated CoNLL-2009 with every perturbation (benchmarks/srl.py), the counts equal
+    a line-by-line port of eval09.pl's semantic scoring, itself equal to the script's printed
+    counts on the bundled sample."""
+    from benchmarks import srl as bench
+    from benchmarks import srl_eval09 as port
+
+    assert port.check_bundled() == 16
+    paths = bench.generate(tmp_path, 6000, 3, seed=7)
+    key = read_srl(paths["key"])
+    for name in ("sys0", "sys1", "sys2"):
+        s = read_srl(paths[name])
+        c, tags = port.score(paths["key"], paths[name])
+        rows = score_rows(score_counts("head", key.preds, key.args, s.preds, s.args,
+                                       key.sents.height).with_columns(system=pl.lit(name)))
+        got = {(r["mode"], r["role"], r["ppos"]): r for r in rows.to_dicts()}
+
+        def counts(mode: str, got: dict = got) -> tuple:
+            r = got[(mode, "ALL", None)]
+            return r["n_gold"], r["n_pred"], r["n_correct"]
+
+        assert counts("args_labeled") == (c["tot_arg"], c["pred_arg"], c["corl_arg"])
+        assert counts("args_unlabeled") == (c["tot_arg"], c["pred_arg"], c["coru_arg"])
+        assert counts("predicates_labeled") == (c["tot_prop"], c["pred_prop"], c["corl_prop"])
+        assert counts("predicates_unlabeled") == (c["tot_prop"], c["pred_prop"],
+                                                  c["coru_prop"])
+        assert counts("proposition") == (c["tot_prop"], c["pred_prop"], c["full_corl_prop"])
+        assert got[("exact_semantic_match", "ALL", None)]["n_correct"] == c["cor_sent"]
+        for label, n in tags["tot_arg"].items():
+            ppos, role = label.split(" + ")
+            assert got[("args_labeled", role, ppos)]["n_gold"] == n, label
+        for label, n in tags["corl_arg"].items():
+            ppos, role = label.split(" + ")
+            assert got[("args_labeled", role, ppos)]["n_correct"] == n, label

@@ -39,47 +39,31 @@ def srl_mode(root: Path, corpus: str) -> str:
     return "span" if options and options.startswith("mode:span") else "head"
 
 
-def srl_roles(root: Path, corpus: str) -> list[str]:
-    """The argument roles scored in an srl corpus (key or predicted)."""
-    return query_rows(root, f"""select distinct role from srl_scores where corpus =
-        {sql_literal(corpus)} and mode in ('args_labeled', 'span') and role != 'ALL'
-        order by 1""").column("role")
-
-
-def check_srl_view(root: Path, corpus: str, view: str | None) -> str:
-    """``--view`` of an srl corpus: argument (the default), predicate, or a role."""
-    if view is None:
-        return "argument"
-    if view in SRL_UNITS:
-        return view
-    roles = srl_roles(root, corpus)
-    if view not in roles:
-        raise InputError(f"unknown view '{view}' for srl corpus '{corpus}'; expected "
-                         f"argument, predicate or a role: {', '.join(roles) or 'none'}")
-    return view
-
-
 def unit_and_role(view: str) -> tuple[str, str | None]:
     """(unit type, role or None) of an srl ``--view``."""
     return (view, None) if view in SRL_UNITS else ("argument", view)
 
 
 def srl_headline(root: Path, corpus: str) -> Rows:
-    """One row per system: the official figure (P / R / F1) and the arguments' and
-    predicates' F1 without pooling, in percent."""
+    """One row per system, in percent: the official figure (P / R / F1), then (head mode)
+    the arguments' and the predicate senses' F1 without pooling, or (span mode) the share
+    of perfect propositions and the predicates' F1."""
     c = sql_literal(corpus)
     mode = srl_mode(root, corpus)
     official, name = OFFICIAL[mode]
-    args, preds = ("args_labeled", "predicates_labeled") if mode == "head" else (
-        "span", "predicates")
-    pred_name = "predicate senses F1 %" if mode == "head" else "predicates F1 %"
+
+    def of(column: str, m: str) -> str:
+        return pct(f"max({column}) filter (where mode = '{m}')")
+
+    if mode == "head":
+        more = (f'{of("f1", "args_labeled")} as "arguments F1 %", '
+                f'{of("f1", "predicates_labeled")} as "predicate senses F1 %"')
+    else:
+        more = (f'{of("recall", "perfect_props")} as "perfect props %", '
+                f'{of("f1", "predicates")} as "predicates F1 %"')
     return query_rows(root, f"""
-        select system,
-          {pct("max(precision) filter (where mode = '" + official + "')")} as "P %",
-          {pct("max(recall) filter (where mode = '" + official + "')")} as "R %",
-          {pct("max(f1) filter (where mode = '" + official + "')")} as "{name} F1 %",
-          {pct("max(f1) filter (where mode = '" + args + "')")} as "arguments F1 %",
-          {pct("max(f1) filter (where mode = '" + preds + "')")} as "{pred_name}"
+        select system, {of("precision", official)} as "P %", {of("recall", official)} as
+          "R %", {of("f1", official)} as "{name} F1 %", {more}
         from srl_scores where corpus = {c} and role = 'ALL' and ppos is null
         group by system order by system""")
 
@@ -104,7 +88,7 @@ def _srl_table(root: Path, table: str, corpus: str, view: str, sys1: str | None,
     elif role is not None:
         which = f"mode in ('args_labeled', 'span') and role = {sql_literal(role)}"
     else:
-        which = f"mode in ({modes}) and role = 'ALL' and ppos is null"
+        which = (f"mode in ({modes}) and (role = 'ALL' or mode = 'span_v') and ppos is null")
     classes = ", ".join(f"count(*) filter (where cls = '{k}') as {k}" for k in (
         ("correct", "sense", "missed", "spurious") if unit == "predicate" else
         ("correct", "role", "boundary", "missed", "spurious")))
