@@ -295,3 +295,23 @@ def test_unchanged_rerun_keeps_every_file(warehouses, prefect_harness):
     before = snapshot(root)
     run(root, "conll05")
     assert snapshot(root) == before
+
+
+def test_role_mappings(warehouses, tmp_path, cli):
+    """``--map`` renames roles (``@key:`` in the key, a bare rule in every system): merging
+    ARGM-TMP into ARGM-LOC on both sides leaves every overall count alone and sums the two
+    roles' rows; the options say so."""
+    root = tmp_path / "wh"
+    run(root, "conllu", "--map", "@key:ARGM-TMP=ARGM-LOC", "--map", "ARGM-TMP=ARGM-LOC")
+    got, before = stored_scores(root), stored_scores(warehouses["head"])
+    for system in ("sys1", "sys2"):
+        for mode in ("args_labeled", "semantic_labeled", "args_unlabeled"):
+            key = (system, mode, "ALL", None)
+            assert [got[key][k] for k in ("n_gold", "n_pred")] == [
+                before[key][k] for k in ("n_gold", "n_pred")]
+        assert (system, "args_labeled", "ARGM-TMP", None) not in got
+        loc = got[(system, "args_labeled", "ARGM-LOC", None)]
+        parts = [before[(system, "args_labeled", r, None)] for r in ("ARGM-LOC", "ARGM-TMP")]
+        assert loc["n_gold"] == sum(p["n_gold"] for p in parts)
+        assert loc["n_correct"] >= sum(p["n_correct"] for p in parts)
+        assert "ARGM-TMP>ARGM-LOC" in got[(system, "args_labeled", "ALL", None)]["options"]
