@@ -109,7 +109,9 @@ def _first_lines(data: bytes, n: int = 200) -> list[tuple[int, str]]:
 
 def detect_srl_format(path: str | Path, data: bytes) -> str:
     """The format of an SRL file from its first token line (and the comments before it)."""
-    lines = _first_lines(bytes(data[:1 << 20]))
+    head = bytes(data[:1 << 20])
+    check_utf8(path, head if len(head) < 1 << 20 else head[:head.rfind(b"\n") + 1])
+    lines = _first_lines(head)
     tokens = [(k, t) for k, t in lines if not t.startswith("#")]
     if not tokens:
         raise InputError(f"no token lines (only comments); expected {EXPECTED}", path)
@@ -433,10 +435,7 @@ def iter_srl(path: str | Path, fmt: str | None = None, chunk_bytes: int | None =
         raise InputError(f"unknown format '{fmt}'; expected one of {', '.join(FORMATS)}", path)
     size = chunk_bytes or CHUNK_BYTES
     with mapped_file(path) as data:
-        if fmt is None:
-            head = bytes(data[:1 << 20])
-            check_utf8(path, head if len(head) < 1 << 20 else head[:head.rfind(b"\n") + 1])
-            fmt = detect_srl_format(path, head)
+        fmt = fmt or detect_srl_format(path, data[:1 << 20])
         line = sent = 0
         doc: int | None = None
         doc_id: str | None = None
