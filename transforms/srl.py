@@ -42,12 +42,10 @@ from sysdiff.transforms.srl_scores import score_counts
 
 CORRECT, ROLE, BOUNDARY, MISSED, SPURIOUS, ABSENT = range(6)
 P_CORRECT, P_SENSE, P_MISSED, P_SPURIOUS, P_ABSENT = range(5)
-_ARG_OK = np.array([c in SRL_CORRECT for c in SRL_CLASSES])
 _PRED_OK = np.array([c in SRL_CORRECT for c in PRED_CLASSES])
 #: Labels of argument units after the roles: what a system has at a key argument besides a
 #: role, and where it does not predict a spurious unit.
 EXTRA_LABELS = ("<boundary>", "<missed>", "<absent>")
-UNIT_KEY = ["sent", "pred", "start", "end", "pieces", "role"]
 CLASS_COLUMNS = ["unit", "sent", "pred", "start", "end", "pieces", "role", "in_key", "cls",
                  "sys_start", "sys_end", "sys_role"]
 

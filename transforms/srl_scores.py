@@ -31,9 +31,6 @@ import polars as pl
 ALL = "ALL"
 COUNT_SCHEMA = {"mode": pl.String, "role": pl.String, "ppos": pl.String, "n_gold": pl.Int64,
                 "n_pred": pl.Int64, "n_correct": pl.Int64}
-#: The mode whose ``ALL`` figure is each task's headline: official, without predicates.
-ARG_MODES = {"head": "args_labeled", "span": "span"}
-PRED_MODES = {"head": "predicates_labeled", "span": "predicates"}
 
 
 def _rows(mode: str, frame: pl.DataFrame | None = None, *, role: str | pl.Expr = ALL,
@@ -221,4 +218,4 @@ def _nullable(num, den):
     return out
 
 
-__all__ = ["ALL", "ARG_MODES", "PRED_MODES", "score_counts", "score_rows", "sum_counts"]
+__all__ = ["ALL", "score_counts", "score_rows", "sum_counts"]
