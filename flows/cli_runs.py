@@ -83,17 +83,19 @@ def run(
     system: Annotated[list[str] | None, typer.Option(
         help="NAME=FILE or NAME@VERSION=FILE; repeat for each system.")] = None,
     corpus: Annotated[str | None, typer.Option(help="Corpus name.")] = None,
-    task: Annotated[str | None, typer.Option(help="pos, dep, coref, unl, nl or ner (default: "
-                                             "the key's format: CoNLL-U with heads dep, "
-                                             "without pos, BIO tags ner, coreference "
-                                             "formats coref, UNL unl).")] = None,
+    task: Annotated[str | None, typer.Option(help="pos, dep, coref, unl, nl, ner or srl "
+                                             "(default: the key's format: CoNLL-U with heads "
+                                             "dep, without pos, BIO tags ner, coreference "
+                                             "formats coref, UNL unl, CoNLL-2009/2005 srl).")]
+    = None,
     fmt: Annotated[str | None, typer.Option("--format", help="Input format (default: "
                    "detected): conllu, conllx, tsv (pos, dep); conll2012, corefud, jsonlines "
-                   "(coref); unl (unl, nl); tsv, conll2003, uner (ner).")] = None,
+                   "(coref); unl (unl, nl); tsv, conll2003, uner (ner); conllu, conll09, "
+                   "conll05, props (srl).")] = None,
     mapping: Annotated[list[str] | None, typer.Option(
         "--map", help="Label mapping SYSTEM:OLD=NEW (SYSTEM may be @key), OLD=NEW (every "
         "system), or [SYSTEM:]FILE of OLD<TAB>NEW lines; ner maps entity types (TYPE=O drops "
-        "them); repeatable.")] = None,
+        "them), srl roles; repeatable.")] = None,
     scheme: Annotated[str | None, typer.Option(
         help="ner: span decoding: auto (default; conlleval rules, any of IOB1/IOB2/BIOES), "
         "iob1, iob2 (seqeval strict) or bioes (strict).")] = None,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from prefect import flow
 
-from sysdiff.flows import coref, outcome, spans, tokens, unl
+from sysdiff.flows import coref, outcome, spans, srl, tokens, unl
 from sysdiff.flows.prefect_logs import one_line_input_errors
 from sysdiff.flows.spec import RunSpec
 from sysdiff.flows.warehouse import crash_point, open_run
@@ -23,7 +23,8 @@ ONE_THREAD = {name: "1" for name in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS",
 
 # The flow of each task: ingest, then compute every table (``flows/<task>.py``).
 TASK_FLOWS = {"pos": tokens.run_tokens, "dep": tokens.run_tokens, "coref": coref.run_coref,
-              "unl": unl.run_unl, "nl": unl.run_unl, "ner": spans.run_spans}
+              "unl": unl.run_unl, "nl": unl.run_unl, "ner": spans.run_spans,
+              "srl": srl.run_srl}
 
 
 @flow(name="sysdiff-run", validate_parameters=False, log_prints=False)

@@ -11,11 +11,12 @@ from sysdiff.flows.sniff import infer_task
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import KEY_ID, MATCH_MODES, SINGLETON_MODES
 
-TASKS = ("pos", "dep", "coref", "unl", "nl", "ner")
+TASKS = ("pos", "dep", "coref", "unl", "nl", "ner", "srl")
 # Input formats of each task (``format`` in a run file, ``--format`` of ``sysdiff run``).
 TASK_FORMATS = {"pos": ("conllu", "conllx", "tsv"), "dep": ("conllu", "conllx", "tsv"),
                 "coref": ("conll2012", "corefud", "jsonlines"), "unl": ("unl",), "nl": ("unl",),
-                "ner": ("tsv", "conll2003", "uner")}
+                "ner": ("tsv", "conll2003", "uner"),
+                "srl": ("conllu", "conll09", "conll05", "props")}
 #: Span decoding schemes (task ner): conlleval rules (auto, iob1) or seqeval strict.
 SCHEMES = ("auto", "iob1", "iob2", "bioes")
 #: The systems a mapping without a SYSTEM applies to (every system, not the key).
