@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,6 +43,7 @@ from sysdiff.flows.warehouse import (
     with_literals,
 )
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.formats.stable import StableFile
 from sysdiff.transforms import srl as T
 from sysdiff.transforms import srl_tables as R
 from sysdiff.transforms.plan import Shard, plan_shards
@@ -135,14 +135,14 @@ def ingest_srl_file(spec: RunSpec, source: Source, role: str, stage: Staging,
     key_words = KeyWords(key) if key is not None else None
     check = None if key is None else WordCheck(str(spec.key.path), key_words.sents,
                                                str(source.path))
-    hasher = hashlib.sha256()
     pending = f"read-{uuid.uuid4().hex[:16]}"
     fmt = source.fmt
     n_sents = n_tokens = n_args = n_docs = 0
     tables = (*FILE_TABLES, "srl_tokens") if key is None else FILE_TABLES
     with contextlib.ExitStack() as files:
+        file = files.enter_context(StableFile(source.path))  # one version: hash, rows, stamp
         writers: dict[str, Callable[[pl.DataFrame], None]] = {}
-        for chunk in iter_srl(source.path, source.fmt, hasher=hasher):
+        for chunk in iter_srl(file, source.fmt):
             if not writers:
                 fmt = chunk.fmt
                 _check_mode(spec, source, fmt, key)
@@ -168,12 +168,12 @@ def ingest_srl_file(spec: RunSpec, source: Source, role: str, stage: Staging,
             except InputError:
                 stage.discard(part, tables)
                 raise
-    sha = hasher.hexdigest()
+    sha = file.sha256  # of the bytes parsed; the reader checked the file is unchanged
     sig = ingest_signature(spec, sid, sha, fmt, key.sig if key else None)
     for table in tables:
         stage.sign(table, part, sig)
     row = systems_row(spec, source, role, sha, fmt, n_docs, n_sents, n_args,
-                      n_tokens=n_tokens)
+                      n_tokens=n_tokens, stamp=file.stamp)
     stage.write("systems", part, sig, row)
     return SrlFile(sid, sig, fmt, stage.staged_path("srl_predicates", part),
                    stage.staged_path("srl_arguments", part), stage.staged_path("sents", part),

@@ -26,7 +26,6 @@ Reading is vectorised (polars over whole columns); every problem raises one
 
 from __future__ import annotations
 
-import mmap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,12 +41,12 @@ from sysdiff.schemas.formats.conllu import (
     _comment_fields,
     _first_bad,
     check_utf8,
-    chunk_bounds,
-    mapped_file,
+    file_head,
     positions_in_sentences,
     read_lines,
     sentence_table,
 )
+from sysdiff.schemas.formats.stable import StableFile, after_blank_line, opened, without_bom
 
 FORMATS = ("conllu", "conll09", "conll05", "props")
 #: The argument mode of each format: roles on head words, or on spans.
@@ -385,7 +384,7 @@ def merge_continuations(phrases: pl.DataFrame) -> pl.DataFrame:
             .sort("sent", "pred", "start"))
 
 
-def parse_chunk(path: str | Path, data: bytes | mmap.mmap, fmt: str, sent_base: int = 0,
+def parse_chunk(path: str | Path, data: bytes, fmt: str, sent_base: int = 0,
                 doc_base: int | None = None) -> tuple[SrlChunk | None, int]:
     """One chunk of whole sentences (None when it holds no token line) and its number of
     lines; lines numbered from 1, sentences from 0."""
@@ -426,23 +425,28 @@ def parse_chunk(path: str | Path, data: bytes | mmap.mmap, fmt: str, sent_base: 
                     args.select(list(ARG_COLUMNS)).cast(ARG_COLUMNS)), lines.height
 
 
-def iter_srl(path: str | Path, fmt: str | None = None, chunk_bytes: int | None = None,
-             hasher: Hasher | None = None) -> Iterator[SrlChunk]:
+def iter_srl(path: str | Path | StableFile, fmt: str | None = None,
+             chunk_bytes: int | None = None, hasher: Hasher | None = None
+             ) -> Iterator[SrlChunk]:
     """Read and validate an SRL file in chunks of whole sentences (about ``chunk_bytes`` of
-    text each); sentence, document and line numbers are the file's. ``hasher`` is fed every
-    byte as it is read."""
+    text each); sentence, document and line numbers are the file's. The file is read once,
+    through one descriptor (``path`` may be a :class:`StableFile` already open: its
+    ``sha256`` and ``stamp`` then describe what was read); ``hasher`` is fed every byte."""
     if fmt is not None and fmt not in FORMATS:
-        raise InputError(f"unknown format '{fmt}'; expected one of {', '.join(FORMATS)}", path)
-    size = chunk_bytes or CHUNK_BYTES
-    with mapped_file(path) as data:
-        fmt = fmt or detect_srl_format(path, data[:1 << 20])
+        raise InputError(f"unknown format '{fmt}'; expected one of {', '.join(FORMATS)}",
+                         getattr(path, "path", path))
+    with opened(path) as f:
+        path = f.path
+        fmt = fmt or detect_srl_format(path, file_head(path, f))
         line = sent = 0
         doc: int | None = None
         doc_id: str | None = None
-        for start, end in chunk_bounds(data, size):
-            text = data[start:end]
+        first = True
+        for text in f.chunks(chunk_bytes or CHUNK_BYTES, after_blank_line):
             if hasher is not None:
                 hasher.update(text)
+            if first:
+                text, first = without_bom(text), False
             try:
                 _check_text(path, text)
                 chunk, n_lines = parse_chunk(path, text, fmt, sent, doc)
