@@ -41,10 +41,13 @@ def evaluate(key: str | Path, systems: Mapping[str, str | Path], task: str | Non
              corpus: str = "corpus", warehouse: str | Path | None = None,
              fmt: str | None = None, mappings: Mapping[str, Mapping[str, str]] | None = None,
              versions: Mapping[str, list[str]] | None = None, ar_trials: int = 10_000,
-             seed: int = 0, keep_going: bool = False) -> Path:
+             seed: int = 0, keep_going: bool = False, match: str | None = None,
+             singletons: str | None = None) -> Path:
     """Evaluate ``systems`` (``{"NAME[@VERSION]": path}``) against ``key`` into the warehouse
     (default: as ``sysdiff run``; ``task`` defaults to the key format's, as there); returns
-    the warehouse folder. Bad input raises
+    the warehouse folder. ``match`` (exact, partial, head) and ``singletons`` (keep, drop):
+    coreference matching (default: the CorefUD scorer's head/drop for CorefUD keys,
+    exact/keep otherwise). Bad input raises
     :class:`~sysdiff.schemas.errors.InputError` and leaves the warehouse as it was."""
     import os
 
@@ -55,7 +58,8 @@ def evaluate(key: str | Path, systems: Mapping[str, str | Path], task: str | Non
     spec = build_spec(corpus, task, key, [f"{n}={p}" for n, p in systems.items()], fmt,
                       mappings={k: dict(v) for k, v in (mappings or {}).items()},
                       versions={k: list(v) for k, v in (versions or {}).items()},
-                      ar_trials=ar_trials, seed=seed, keep_going=keep_going)
+                      ar_trials=ar_trials, seed=seed, keep_going=keep_going, match=match,
+                      singletons=singletons)
     root = resolve_warehouse(None if warehouse is None else str(warehouse))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     spec, _skipped = preflight(spec, root)

@@ -107,11 +107,14 @@ def examples(
                                      "changed_error.")],
     view: Annotated[str | None, typer.Option(help=VIEWS_HELP.split(" any,")[0]
                                              + " (token corpora).")] = None,
-    l1: Annotated[str | None, typer.Option(help="Label of sys1 (ner: its span class).")]
+    l1: Annotated[str | None, typer.Option(help="Label of sys1 (ner: its span class; srl: "
+                                           "its role, or <boundary>, <missed>, <absent>).")]
     = None,
-    l2: Annotated[str | None, typer.Option(help="Label of sys2 (ner: its span class).")]
+    l2: Annotated[str | None, typer.Option(help="Label of sys2 (ner: its span class; srl: "
+                                           "its role, or <boundary>, <missed>, <absent>).")]
     = None,
-    gold: Annotated[str | None, typer.Option(help="Gold label (ner: the span type).")] = None,
+    gold: Annotated[str | None, typer.Option(help="Gold label (ner: the span type; srl: the "
+                                             "gold role, or a predicate's PPOS).")] = None,
     limit: Annotated[int, typer.Option(help="At most this many words (-1: all).")] = 10,
     punct: Annotated[bool | None, typer.Option("--punct/--no-punct")] = None,
     corpus: Annotated[str | None, typer.Option(
@@ -123,20 +126,24 @@ def examples(
 ) -> None:
     """The words behind a change-table cell, with gold, sys1 and sys2 labels."""
     from sysdiff.flows.examples import examples as find
-    from sysdiff.flows.names import SPAN_TASKS, TOKEN_TASKS
+    from sysdiff.flows.names import SPAN_TASKS, SRL_TASKS, TOKEN_TASKS
     from sysdiff.flows.show.common import check_systems, check_view, corpus_task, pick_corpus
     from sysdiff.flows.show.spans import span_examples
 
     _check_format(fmt)
     root = resolve_warehouse(warehouse)
     with reading(timeout, memory_limit):
-        corpus = pick_corpus(root, corpus, TOKEN_TASKS + SPAN_TASKS, "examples")
+        corpus = pick_corpus(root, corpus, TOKEN_TASKS + SPAN_TASKS + SRL_TASKS, "examples")
         task = corpus_task(root, corpus)
         view = check_view(root, corpus, task, view)
         check_systems(root, corpus, sys1, sys2)
         if task in SPAN_TASKS:  # span units: --l1/--l2 are span classes, --gold the type
             found = span_examples(root, corpus, sys1, sys2, cls, l1, l2,
                                   gold or (None if view == "ALL" else view), limit)
+        elif task in SRL_TASKS:  # argument/predicate units: --l1/--l2 are roles (classes)
+            from sysdiff.flows.show.srl import srl_examples
+
+            found = srl_examples(root, corpus, sys1, sys2, cls, view, l1, l2, gold, limit)
         else:
             found = find(root, corpus, view, sys1, sys2, cls, l1, l2, limit, punct, gold,
                          rows=True)
@@ -155,10 +162,11 @@ def check(
     punct: Annotated[bool | None, typer.Option("--punct/--no-punct")] = None,
     max_new_errors: Annotated[int | None, typer.Option(
         help="Fail when the candidate makes more new errors than this: words (token "
-        "corpora), ARCS mentions (coreference), newly failed sentences (UNL).")] = None,
+        "corpora), ARCS mentions (coreference), newly failed sentences (UNL), argument or "
+        "predicate units (srl).")] = None,
     min_delta: Annotated[float | None, typer.Option(
         help="Fail when candidate - baseline is below this, in points: accuracy (token), "
-        "CoNLL F1 (coreference), F-measure (UNL).")] = None,
+        "CoNLL F1 (coreference), F-measure (UNL), arguments or predicates F1 (srl).")] = None,
     label: Annotated[str | None, typer.Option(
         help="Apply --min-delta to the accuracy on this gold label (token corpora).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,

@@ -83,20 +83,29 @@ def run(
     system: Annotated[list[str] | None, typer.Option(
         help="NAME=FILE or NAME@VERSION=FILE; repeat for each system.")] = None,
     corpus: Annotated[str | None, typer.Option(help="Corpus name.")] = None,
-    task: Annotated[str | None, typer.Option(help="pos, dep, coref, unl, nl or ner (default: "
-                                             "the key's format: CoNLL-U with heads dep, "
-                                             "without pos, BIO tags ner, coreference "
-                                             "formats coref, UNL unl).")] = None,
+    task: Annotated[str | None, typer.Option(help="pos, dep, coref, unl, nl, ner or srl "
+                                             "(default: the key's format: CoNLL-U with heads "
+                                             "dep, without pos, BIO tags ner, coreference "
+                                             "formats coref, UNL unl, CoNLL-2009/2005 srl).")]
+    = None,
     fmt: Annotated[str | None, typer.Option("--format", help="Input format (default: "
                    "detected): conllu, conllx, tsv (pos, dep); conll2012, corefud, jsonlines "
-                   "(coref); unl (unl, nl); tsv, conll2003, uner (ner).")] = None,
+                   "(coref); unl (unl, nl); tsv, conll2003, uner (ner); conllu, conll09, "
+                   "conll05, props (srl).")] = None,
     mapping: Annotated[list[str] | None, typer.Option(
         "--map", help="Label mapping SYSTEM:OLD=NEW (SYSTEM may be @key), OLD=NEW (every "
         "system), or [SYSTEM:]FILE of OLD<TAB>NEW lines; ner maps entity types (TYPE=O drops "
-        "them); repeatable.")] = None,
+        "them), srl roles; repeatable.")] = None,
     scheme: Annotated[str | None, typer.Option(
         help="ner: span decoding: auto (default; conlleval rules, any of IOB1/IOB2/BIOES), "
         "iob1, iob2 (seqeval strict) or bioes (strict).")] = None,
+    match: Annotated[str | None, typer.Option(
+        help="coref: mention matching of the CorefUD scorer: exact, partial (a response "
+        "inside the key mention holding its head) or head (the same head). Default: head "
+        "for CorefUD keys, exact otherwise.")] = None,
+    singletons: Annotated[str | None, typer.Option(
+        help="coref: keep or drop singleton entities (dropped from key and responses before "
+        "matching). Default: drop for CorefUD keys, keep otherwise.")] = None,
     ar_trials: Annotated[int | None, typer.Option(
         min=1, help="Approximate randomization trials (default 10000).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the randomization test "
@@ -130,7 +139,8 @@ def run(
     from sysdiff.flows.spec import build_spec, load_config
 
     overrides = {k: v for k, v in (("ar_trials", ar_trials), ("seed", seed),
-                                   ("shard_sents", shard_sents), ("scheme", scheme))
+                                   ("shard_sents", shard_sents), ("scheme", scheme),
+                                   ("match", match), ("singletons", singletons))
                  if v is not None}
     if config:
         given = [f"--{n}" for n, v in (("key", key), ("system", system), ("corpus", corpus),
@@ -226,7 +236,7 @@ def serve(
     from sysdiff.flows import watch as watch_mod
 
     if once:
-        done = watch_mod.evaluate_folder(str(folder), str(root))
+        done = watch_mod.evaluate_once(folder, root)
         typer.echo(done.summary())
         if done.skipped:
             raise typer.Exit(SKIPPED)

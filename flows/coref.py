@@ -41,9 +41,13 @@ from sysdiff.flows.warehouse import (
 from sysdiff.schemas.formats.stable import read_stable
 from sysdiff.schemas.frozen import FrozenMap
 from sysdiff.schemas.vocabulary import CRITERIA
+from sysdiff.transforms.corefud import CorefOptions, default_options
 from sysdiff.transforms.plan import plan_ranges
 
 log = logging.getLogger("sysdiff")
+#: In the signature of a mentions partition: the mention table's shape (2: ``head`` and
+#: ``zero_deps``), so that an older partition is read again.
+MENTIONS_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -79,11 +83,13 @@ def read_shard_mentions(path: str, shard: DocShard) -> pl.DataFrame:
 @dataclass(frozen=True)
 class CorefFile:
     """One ingested coreference file: its hash, where its mentions and its per-document token
-    counts lie, and a note on its single-token mentions without a type (no POS)."""
+    counts lie, its format, and a note on its single-token mentions without a type (no
+    POS)."""
 
     sha256: str
     mentions: str
     tokens: str
+    fmt: str | None = None
     no_pos: str | None = None
     staged: tuple[StagedFile, ...] = ()
 
@@ -123,7 +129,7 @@ def ingest_coref_file(job: CorefJob) -> CorefFile:
         gold = pl.read_parquet(key.tokens, glob=False).drop("corpus", "system")
         validate_response(gold, toks, spec.key.path, source.path)
     sid, corpus, part = source.id, spec.corpus, partition(spec.corpus, source.id)
-    sig = signature(sha, fmt, key.sha256 if key else sha)
+    sig = _mentions_signature(sha, fmt, key.sha256 if key else sha)
     staged = {t: stage_frame(job.stage_dir, t, part, sig, df) for t, df in (
         ("mentions", with_literals(m, corpus=corpus, system=sid)),
         ("coref_tokens", with_literals(toks, corpus=corpus, system=sid)),
@@ -132,9 +138,34 @@ def ingest_coref_file(job: CorefJob) -> CorefFile:
                                 at=job.at, stamp=stamp)))}
     n_unknown = int((m["mtype"] == "UNKNOWN").sum())
     here = {t: str(Path(job.stage_dir) / f.rel) for t, f in staged.items()}
-    return CorefFile(sha, here["mentions"], here["coref_tokens"],
+    return CorefFile(sha, here["mentions"], here["coref_tokens"], fmt,
                      f"{Path(source.path).name} ({n_unknown} of {m.height})" if n_unknown
                      else None, tuple(staged.values()))
+
+
+@dataclass(frozen=True)
+class CorefRun:
+    """How a corpus is scored: mention matching and singletons, and whether the CorefUD
+    scorer's own metrics (mor, zero) are counted (a CorefUD key)."""
+
+    options: CorefOptions
+    corefud: bool
+
+    @property
+    def signature(self) -> str:
+        """The ``options`` of the rows (and part of every results signature)."""
+        return self.options.signature()
+
+
+def coref_run(spec: RunSpec, key_fmt: str | None) -> CorefRun:
+    """The run's options: those given, else the scorer's defaults for the key's format."""
+    default = default_options(key_fmt)
+    options = CorefOptions(spec.match or default.match, spec.singletons or default.singletons)
+    if options.match != "exact" and key_fmt != "corefud":
+        log.warning("--match %s on a %s key: its mentions have no heads, so each mention's "
+                    "first token is its head (as the CorefUD scorer takes a file without "
+                    "them)", options.match, key_fmt)
+    return CorefRun(options, key_fmt == "corefud")
 
 
 def run_coref(spec: RunSpec, stage: Staging) -> None:
@@ -146,7 +177,8 @@ def run_coref(spec: RunSpec, stage: Staging) -> None:
                     "a POS tag (the POS column is '_'): %s", ", ".join(no_pos))
     spec = dataclasses.replace(spec, systems=[s for s in spec.systems if s.id in files])
     _coref_results(spec, stage, {s: f.mentions for s, f in files.items()},
-                   {s: f.sha256 for s, f in files.items()})
+                   {s: f.sha256 for s, f in files.items()},
+                   coref_run(spec, files[KEY_ID].fmt))
 
 
 def ingest_coref(spec: RunSpec, stage: Staging) -> dict[str, CorefFile]:
@@ -161,9 +193,9 @@ def ingest_coref(spec: RunSpec, stage: Staging) -> dict[str, CorefFile]:
             return None
         key_sha = key.sha256 if key else row["sha256"]
         if unchanged(row, source.path) and stage.has(
-                "mentions", part, signature(row["sha256"], row["format"], key_sha)):
+                "mentions", part, _mentions_signature(row["sha256"], row["format"], key_sha)):
             return CorefFile(row["sha256"], str(stage.live_file("mentions", part)),
-                             str(stage.live_file("coref_tokens", part)))
+                             str(stage.live_file("coref_tokens", part)), row["format"])
         return None
 
     def submit(source: Source, role: str, key: CorefFile | None, at: dt.datetime):
@@ -172,37 +204,46 @@ def ingest_coref(spec: RunSpec, stage: Staging) -> dict[str, CorefFile]:
     return ingest_all(spec, stage, reuse, submit)
 
 
+def _mentions_signature(sha: str, fmt: str, key_sha: str) -> str:
+    """The signature of a file's mentions partition (and its token counts and systems row)."""
+    return signature(sha, fmt, key_sha, f"mentions:{MENTIONS_VERSION}")
+
+
 @task(name="coref shard", task_run_name="coref shard {shard.index}", cache_policy=NONE,
       retries=2)
 def coref_shard(systems: tuple[str, ...], paths: Mapping[str, str], shard: DocShard,
-                score: tuple[str, ...], compare: bool, mtypes: tuple[str, ...]) -> dict:
+                score: tuple[str, ...], compare: bool, mtypes: tuple[str, ...], run: CorefRun
+                ) -> dict:
     """The map: per-document counts and mention classes of the ``score`` systems and, when
     ``compare``, the engine's comparison counts (per criterion) and the agreement counts of
-    all systems."""
-    from sysdiff.transforms import arcs, coref
+    all systems; every system's mentions matched with the key's once (``run.options``)."""
+    from sysdiff.transforms import arcs, coref, corefud
 
     key = read_shard_mentions(paths[KEY_ID], shard)
     mentions = {s: read_shard_mentions(paths[s], shard) for s in systems}
     need = systems if compare else score
-    classes = {c: {s: arcs.mention_classes(key, mentions[s], c) for s in need}
-               for c in CRITERIA}
-    out: dict = {"counts": {s: coref.coref_counts(key, mentions[s]) for s in score},
+    pair = {s: corefud.matched(key, mentions[s], run.options) for s in need}
+    classes = {c: {s: arcs.mention_classes(*pair[s], c) for s in need} for c in CRITERIA}
+    out: dict = {"counts": {s: coref.matched_counts(*pair[s], run.corefud) for s in score},
                  "classes": {c: {s: classes[c][s] for s in score} for c in CRITERIA}}
     if compare:
         out["compare"] = {c: arcs.comparison_counts(classes[c], mtypes) for c in CRITERIA}
     if compare and len(systems) > 1:
-        out["agreement"] = arcs.agreement_counts(mentions)
+        out["agreement"] = arcs.agreement_counts(mentions, run.options.keep_singletons,
+                                                 run.options.match, run.corefud)
     return out
 
 
 def _coref_results(spec: RunSpec, stage: Staging, paths: dict[str, str],
-                   shas: dict[str, str]) -> None:
+                   shas: dict[str, str], run: CorefRun) -> None:
     """Map the stale work over document shards, then reduce and stage every table."""
     corpus = spec.corpus
     systems = [s.id for s in spec.systems]
-    sigs = {s: signature(shas[KEY_ID], shas[s], "coref") for s in systems}
+    sigs = {s: signature(shas[KEY_ID], shas[s], "coref", run.signature, run.corefud)
+            for s in systems}
     score = [s for s in systems if not stage.has("coref_scores", partition(corpus, s), sigs[s])]
-    all_sig = signature(shas[KEY_ID], sorted((s, shas[s]) for s in systems), "coref")
+    all_sig = signature(shas[KEY_ID], sorted((s, shas[s]) for s in systems), "coref",
+                        run.signature, run.corefud)
     compare = bool(systems) and not stage.has("coref_oracles", corpus_partition(corpus), all_sig)
     if not (score or compare):
         return
@@ -211,16 +252,16 @@ def _coref_results(spec: RunSpec, stage: Staging, paths: dict[str, str],
     with progress("score", len(shards)) as tick:
         frozen = (tuple(systems), FrozenMap(paths))
         parts = map_collect(lambda sh: coref_shard.submit(*frozen, sh, tuple(score), compare,
-                                                          tuple(mtypes)), shards, tick)
+                                                          tuple(mtypes), run), shards, tick)
     for s in score:
-        _stage_coref_system(stage, corpus, s, sigs[s], parts)
+        _stage_coref_system(stage, corpus, s, sigs[s], parts, run.signature)
     if compare:
-        _stage_coref_compare(stage, corpus, systems, all_sig, parts, mtypes)
+        _stage_coref_compare(stage, corpus, systems, all_sig, parts, mtypes, run.signature)
     stage_history(spec, stage, "coref", all_sig)
 
 
-def _stage_coref_system(stage: Staging, corpus: str, s: str, sig: str, parts: list[dict]
-                        ) -> None:
+def _stage_coref_system(stage: Staging, corpus: str, s: str, sig: str, parts: list[dict],
+                        options: str) -> None:
     """Reduce: scores from the summed per-document counts, classes concatenated in
     document order, ARCS scores counted over them."""
     from sysdiff.transforms import arcs, coref
@@ -228,30 +269,31 @@ def _stage_coref_system(stage: Staging, corpus: str, s: str, sig: str, parts: li
     part = partition(corpus, s)
     scores = coref.coref_scores(pl.concat([p["counts"][s] for p in parts]))
     cls = pl.concat([p["classes"][c][s] for c in CRITERIA for p in parts])
-    stage.write("coref_scores", part, sig, with_literals(scores, corpus=corpus, system=s))
-    stage.write("mention_classes", part, sig, with_literals(cls, corpus=corpus, system=s))
-    stage.write("arcs_scores", part, sig,
-                with_literals(arcs.arcs_scores(cls), corpus=corpus, system=s))
+    lit = {"corpus": corpus, "system": s, "options": options}
+    stage.write("coref_scores", part, sig, with_literals(scores, **lit))
+    stage.write("mention_classes", part, sig, with_literals(cls, **lit))
+    stage.write("arcs_scores", part, sig, with_literals(arcs.arcs_scores(cls), **lit))
 
 
 def _stage_coref_compare(stage: Staging, corpus: str, systems: list[str], sig: str,
-                         parts: list[dict], mtypes: list[str]) -> None:
+                         parts: list[dict], mtypes: list[str], options: str) -> None:
     """Reduce: oracles, pairs, transitions and agreement from the summed shard counts."""
     from sysdiff.transforms import arcs, coref
 
     part = corpus_partition(corpus)
+    lit = {"corpus": corpus, "options": options}
     done = [arcs.finish_comparison(arcs.merge_comparison([p["compare"][c] for p in parts]),
                                    systems, c, mtypes) for c in CRITERIA]
     stage.write("coref_oracles", part, sig,
-                with_literals(pl.concat([o for _, _, o in done]), corpus=corpus))
+                with_literals(pl.concat([o for _, _, o in done]), **lit))
     if len(systems) < 2:
         return
     stage.write("coref_pairs", part, sig,
-                with_literals(pl.concat([p for p, _, _ in done]), corpus=corpus))
+                with_literals(pl.concat([p for p, _, _ in done]), **lit))
     stage.write("coref_transitions", part, sig,
-                with_literals(pl.concat([t for _, t, _ in done]), corpus=corpus))
+                with_literals(pl.concat([t for _, t, _ in done]), **lit))
     agreement = coref.coref_scores(pl.concat([p["agreement"] for p in parts]))
-    stage.write("coref_agreement", part, sig, with_literals(agreement, corpus=corpus))
+    stage.write("coref_agreement", part, sig, with_literals(agreement, **lit))
 
 
 def corpus_mention_types(paths: dict[str, str]) -> list[str]:

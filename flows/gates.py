@@ -10,7 +10,10 @@ Every task has the same two gates:
 
 Span corpora (ner) count new errors over span units (key spans the candidate gets wrong that
 the baseline got right, and spans it newly invents) and compare span F1; ``--view TYPE``
-restricts both to one entity type.
+restricts both to one entity type. SRL corpora count new errors over argument units
+(``--view predicate``: predicate units; ``--view ROLE``: the argument units of one role) and
+compare the official arguments F1 (eval09.pl without senses, or srl-eval.pl's Overall; the
+predicates' F1, or one role's).
 
 No gate passes without data: when the figure gated is not evaluated (a view without an
 evaluable unit, a system that lacks the view's column, a key without entities, a NULL score
@@ -23,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from sysdiff.flows.catalog import sql_literal
-from sysdiff.flows.names import COREF_TASKS, SPAN_TASKS, UNL_TASKS
+from sysdiff.flows.names import COREF_TASKS, SPAN_TASKS, SRL_TASKS, UNL_TASKS
 from sysdiff.flows.queries import query_rows
 from sysdiff.flows.render import p_value
 from sysdiff.flows.show.common import (
@@ -162,6 +165,8 @@ def check(root: Path, corpus: str | None, baseline: str | None, candidate: str,
         metric = "span F1" + ("" if view == "ALL" else f" ({view})")
         sql = f"select f1 from span_scores where corpus = {c} and type = {sql_literal(view)} "
         sql += "and system = {}"
+    elif task in SRL_TASKS:
+        p, errors, metric, sql = _srl_gate(root, corpus, view, baseline, candidate)
     elif task in UNL_TASKS:
         p = _pair(root, "unl_pairs", f"corpus = {c}", baseline, candidate)
         errors = "new errors (newly failed sentences)"
@@ -211,6 +216,38 @@ def _blind(name: str, limit: float, why: str) -> Gate:
     return Gate(name, False, None, limit, f"not evaluated: {why}; no gate passes without data")
 
 
+def _srl_gate(root: Path, corpus: str, view: str, a: str, b: str
+              ) -> tuple[dict, str, str, str]:
+    """(the pair's row, what its new errors are, the F1 compared, that F1's query) of an srl
+    corpus: argument units, predicate units, or the argument units of one role."""
+    from sysdiff.flows.show.srl import srl_mode, unit_and_role
+
+    c = sql_literal(corpus)
+    unit, role = unit_and_role(view)
+    p = _pair(root, "srl_pairs", f"corpus = {c} and unit = {sql_literal(unit)}", a, b)
+    mode = srl_mode(root, corpus)
+    if unit == "predicate":
+        modes, metric = ("predicates_labeled", "predicates"), "predicates F1"
+    else:
+        modes, metric = ("args_labeled", "span"), "arguments F1"
+    if role is not None:
+        p = dict(p, new_errors=_srl_new_errors(root, c, role, a, b))
+        metric += f" ({role})"
+    errors = f"new errors ({unit} units" + ("" if role is None else f", role {role}") + ")"
+    sql = (f"select f1 from srl_scores where corpus = {c} and mode in {modes} and role = "
+           f"{sql_literal(role or 'ALL')} and ppos is null and system = {{}}")
+    return p, errors, f"{metric}, {'eval09.pl' if mode == 'head' else 'srl-eval.pl'}", sql
+
+
+def _srl_new_errors(root: Path, c: str, role: str, a: str, b: str) -> int:
+    """Argument units of one role right under ``a`` (correct, absent) and wrong under ``b``."""
+    ok = "('correct', 'absent')"
+    rows = query_rows(root, f"""select coalesce(sum(count), 0) as n from srl_transitions
+        where corpus = {c} and unit = 'argument' and sys1 = {sql_literal(a)} and sys2 =
+        {sql_literal(b)} and label = {sql_literal(role)} and c1 in {ok} and c2 not in {ok}""")
+    return int(rows.column("n")[0])
+
+
 def _span_new_errors(root: Path, c: str, span_type: str, a: str, b: str) -> int:
     """Span units of one type right under ``a`` (correct, absent) and wrong under ``b``."""
     ok = "('correct', 'absent')"
@@ -227,7 +264,9 @@ def latest_steps(root: Path, corpus: str, alpha: float = 0.05) -> list[str]:
     task = corpora(root)[corpus]
     view = check_view(root, corpus, task, None)
     which = "true" if task in UNL_TASKS + SPAN_TASKS else f"view = {sql_literal(view)}"
-    if task not in UNL_TASKS + COREF_TASKS + SPAN_TASKS:
+    if task in SRL_TASKS:
+        which = "view = 'argument'"
+    if task not in UNL_TASKS + COREF_TASKS + SPAN_TASKS + SRL_TASKS:
         which += f" and punct = {str(view not in DEP_VIEWS).lower()}"
     rows = query_rows(root, f"""select * from history where corpus = {sql_literal(corpus)} and
         {which} and previous is not null

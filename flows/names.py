@@ -15,6 +15,7 @@ DEFAULT_WAREHOUSE = Path("data") / "warehouse"
 MANIFEST = "manifest.json"
 TOKEN_TASKS, COREF_TASKS, UNL_TASKS = ("pos", "dep"), ("coref",), ("unl", "nl")
 SPAN_TASKS = ("ner",)
+SRL_TASKS = ("srl",)
 # table -> (tasks whose corpora have it, what it shows): ``sysdiff show --help`` lists these.
 SHOWABLE: dict[str, tuple[tuple[str, ...], str]] = {
     "scores": (TOKEN_TASKS, "accuracy and sentence exact match of each system"),
@@ -40,13 +41,21 @@ SHOWABLE: dict[str, tuple[tuple[str, ...], str]] = {
                    "class transitions)"),
     "span_oracles": (SPAN_TASKS, "oracle recall of every system combination (key spans some "
                      "member gets right)"),
-    "history": (TOKEN_TASKS + COREF_TASKS + UNL_TASKS + SPAN_TASKS,
+    "srl_scores": (SRL_TASKS, "the official scores (eval09.pl or srl-eval.pl) of each system; "
+                   "--view predicate: predicates per PPOS, --view ROLE: one role"),
+    "srl_classes": (SRL_TASKS, "key arguments (predicates) by class and spurious ones, per "
+                    "system"),
+    "srl_pairs": (SRL_TASKS, "every pair over argument (--view predicate: predicate) units; one "
+                  "pair, --sys1 --sys2: with its transitions and role->role changes"),
+    "srl_oracles": (SRL_TASKS, "oracle recall of every system combination (key arguments or "
+                    "predicates some member gets right)"),
+    "history": (TOKEN_TASKS + COREF_TASKS + UNL_TASKS + SPAN_TASKS + SRL_TASKS,
                 "the versions of one NAME@VERSION (--name): each against the previous one "
                 "and the best before it, with McNemar's p"),
 }
 VIEWS_HELP = ("View: upos, xpos, feats, lemma (pos and dep corpora), head, deprel, las (dep); "
-              "any, nom (coreference: the ARCS criterion); an entity type or ALL (ner). "
-              "Default: las, upos, nom or ALL.")
+              "any, nom (coreference: the ARCS criterion); an entity type or ALL (ner); "
+              "argument, predicate or a role (srl). Default: las, upos, nom, ALL or argument.")
 
 
 #: The file that marks a folder as a sysdiff warehouse: a run writes only into a new or empty

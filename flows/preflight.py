@@ -28,7 +28,8 @@ EXPECTED = {"pos": "tab-separated token lines (CoNLL-U, CoNLL-X or word<TAB>tag)
             "dep": "tab-separated token lines (CoNLL-U or CoNLL-X)",
             "coref": "CoNLL-2012, CorefUD or JSON lines", "unl": "a UNL document",
             "nl": "a UNL document with target-language sentences",
-            "ner": "tag lines (word<TAB>tag, CoNLL-2003 or UniversalNER)"}
+            "ner": "tag lines (word<TAB>tag, CoNLL-2003 or UniversalNER)",
+            "srl": "SRL columns (Universal PropBank CoNLL-U, CoNLL-2009 or CoNLL-2005)"}
 
 
 def check_file(source: Source, task: str) -> str | None:
@@ -50,6 +51,10 @@ def detect(path: Path, head: bytes, fmt: str | None, task: str, whole: bool) -> 
         from sysdiff.schemas.formats.spans import detect_span_format
 
         return detect_span_format(path, head)
+    if task == "srl":
+        from sysdiff.schemas.formats.srl import detect_srl_format
+
+        return detect_srl_format(path, head)
     from sysdiff.schemas.formats.conllu import detect_token_format
 
     try:

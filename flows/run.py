@@ -10,9 +10,10 @@ from pathlib import Path
 
 from prefect import flow
 
-from sysdiff.flows import coref, spans, tokens, unl
+from sysdiff.flows import coref, outcome, spans, srl, tokens, unl
+from sysdiff.flows.prefect_logs import one_line_input_errors
 from sysdiff.flows.spec import RunSpec
-from sysdiff.flows.warehouse import open_run
+from sysdiff.flows.warehouse import crash_point, open_run
 from sysdiff.schemas.errors import InputError
 
 # Each local Dask worker is one process with one thread, and so are the libraries in it:
@@ -22,17 +23,29 @@ ONE_THREAD = {name: "1" for name in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS",
 
 # The flow of each task: ingest, then compute every table (``flows/<task>.py``).
 TASK_FLOWS = {"pos": tokens.run_tokens, "dep": tokens.run_tokens, "coref": coref.run_coref,
-              "unl": unl.run_unl, "nl": unl.run_unl, "ner": spans.run_spans}
+              "unl": unl.run_unl, "nl": unl.run_unl, "ner": spans.run_spans,
+              "srl": srl.run_srl}
 
 
 @flow(name="sysdiff-run", validate_parameters=False, log_prints=False)
-def evaluate(spec: RunSpec, warehouse: Path) -> list[str]:
-    """Ingest the key and systems of ``spec``, compute every table, commit atomically.
+def evaluate(spec: RunSpec, warehouse: Path, run_id: str | None = None) -> list[str]:
+    """Ingest the key and systems of ``spec``, compute every table, commit atomically (the
+    manifest records ``run_id``; given one, how the body ended is recorded in
+    :mod:`outcome`).
 
     Returns one line per system skipped for a bad file (``spec.keep_going``)."""
     start = time.perf_counter()
-    with open_run(warehouse, spec.corpus) as stage:
-        TASK_FLOWS[spec.task](spec, stage)
+    one_line_input_errors()
+    crash_point("evaluate")
+    try:
+        with open_run(warehouse, spec.corpus, run_id or outcome.new_run_id()) as stage:
+            TASK_FLOWS[spec.task](spec, stage)
+    except BaseException as e:
+        if run_id:  # run_evaluation settles the outcome
+            outcome.ended(run_id, e)
+        raise
+    if run_id:
+        outcome.ended(run_id, stage.skipped)
     logging.getLogger("sysdiff").info("run: %.2f s", time.perf_counter() - start)
     return stage.skipped
 
@@ -74,10 +87,20 @@ def api_url() -> str:
 
 def run_evaluation(spec: RunSpec, warehouse: Path, dask_address: str | None = None,
                    dask_local: int = 0) -> list[str]:
-    """Run :func:`evaluate` with the chosen task runner; the lines of skipped systems."""
-    with heartbeats():
-        return evaluate.with_options(task_runner=task_runner(dask_address, dask_local))(
-            spec, warehouse)
+    """Run :func:`evaluate` with the chosen task runner; the lines of skipped systems. The
+    outcome is the run's, not Prefect's: when Prefect fails around a body that ended well
+    (e.g. the background server died), one warning line, and the run's result stands
+    (:func:`outcome.settle`)."""
+    run_id = outcome.new_run_id()
+    outcome.announce(warehouse, run_id)
+    with heartbeats(), outcome.server_watch() as watch:
+        try:
+            return evaluate.with_options(task_runner=task_runner(dask_address, dask_local))(
+                spec, warehouse, run_id)
+        except Exception as error:
+            return outcome.settle(warehouse, run_id, error, watch)
+        finally:
+            outcome.forget(run_id)
 
 
 HEARTBEAT_VARIABLES = ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEARTBEAT_FREQUENCY")

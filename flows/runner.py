@@ -8,8 +8,12 @@ its arguments, working folder, environment and umask, with its stdin, stdout and
 (``SCM_RIGHTS``); the runner forks a child which takes all of them over (so output, colours
 and progress bars go straight to the client's terminal), runs the same command line the
 client would have run, and reports to the same Prefect API. The client forwards Ctrl-C
-(SIGINT), SIGTERM, SIGHUP and SIGQUIT to the child and exits with its status; a client that
-disappears interrupts its child.
+(SIGINT), SIGTERM, SIGHUP and SIGQUIT to the child and exits with its status (0, 2 bad
+input, 3 systems skipped, 4 internal error, 130 interrupted: unchanged), which the child
+sends itself; a client that disappears interrupts its child. A runner that dies during a
+command does not change its outcome: the child goes on and reports (one warning line says
+the runner was lost); when no status comes at all, the warehouse's manifest tells whether
+the run committed (:mod:`sysdiff.flows.outcome`).
 
 The child declines (and the client runs the command itself, as without a runner) when the
 Prefect settings it would have differ from those the runner imported Prefect with (another
@@ -49,6 +53,7 @@ IMPORT_ENV = ("LANG",)
 RUNNER_ENV = "SYSDIFF_RUNNER"  # off: every command runs in its own process
 OFF = ("off", "0", "false", "no")
 CONNECT_TIMEOUT = 5.0
+INTERNAL = 4  # exit status of an internal error (as flows/cli.py's main)
 
 
 # ------------------------------------------------------------------------------ identity
@@ -226,22 +231,65 @@ def _forward(record: dict, argv: list[str], env: dict[str, str], verbose: bool
     pid = int(reply["pid"])
     old = {sig: signal.signal(sig, lambda s, _f: _relay(pid, s))
            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)}
+    run = None  # where the child's run commits, once it says
     try:
         sock.settimeout(None)
-        done = reader.next()
-    except OSError:
+        while (done := reader.next()) is not None and "run" in done:
+            run = done["run"]
+    except (OSError, ValueError):
         done = None
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
         sock.close()
-    if done is None:
-        print("sysdiff: error: the warm runner stopped during the command (see "
-              f"{files()['log']}); the warehouse keeps its previous results", file=sys.stderr)
-        return 1
-    if "signal" in done:
+    return verdict(done, run, record)
+
+
+def verdict(done: dict | None, run: dict | None, record: dict) -> int:
+    """The exit status of a forwarded command, from what its child reported (``done``: its
+    exit status or the signal that ended it; None when nothing came) and, when the child
+    could not say, from the warehouse's manifest (did the run ``run`` commit?); one line
+    when the runner died on the way."""
+    from sysdiff.flows.outcome import landed, warn
+
+    committed = run is not None and landed(run["warehouse"], run["run"])
+    if done is not None and "exit" in done:
+        if gone(int(record.get("pid") or 0)):
+            warn(f"the warm runner (pid {record.get('pid')}) died during the command; the "
+                 "command went on in its own process and finished (the next run starts a "
+                 "new runner)")
+        return int(done["exit"])
+    if done is not None:
+        print(f"sysdiff: error: the command's process was killed by signal "
+              f"{done['signal']}; " + ("its run's results were committed" if committed
+                                       else "the warehouse keeps its previous results"),
+              file=sys.stderr)
         return 128 + int(done["signal"])
-    return int(done["exit"])
+    if committed:
+        warn(f"the warm runner and the command's process stopped (see {files()['log']}) "
+             "after the run committed its results")
+        return 0
+    print("sysdiff: error: the warm runner stopped during the command (see "
+          f"{files()['log']}); the warehouse keeps its previous results", file=sys.stderr)
+    return INTERNAL
+
+
+def gone(pid: int) -> bool:
+    """True when process ``pid`` has ended (killed: a runner stopped on purpose lives until
+    its children have ended); a zombie has ended too."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state in ("Z", "X")
 
 
 def _prog_name() -> str:

@@ -1,6 +1,8 @@
 """The warm runner's forked child (see :mod:`sysdiff.flows.runner`): it takes over the
 client's descriptors, folder, umask and environment, declines when its Prefect settings
-differ from those the runner imported Prefect with, and runs the client's command line."""
+differ from those the runner imported Prefect with, and runs the client's command line. It
+tells the client where its run commits and, at the end, its exit status itself: the
+verdict does not depend on the runner living until then."""
 
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ import sys
 import time
 from collections.abc import Callable
 
-from sysdiff.flows import server
-from sysdiff.flows.runner import _send
+from sysdiff.flows import outcome, server
+from sysdiff.flows.runner import INTERNAL, _send
 
 DECLINED = 97  # exit status of a child that declined (it told the client why)
 
@@ -21,7 +23,7 @@ DECLINED = 97  # exit status of a child that declined (it told the client why)
 def child(main: Callable[[], None], conn: socket.socket, request: dict, fds: list[int],
           inherited: list[int]) -> None:
     """In the forked child: become the client's command and exit with its status."""
-    code = 1
+    code = INTERNAL
     try:
         for fd in inherited:
             with contextlib.suppress(OSError):
@@ -40,12 +42,13 @@ def child(main: Callable[[], None], conn: socket.socket, request: dict, fds: lis
             _send(conn, {"declined": reason})
             os._exit(DECLINED)
         _send(conn, {"pid": os.getpid()})
+        outcome.listen(lambda run: _send(conn, {"run": run}))
         code = run_command(main, request.get("prog") or "sysdiff", argv)
     except BaseException as e:  # noqa: BLE001 (the child must always exit here)
         with contextlib.suppress(Exception):
             print(f"sysdiff: internal error in the warm runner: {type(e).__name__}: {e}",
                   file=sys.stderr)
-    finish(code)
+    finish(code, conn)
 
 
 def _take_over(request: dict, fds: list[int]) -> None:
@@ -103,14 +106,18 @@ def run_command(main: Callable[[], None], prog: str, argv: list[str]) -> int:
     try:
         main()
     except SystemExit as e:
-        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if e.code is None or isinstance(e.code, int):
+            return e.code or 0
+        print(e.code, file=sys.stderr)  # as the interpreter does with a message
+        return INTERNAL
     return 0
 
 
-def finish(code: int) -> None:
+def finish(code: int, conn: socket.socket | None = None) -> None:
     """Exit as the interpreter would (Prefect's event and log workers drain in threading's
     shutdown hooks, then the atexit handlers run), without tearing down the objects the
-    child shares with the runner, which would copy their pages for nothing."""
+    child shares with the runner, which would copy their pages for nothing; the client is
+    told the status first-hand (the runner, which also reports it, may be gone)."""
     import atexit
     import threading
 
@@ -118,4 +125,9 @@ def finish(code: int) -> None:
                  atexit._run_exitfuncs, sys.stdout.flush, sys.stderr.flush):
         with contextlib.suppress(BaseException):
             step()
+    if conn is not None:
+        # the client closes its socket once told; the runner then relays SIGINT to this
+        # process, which must not interrupt it between here and os._exit
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _send(conn, {"exit": code})
     os._exit(code)

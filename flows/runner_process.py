@@ -95,18 +95,18 @@ class Runner:
 
     def _server_up(self) -> bool:
         """Wait while the background server this runner reports to starts; False when it
-        is gone (its start failed: nothing to serve)."""
-        from urllib.parse import urlsplit
-
-        port = urlsplit(os.environ.get("PREFECT_API_URL", "")).port
+        is gone (its start failed: nothing to serve) or when what answers at its address is
+        not sysdiff's server (:func:`server.proves`)."""
+        url = os.environ.get("PREFECT_API_URL", "")
         deadline = time.monotonic() + server.START_TIMEOUT
-        while port and time.monotonic() < deadline:
-            if server.healthy(port, timeout=1.0):
-                return True
+        while url and time.monotonic() < deadline:
+            live = server.live_server()
+            if live is not None:
+                return live.api_url == url
             if not server.held(server.state_dir() / "server.pid"):
                 return False
             time.sleep(0.5)
-        return True
+        return not url
 
     def _on_term(self, _sig: int, _frame: object) -> None:
         self.stopping = True
@@ -243,7 +243,11 @@ class Runner:
 
     def _client_gone(self, pid: int, conn: socket.socket) -> None:
         """The client's socket is readable: it sends nothing after its request, so it has
-        gone (killed); interrupt its child."""
+        gone (killed, or done: the child tells it its status before it exits); interrupt
+        its child. Nothing when the child was reaped in the same round (its socket is
+        closed)."""
+        if pid not in self.children or conn.fileno() < 0:
+            return
         with contextlib.suppress(OSError):
             if conn.recv(1, socket.MSG_PEEK):
                 return

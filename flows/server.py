@@ -14,7 +14,9 @@ flow-run ls``. Which Prefect API a run uses:
    except by ``sysdiff server start``).
 
 State folder (``$SYSDIFF_STATE_DIR``, else ``$XDG_STATE_HOME/sysdiff``, else
-``~/.local/state/sysdiff``): ``server.json`` (pid, port, when), ``server.pid`` (the pid, and
+``~/.local/state/sysdiff``): ``server.json`` (pid, port, when, and a random token the server
+was started with: a server is sysdiff's only when it answers with that token, see
+:func:`proves`; something else listening on the port is never used), ``server.pid`` (the pid, and
 an advisory lock the server process holds while it lives: a lock that can be taken means
 the server is gone, whatever the pid file says), ``control.lock`` (serialises start and
 stop between sysdiff processes), ``server.log``, ``failed.json`` and ``prefect/`` (the
@@ -39,6 +41,9 @@ from sysdiff.schemas.errors import InputError
 
 MODE_ENV, STATE_ENV, PORT_ENV = "SYSDIFF_SERVER", "SYSDIFF_STATE_DIR", "SYSDIFF_SERVER_PORT"
 HOST = "127.0.0.1"
+#: The header the server's settings carry its token in (``client.custom_headers``, which
+#: ``/api/admin/settings`` answers; the server itself sends no request with it).
+TOKEN_HEADER = "X-Sysdiff-Server"
 START_TIMEOUT = 180.0  # seconds to wait for a starting server to answer
 
 
@@ -56,6 +61,7 @@ class Server:
     home: str
     log: str
     prefect: str
+    token: str = ""  # random, written in the private server.json (see :func:`proves`)
 
     @property
     def ui_url(self) -> str:
@@ -164,10 +170,18 @@ def _profile_url() -> str | None:
     return profile.get("PREFECT_API_URL") if isinstance(profile, dict) else None
 
 
+#: Loggers of Prefect's background services (``QueueService.__init__``: the class name), which
+#: log to the root logger: e.g. "EventsWorker - Still processing items" while a command exits.
+SERVICE_LOGGERS = ("EventsWorker", "APILogWorker")
+
+
 def quiet_prefect(verbose: bool) -> None:
     """Prefect settings for a command line run (before Prefect is imported): no telemetry,
-    quiet logs (unless ``verbose``), no UI and a long start timeout for a temporary
-    server."""
+    quiet logs (unless ``verbose``: also Prefect's internal errors and its services'
+    warnings, which would otherwise follow a refusal's one line), no UI and a long start
+    timeout for a temporary server."""
+    import logging
+
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_UI_ENABLED", "false")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
@@ -175,6 +189,9 @@ def quiet_prefect(verbose: bool) -> None:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
         os.environ.setdefault("PREFECT_LOGGING_LOG_PRINTS", "false")
         os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
+        os.environ.setdefault("PREFECT_INTERNAL_LOGGING_LEVEL", "CRITICAL")
+    for name in SERVICE_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET if verbose else logging.CRITICAL)
 
 
 def prefect_home() -> Path:
@@ -211,7 +228,7 @@ def running() -> Server | None:
     the server holds ``server.pid``'s lock while it lives)."""
     try:
         info = json.loads(_path("server.json").read_text())
-        server = Server(**{k: info[k] for k in Server.__dataclass_fields__})
+        server = Server(**{k: info[k] for k in Server.__dataclass_fields__ if k in info})
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return server if held(_path("server.pid")) else None
@@ -232,10 +249,33 @@ def healthy(port: int, timeout: float = 2.0) -> bool:
         conn.close()
 
 
+def proves(port: int, token: str, timeout: float = 2.0) -> bool:
+    """True when the server on ``port`` is the one started with ``token``: its settings
+    (``/api/admin/settings``, which only a live Prefect API answers) carry the token in the
+    header :data:`TOKEN_HEADER`. Another process on the port (a squatter answering
+    ``/api/health``, another Prefect server) does not know the token."""
+    import http.client
+
+    if not token:
+        return False
+    conn = http.client.HTTPConnection(HOST, port, timeout=timeout)
+    try:
+        conn.request("GET", "/api/admin/settings")
+        response = conn.getresponse()
+        if response.status != 200:
+            return False
+        headers = json.loads(response.read()).get("client", {}).get("custom_headers", {})
+        return isinstance(headers, dict) and headers.get(TOKEN_HEADER) == token
+    except (OSError, ValueError, AttributeError):
+        return False
+    finally:
+        conn.close()
+
+
 def live_server() -> Server | None:
-    """The background server when it lives and answers."""
+    """The background server when it lives and proves it is sysdiff's (:func:`proves`)."""
     server = running()
-    return server if server is not None and healthy(server.port) else None
+    return server if server is not None and proves(server.port, server.token) else None
 
 
 @contextlib.contextmanager

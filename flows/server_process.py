@@ -1,7 +1,7 @@
 """Start and stop the background Prefect server (see :mod:`sysdiff.flows.server`):
-``prefect server start`` launched detached, holding ``server.pid``'s lock, and waited for
-until it answers; stopped with SIGTERM, then SIGKILL. Stdlib only, like
-:mod:`sysdiff.flows.server`."""
+``prefect server start`` launched detached with a random token in its settings, holding
+``server.pid``'s lock, and waited for until it answers with that token; stopped with
+SIGTERM, then SIGKILL. Stdlib only, like :mod:`sysdiff.flows.server`."""
 
 from __future__ import annotations
 
@@ -22,13 +22,14 @@ from sysdiff.flows.server import (
     HOST,
     PORT_ENV,
     START_TIMEOUT,
+    TOKEN_HEADER,
     Server,
     ServerError,
     _path,
     control_lock,
-    healthy,
     held,
     live_server,
+    proves,
     rotate,
     running,
     state_dir,
@@ -38,6 +39,7 @@ from sysdiff.schemas.errors import InputError
 DEFAULT_PORT = 4200  # Prefect's own default; another free port when it is taken
 STOP_TIMEOUT = 20.0  # seconds between SIGTERM and SIGKILL
 RETRY_AFTER = 600.0  # seconds an automatic start is not retried after a failed one
+LOCK_WAIT = 10.0  # seconds to wait for server.pid's lock when a new server is launched
 _started: list[subprocess.Popen] = []  # servers started by this process (never waited for)
 
 
@@ -105,34 +107,39 @@ def preferred_port() -> int:
         return DEFAULT_PORT
 
 
-def server_env(home: Path, port: int) -> dict[str, str]:
+def server_env(home: Path, port: int, token: str) -> dict[str, str]:
     """The server's environment: its own PREFECT_HOME (database, profiles), no telemetry,
-    warnings only in its log."""
+    warnings only in its log, and the token it proves itself with (:func:`proves`)."""
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PREFECT_API_URL", "PREFECT_PROFILES_PATH", "PREFECT_PROFILE")}
+           if k not in ("PREFECT_API_URL", "PREFECT_PROFILES_PATH", "PREFECT_PROFILE",
+                        "PREFECT_CLIENT_CUSTOM_HEADERS")}
     env.update(PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false",
                PREFECT_SERVER_API_HOST=HOST, PREFECT_SERVER_API_PORT=str(port),
                PREFECT_SERVER_LOGGING_LEVEL="WARNING", PREFECT_LOGGING_LEVEL="WARNING",
+               PREFECT_CLIENT_CUSTOM_HEADERS=json.dumps({TOKEN_HEADER: token}),
                PYTHONUNBUFFERED="1")
     return env
 
 
 def _start(started: Callable[[str], None] | None = None) -> Server:
     """Start ``prefect server start`` detached (its own session, stdin closed, output to
-    ``server.log``) and wait until it answers; called under the control lock."""
+    ``server.log``) and wait until it answers with its token; called under the control
+    lock."""
     import importlib.metadata
+    import secrets
 
     state, home = state_dir(), _path("prefect")
+    token = secrets.token_hex(16)
     home.mkdir(parents=True, exist_ok=True)
     log = _path("server.log")
     rotate(log)
     port = free_port(preferred_port())
     try:
         for attempt in (1, 2):
-            proc = _spawn(home, port, log)
+            proc = _spawn(home, port, log, token)
             if started is not None:
                 started(f"http://{HOST}:{port}/api")
-            error = _wait_healthy(proc, port, log)
+            error = _wait_healthy(proc, port, log, token)
             if error is None:
                 break
             stop_process()
@@ -140,7 +147,7 @@ def _start(started: Callable[[str], None] | None = None) -> Server:
                 raise ServerError(f"{error} (log: {log})")
             port = free_port(0)  # another process took the port between check and bind
         server = Server(pid=proc.pid, port=port, started=time.time(), home=str(home),
-                        log=str(log), prefect=importlib.metadata.version("prefect"))
+                        log=str(log), prefect=importlib.metadata.version("prefect"), token=token)
         _write_atomic(state / "server.json", json.dumps(asdict(server), indent=1))
         (home / "server.pid").write_text(str(proc.pid))  # so `prefect server stop` works too
     except BaseException:  # e.g. server.json cannot be written, Ctrl-C: no server left behind
@@ -150,18 +157,18 @@ def _start(started: Callable[[str], None] | None = None) -> Server:
     return server
 
 
-def _spawn(home: Path, port: int, log: Path) -> subprocess.Popen:
+def _spawn(home: Path, port: int, log: Path, token: str) -> subprocess.Popen:
     """Launch the server holding ``server.pid``'s lock (an inherited descriptor): the lock is
     released by the kernel when the server process ends, however it ends."""
     pid_file = _path("server.pid")
     fd = os.open(pid_file, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        _lock_within(fd, LOCK_WAIT)
         with open(log, "ab") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "prefect", "server", "start", "--host", HOST,
                  "--port", str(port)],
-                env=server_env(home, port), cwd=home, stdin=subprocess.DEVNULL, stdout=out,
+                env=server_env(home, port, token), cwd=home, stdin=subprocess.DEVNULL, stdout=out,
                 stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(fd,))
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{proc.pid}\n".encode(), 0)
@@ -171,14 +178,33 @@ def _spawn(home: Path, port: int, log: Path) -> subprocess.Popen:
     return proc
 
 
-def _wait_healthy(proc: subprocess.Popen, port: int, log: Path) -> str | None:
-    """None once the server answers; else why not (it exited, or it timed out)."""
+def _lock_within(fd: int, wait: float) -> None:
+    """Take ``server.pid``'s lock, waiting up to ``wait`` seconds for the process that holds
+    it (a server still exiting) to end; ServerError when it does not (a process that is not
+    this installation's server holds it: it is never killed)."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                holder = _pid_of_lock()
+                raise ServerError(f"{_path('server.pid')} is locked by another process"
+                                  f"{f' (pid {holder})' if holder else ''}, which is not a "
+                                  "sysdiff server that answers") from None
+            time.sleep(0.1)
+
+
+def _wait_healthy(proc: subprocess.Popen, port: int, log: Path, token: str) -> str | None:
+    """None once the server answers with its token; else why not (it exited, or it timed
+    out). Something else answering on the port is not taken for it."""
     timeout = float(os.environ.get("SYSDIFF_SERVER_START_TIMEOUT", START_TIMEOUT))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             return f"the Prefect server exited with status {proc.returncode}: {_tail(log)}"
-        if healthy(port, timeout=1.0):
+        if proves(port, token, timeout=1.0):
             return None
         time.sleep(0.2)
     return f"the Prefect server did not answer within {timeout:.0f} s"
@@ -193,8 +219,11 @@ def _tail(log: Path) -> str:
 
 
 def _write_atomic(path: Path, text: str) -> None:
+    """Write a private file (0600: ``server.json`` holds the server's token) by rename."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
     os.replace(tmp, path)
 
 

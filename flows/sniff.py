@@ -52,7 +52,8 @@ def infer_task(key: str | Path, fmt: str | None = None) -> tuple[str, str] | Non
     """The task a key's format implies, and what showed it (for a note): CoNLL-U/CoNLL-X
     with heads -> dep, without -> pos; CorefUD (``Entity=``), CoNLL-2012, JSON lines ->
     coref; UNL -> unl; a BIO-tagged word<TAB>tag file, CoNLL-2003 or UniversalNER -> ner;
-    another word<TAB>tag file -> pos. Read from the first MB of the key; None when the
+    another word<TAB>tag file -> pos; CoNLL-U with predicate and argument columns, CoNLL-2009
+    or CoNLL-2005 -> srl. Read from the first MB of the key; None when the
     format tells no task (the caller refuses it: never a silent ``dep``)."""
     path = Path(key)
     head, whole = read_head(path, ANY_KEY)
@@ -95,4 +96,23 @@ def _task_of_text(text: str, fmt: str | None, cut: bool) -> tuple[str, str] | No
         return "ner", "UniversalNER (ID word tag - annotator)"
     if fmt is None and (width == 4 or (width == 1 and len(rows[0][0].split(" ")) == 4)):
         return "ner", "CoNLL-2003 (word POS chunk tag)"
+    return _srl_format(rows, width, fmt)
+
+
+#: Start-End tags of CoNLL-2005 argument columns (``(A0*``, ``*``, ``*)``).
+_SE_TAG = re.compile(r"^(\([^*()\s]+)*\*(\))*$")
+
+
+def _srl_format(rows: list[list[str]], width: int, fmt: str | None) -> tuple[str, str] | None:
+    """(srl, why) for a key in an SRL format: CoNLL-U with predicate and argument columns
+    (11 or more), CoNLL-2009 (14 or more), or CoNLL-2005 columns of Start-End tags."""
+    first = rows[0]
+    if fmt in (None, "conllu", "conll09") and width >= 11 and first[0].isdigit():
+        return "srl", ("CoNLL-2009" if width >= 14 and not first[6].isdigit() else
+                       "CoNLL-U with predicate and argument columns")
+    cells = [c for r in rows[:50] for c in " ".join(r).split()[1:]]
+    tags = fmt in (None, "conll05", "props") and cells and all(
+        _SE_TAG.match(c) or c == "-" or c.isalpha() for c in cells)
+    if tags and any("*" in c for c in cells):
+        return "srl", "CoNLL-2005 Start-End tags"
     return None

@@ -11,13 +11,14 @@ from pathlib import Path
 from sysdiff.flows.sniff import infer_task
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.frozen import FrozenMap, freeze
-from sysdiff.schemas.vocabulary import KEY_ID
+from sysdiff.schemas.vocabulary import KEY_ID, MATCH_MODES, SINGLETON_MODES
 
-TASKS = ("pos", "dep", "coref", "unl", "nl", "ner")
+TASKS = ("pos", "dep", "coref", "unl", "nl", "ner", "srl")
 # Input formats of each task (``format`` in a run file, ``--format`` of ``sysdiff run``).
 TASK_FORMATS = {"pos": ("conllu", "conllx", "tsv"), "dep": ("conllu", "conllx", "tsv"),
                 "coref": ("conll2012", "corefud", "jsonlines"), "unl": ("unl",), "nl": ("unl",),
-                "ner": ("tsv", "conll2003", "uner")}
+                "ner": ("tsv", "conll2003", "uner"),
+                "srl": ("conllu", "conll09", "conll05", "props")}
 #: Span decoding schemes (task ner): conlleval rules (auto, iob1) or seqeval strict.
 SCHEMES = ("auto", "iob1", "iob2", "bioes")
 #: The systems a mapping without a SYSTEM applies to (every system, not the key).
@@ -25,7 +26,8 @@ ALL_SYSTEMS = "*"
 # The options a run file (and a watched corpus's corpus.toml) may set, and their types.
 OPTION_TYPES = {"format": "string", "ar_trials": "positive integer", "seed": "integer",
                 "shard_sents": "positive integer", "mappings": "table", "unl": "table",
-                "versions": "table", "scheme": "string", "map": "string"}
+                "versions": "table", "scheme": "string", "map": "string",
+                "match": "string", "singletons": "string"}
 RUN_FILE_KEYS = ("corpus", "task", "key", "systems", *OPTION_TYPES)
 UNL_KEYS = {"multiset": "boolean", "keep_scope_ids": "boolean", "legacy_2013": "boolean",
             "optional_attrs": "list of strings"}
@@ -64,10 +66,20 @@ class RunSpec:
     keep_going: bool = False  # skip a system whose file is bad instead of stopping
     scheme: str = "auto"  # span decoding (task ner)
     inferred: str = ""  # what the task was inferred from ('' when it was given)
+    # coreference mention matching and singletons (None: the key format's scorer default)
+    match: str | None = None
+    singletons: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("systems", "mappings", "unl", "versions"):
             object.__setattr__(self, name, freeze(getattr(self, name)))
+        for name, choices in (("match", MATCH_MODES), ("singletons", SINGLETON_MODES)):
+            value = getattr(self, name)
+            if value is not None and value not in choices:
+                raise InputError(f"unknown {name} '{value}'; expected one of "
+                                 f"{', '.join(choices)}")
+            if value is not None and self.task != "coref":
+                raise InputError(f"--{name} applies to task coref, not to task {self.task}")
         if self.scheme not in SCHEMES:
             raise InputError(f"unknown scheme '{self.scheme}'; expected one of "
                              f"{', '.join(SCHEMES)}")
@@ -183,7 +195,8 @@ def load_config(path: str | Path) -> RunSpec:
 
     Also ``format``, ``ar_trials``, ``seed`` and ``shard_sents``; for task ner ``scheme``
     (auto, iob1, iob2, bioes) and ``map`` (a file of OLD<TAB>NEW label lines applied to every
-    system; ``[mappings.NAME]`` rules win). Relative paths are relative to the TOML file.
+    system; ``[mappings.NAME]`` rules win); for task coref ``match`` (exact, partial, head)
+    and ``singletons`` (keep, drop). Relative paths are relative to the TOML file.
     Every key and value is checked: a wrong one is one line naming the
     file, the line and what was expected.
     """

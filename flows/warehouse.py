@@ -74,9 +74,19 @@ ROW_GROUP = 1 << 17  # rows per Parquet row group: shard reads skip the groups t
 
 
 def crash_point(name: str) -> None:
-    """Die here with SIGKILL when ``SYSDIFF_CRASH_AT`` names this point (crash-safety tests)."""
+    """Die here with SIGKILL when ``SYSDIFF_CRASH_AT`` names this point (crash-safety tests);
+    wait here while ``SYSDIFF_PAUSE_AT=NAME:FILE`` names it (the file is created, and the run
+    goes on once a test has removed it: helper processes killed mid-run)."""
     if os.environ.get("SYSDIFF_CRASH_AT") == name:
         os.kill(os.getpid(), signal.SIGKILL)
+    point, _, flag = os.environ.get("SYSDIFF_PAUSE_AT", "").partition(":")
+    if point == name and flag:
+        import time
+
+        Path(flag).touch()
+        deadline = time.monotonic() + 300
+        while Path(flag).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
 
 
 #: Bumped when the shape or the meaning of stored partitions changes: a partition written by
@@ -276,6 +286,7 @@ class Staging:
     dir: Path
     staged: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # bad system files (keep-going)
+    run_id: str | None = None  # recorded in the manifest by commit (flows/outcome.py)
     #: live partitions this run removes (a file now stored in another way)
     dropped: set[tuple[str, str]] = field(default_factory=set)
 
@@ -400,11 +411,14 @@ def write_owned(root: Path, files: set[str]) -> None:
 
 
 @contextlib.contextmanager
-def open_run(root: Path, corpus: str | None = None) -> Iterator[Staging]:
+def open_run(root: Path, corpus: str | None = None, run_id: str | None = None
+             ) -> Iterator[Staging]:
     """Lock the warehouse, stage a run's files and commit them only if the run succeeds.
 
     The live files of ``corpus`` are checked against the manifest's hashes first: a damaged
-    partition is dropped from the run's view of the manifest, so the run recomputes it."""
+    partition is dropped from the run's view of the manifest, so the run recomputes it.
+    ``run_id`` is recorded in the manifest of the commit (whether it landed tells the run's
+    outcome when a helper process died)."""
     with warehouse_lock(root):
         check_warehouse_folder(root)
         recover(root)
@@ -414,7 +428,7 @@ def open_run(root: Path, corpus: str | None = None) -> Iterator[Staging]:
             manifest = read_manifest(root)
             if corpus is not None:
                 drop_damaged(root, manifest, corpus)
-            staging = Staging(root, manifest, stage_dir)
+            staging = Staging(root, manifest, stage_dir, run_id=run_id)
             yield staging
             if staging.staged or staging.dropped:
                 commit(staging)
@@ -500,6 +514,7 @@ def commit(staging: Staging) -> None:
     claim_warehouse(root)
     manifest = json.loads(json.dumps(staging.manifest))
     manifest["ddl"] = table_ddl()
+    manifest["run"] = staging.run_id  # which run this manifest is (flows/outcome.py)
     files = {rel for rel, _sig in staging.staged.values()}  # a block file is hashed once
     hashes = {rel: (file_sha256(staging.dir / rel), (staging.dir / rel).stat().st_size)
               for rel in files}

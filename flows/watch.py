@@ -15,10 +15,12 @@ from pathlib import Path
 
 from prefect import flow
 
+from sysdiff.flows import outcome
 from sysdiff.flows.gates import latest_steps
+from sysdiff.flows.prefect_logs import API_ONLY, one_line_input_errors
 from sysdiff.flows.preflight import preflight
 from sysdiff.flows.run import evaluate
-from sysdiff.flows.spec import folder_specs
+from sysdiff.flows.spec import RunSpec, folder_specs
 from sysdiff.schemas.errors import InputError
 
 log = logging.getLogger("sysdiff")
@@ -50,18 +52,24 @@ class Pass:
 
 
 @flow(name="sysdiff-watch", validate_parameters=False)
-def evaluate_folder(folder: str, warehouse: str) -> Pass:
+def evaluate_folder(folder: str, warehouse: str, pass_id: str | None = None) -> Pass:
     """Evaluate every corpus of a watched folder into the warehouse. A bad corpus or system
-    file is skipped with one line (a warning in the flow's log) and the rest is evaluated."""
+    file is skipped with one line (on stderr as the command line prints it, and a warning
+    in the flow run's log) and the rest is evaluated."""
     from prefect import get_run_logger
 
+    from sysdiff.flows.cli_options import show_warnings
+
+    one_line_input_errors()
+    if not log.handlers:  # a scheduled run, in a process of Prefect's
+        show_warnings()
     run_log = get_run_logger()  # the flow run's log (the Prefect UI)
 
     def skip(lines: list[str], printed: bool = False) -> None:
         for line in lines:
             if not printed:
                 log.warning("%s", line)  # stderr
-            run_log.warning("%s", line)
+            run_log.warning("%s", line, extra=API_ONLY)
         result.skipped += lines
 
     result = Pass()
@@ -72,9 +80,8 @@ def evaluate_folder(folder: str, warehouse: str) -> Pass:
             spec, bad = preflight(spec, Path(warehouse))
             skip(bad)
             # systems skipped while reading were printed by the run (skip_system)
-            skip(evaluate.with_options(flow_run_name=f"{spec.corpus}")(spec, Path(warehouse)),
-                 printed=True)
-        except InputError as e:
+            skip(run_corpus(spec, Path(warehouse)), printed=True)
+        except (InputError, outcome.HelperLost) as e:
             skip([f"corpus {spec.corpus!r} skipped: {e}"])
             continue
         result.evaluated.append(spec.corpus)
@@ -83,7 +90,37 @@ def evaluate_folder(folder: str, warehouse: str) -> Pass:
             run_log.info("%s", line)
             result.steps.append(line)
     run_log.info("%s", result.summary())
+    if pass_id:  # evaluate_once settles the outcome
+        outcome.ended(pass_id, result)
     return result
+
+
+def run_corpus(spec: RunSpec, warehouse: Path) -> list[str]:
+    """One corpus's run (a subflow); the lines of its skipped systems. Its outcome is the
+    run's, not Prefect's (:func:`outcome.settle`, without a line: the pass says once what
+    was lost); :class:`outcome.HelperLost` when the background server died before it."""
+    run_id = outcome.new_run_id()
+    try:
+        return evaluate.with_options(flow_run_name=spec.corpus)(spec, warehouse, run_id)
+    except InputError:
+        raise
+    except Exception as error:
+        return outcome.settle(warehouse, run_id, error, quiet=True)
+    finally:
+        outcome.forget(run_id)
+
+
+def evaluate_once(folder: Path, warehouse: Path) -> Pass:
+    """One pass of :func:`evaluate_folder` (``serve --once``), whose outcome is the pass's,
+    not Prefect's (as :func:`sysdiff.flows.run.run_evaluation`'s)."""
+    pass_id = outcome.new_run_id()
+    with outcome.server_watch() as watch:
+        try:
+            return evaluate_folder(str(folder), str(warehouse), pass_id)
+        except Exception as error:
+            return outcome.settle(None, pass_id, error, watch)
+        finally:
+            outcome.forget(pass_id)
 
 
 def deployment(folder: Path, warehouse: Path, cron: str):

@@ -128,35 +128,39 @@ _PRF = [("recall", F64), ("precision", F64), ("f1", F64)]
 COREF_TABLES: dict[str, pa.Schema] = {
     "mentions": pa.schema([
         *OWNER, *_SPAN, ("entity", S), ("mtype", S), ("sent", I32), ("head_pos", S),
-        ("word", S),
+        ("word", S), ("head", I32), ("zero_deps", S),
     ]),
     "coref_tokens": _schema(*OWNER, ("doc", S), ("part", I32), ("n_tokens", I32),
                             ("line", I32)),
     "coref_counts": _schema(*OWNER, ("doc", S), ("part", I32), ("metric", S), *_COREF_COUNTS),
-    "coref_scores": _schema(*OWNER, ("metric", S), *_COREF_COUNTS, *_PRF),
+    # ``options``: the mention matching and singletons of the run (``match:exact|singletons:
+    # keep``); a unit of mention_classes matched to a key mention has the key's span.
+    "coref_scores": _schema(*OWNER, ("metric", S), *_COREF_COUNTS, *_PRF, ("options", S)),
     "mention_classes": pa.schema([
         *OWNER, ("criterion", S), *_SPAN, ("mtype", S), ("word", S), ("in_key", B),
-        ("in_resp", B), ("cls", S),
+        ("in_resp", B), ("cls", S), ("options", S),
     ]),
     "arcs_scores": _schema(
         *OWNER, ("criterion", S), ("mtype", S), ("tp", I64), ("fp", I64), ("fn", I64),
         ("wl", I64), ("tn", I64), ("precision", F64), ("recall", F64), ("f1", F64),
+        ("options", S),
     ),
     "coref_pairs": _schema(
         ("corpus", S), ("criterion", S), ("sys1", S), ("sys2", S), ("n_mentions", I64),
         ("n_diff", I64), ("corrections", I64), ("new_errors", I64), ("changed_errors", I64),
-        ("diff", F64), ("mcnemar_p", F64),
+        ("diff", F64), ("mcnemar_p", F64), ("options", S),
     ),
     "coref_transitions": _schema(
         ("corpus", S), ("criterion", S), ("sys1", S), ("sys2", S), ("mtype", S), ("word", S),
-        ("c1", S), ("c2", S), ("count", I64),
+        ("c1", S), ("c2", S), ("count", I64), ("options", S),
     ),
     "coref_oracles": _schema(
         ("corpus", S), ("criterion", S), ("systems", LIST_S), ("mtype", S), ("n", I64),
-        ("n_tp", I64),
+        ("n_tp", I64), ("options", S),
     ),
     "coref_agreement": _schema(
         ("corpus", S), ("sys1", S), ("sys2", S), ("metric", S), *_COREF_COUNTS, *_PRF,
+        ("options", S),
     ),
 }
 
@@ -266,6 +270,77 @@ SPAN_TABLES: dict[str, pa.Schema] = {
     ),
 }
 
+# ------------------------------------------------------------------------------ srl
+# Word positions are 1-based word ids of the key's sentence (``pred``: the predicate's word).
+# ``mode``: ``head`` (arguments on head words: CoNLL-U (Universal PropBank), CoNLL-2009) or
+# ``span`` (CoNLL-2005); ``pieces``: a span argument's phrases (``3-5,8-9``: a ``C-`` phrase
+# merged as srl-eval.pl merges it), null in head mode.
+_SRL_ARG = [("sent", I32), ("pred", I32), ("start", I32), ("end", I32), ("pieces", S),
+            ("role", S)]
+
+SRL_TABLES: dict[str, pa.Schema] = {
+    # The key's words: form, PPOS (CoNLL-U XPOS, CoNLL-2009 PPOS), HEAD (null: ``_``).
+    "srl_tokens": _schema(*OWNER, ("sent", I32), ("id", I32), ("form", S), ("pos", S),
+                          ("head", I32), ("line", I32)),
+    # Every predicate of a file: the roleset as written (span mode: the verb), the sense
+    # eval09.pl compares (after the dot) and its key (numbers without leading zeros; span
+    # mode: the verb), the predicate's PPOS.
+    "srl_predicates": _schema(*OWNER, ("sent", I32), ("pred", I32), ("roleset", S),
+                              ("sense", S), ("sense_key", S), ("pos", S), ("line", I32)),
+    # Every argument of a file (after the role mapping; span mode: ``V`` included).
+    "srl_arguments": _schema(*OWNER, *_SRL_ARG, ("line", I32)),
+    # The official scores per system: ``mode`` is the scorer's figure (head: eval09.pl's
+    # semantic_labeled / semantic_unlabeled (arguments and predicate senses pooled, the
+    # official F1), args_labeled / args_unlabeled, predicates_labeled /
+    # predicates_unlabeled, proposition, exact_semantic_match (sentences); span:
+    # srl-eval.pl's span (role ALL: Overall), span_v (the V row), span_unlabeled (-C),
+    # perfect_props, and sysdiff's predicates); ``role`` ALL = every role; ``ppos`` the
+    # predicate's PPOS of eval09.pl's per-tag tables (null: every PPOS). P/R/F1 are null
+    # where a count they divide by is 0.
+    "srl_scores": _schema(
+        *OWNER, ("mode", S), ("role", S), ("ppos", S), ("n_gold", I64), ("n_pred", I64),
+        ("n_correct", I64), ("precision", F64), ("recall", F64), ("f1", F64), ("options", S),
+    ),
+    # Units of each system: ``unit`` argument (key arguments: correct, role, boundary,
+    # missed; the system's spurious ones) or predicate (key predicates: correct, sense,
+    # missed; spurious; ``role`` is the roleset); ``sys_*``: the system's argument (or
+    # predicate) behind the class.
+    "srl_classes": _schema(
+        *OWNER, ("unit", S), *_SRL_ARG, ("in_key", B), ("cls", S), ("sys_start", I32),
+        ("sys_end", I32), ("sys_role", S),
+    ),
+    # Ordered pairs per unit type over their units (key units and the spurious units of
+    # either system); ``delta_acc`` = accuracy(sys2) - accuracy(sys1) over them (correct and
+    # absent are right); ``delta_f1`` = F1(sys2) - F1(sys1) (the official arguments F1
+    # without senses, or the predicates'); ``ar_p``: paired randomization over sentences of
+    # the units right (METRICS 1.6).
+    "srl_pairs": _schema(
+        ("corpus", S), ("mode", S), ("unit", S), ("sys1", S), ("sys2", S), ("n_units", I64),
+        ("n_diff", I64), ("corrections", I64), ("new_errors", I64), ("changed_errors", I64),
+        ("diff", F64), ("delta_acc", F64), ("delta_f1", F64), ("mcnemar_p", F64),
+        ("ar_p", F64), ("options", S),
+    ),
+    # Role->role change tables: (class, gold role, role under sys1, under sys2) over the
+    # differing argument units (``<boundary>``, ``<missed>``, ``<absent>``: no role there;
+    # gold null: a spurious unit); predicate units: classes by the key word's PPOS.
+    "srl_changes": _schema(
+        ("corpus", S), ("mode", S), ("unit", S), ("sys1", S), ("sys2", S), ("class", S),
+        ("gold", S), ("l1", S), ("l2", S), ("count", I64),
+    ),
+    # Class transitions (c1 under sys1 -> c2 under sys2) per role (arguments) or PPOS
+    # (predicates) and ``ALL``; cells with a count only.
+    "srl_transitions": _schema(
+        ("corpus", S), ("mode", S), ("unit", S), ("sys1", S), ("sys2", S), ("label", S),
+        ("c1", S), ("c2", S), ("count", I64),
+    ),
+    # Oracle recall of every subset: key units that at least one member gets correct.
+    "srl_oracles": _schema(
+        ("corpus", S), ("mode", S), ("unit", S), ("systems", LIST_S), ("n_systems", I64),
+        ("label", S), ("n_gold", I64), ("n_correct", I64), ("recall", F64),
+        ("best_single", I64), ("gain", F64),
+    ),
+}
+
 # Every task: each version of NAME@VERSION against the previous one and the best one before
 # it. ``view``: a token view, a coreference criterion, the UNL task or the span scheme;
 # ``score``: accuracy, ARCS F1, UNL F1 or span F1 (fractions).
@@ -280,7 +355,7 @@ HISTORY_TABLES: dict[str, pa.Schema] = {
 }
 
 TABLES: dict[str, pa.Schema] = {**TOKEN_TABLES, **COREF_TABLES, **UNL_TABLES,
-                                **SPAN_TABLES, **HISTORY_TABLES}
+                                **SPAN_TABLES, **SRL_TABLES, **HISTORY_TABLES}
 
 
 def all_tables() -> dict[str, pa.Schema]:

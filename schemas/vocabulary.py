@@ -19,8 +19,19 @@ ARCS_CORRECT = ("TP", "TN")
 #: missed) and of a spurious span (spurious where the system predicts it, else absent).
 SPAN_CLASSES = ("correct", "type", "boundary", "missed", "spurious", "absent")
 SPAN_CORRECT = ("correct", "absent")
+#: SRL classes (METRICS 6.2): of a key argument under a system (correct, role, boundary,
+#: missed) and of a spurious argument (spurious where the system predicts it, else absent);
+#: of a key predicate (correct, sense, missed) and of a spurious predicate.
+SRL_CLASSES = ("correct", "role", "boundary", "missed", "spurious", "absent")
+PRED_CLASSES = ("correct", "sense", "missed", "spurious", "absent")
+SRL_CORRECT = ("correct", "absent")
+#: The two unit types of an SRL comparison (``--view`` of an srl corpus, or a role).
+SRL_UNITS = ("argument", "predicate")
 #: ARCS criteria: a shared antecedent (any), or the closest nominal antecedent (nom).
 CRITERIA = ("any", "nom")
+#: Coreference mention matching (METRICS 2.7: the CorefUD scorer's ``-a``) and singletons.
+MATCH_MODES = ("exact", "partial", "head")
+SINGLETON_MODES = ("keep", "drop")
 #: The key's name among the systems of a corpus.
 KEY_ID = "__key__"
 #: Punctuation of CoNLL-X style files without UPOS: gold XPOS/POS tags (METRICS 1.1).

@@ -107,7 +107,8 @@ def test_scores_fit_table_schema():
     full = coref_scores(coref_counts(read_coref(SHARED / "coref-refscorer" / "TC-B.key"),
                                      read_coref(SHARED / "coref-refscorer" / "TC-B-1.response")))
     schema = TABLES["coref_scores"]
-    table = full.with_columns(corpus=pl.lit("c"), system=pl.lit("s")).select(schema.names)
+    table = full.with_columns(corpus=pl.lit("c"), system=pl.lit("s"),
+                              options=pl.lit("match:exact|singletons:keep")).select(schema.names)
     assert table.to_arrow().cast(schema).num_rows == len(METRICS)
 
 

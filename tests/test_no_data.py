@@ -265,7 +265,7 @@ def test_a_key_of_no_known_format_is_refused_with_the_tasks(cli, tmp_path):
     _wh, code, _out, err = run(cli, tmp_path, None, "just some text\n", {"a": "x\n"}, ".txt")
     assert code == 2
     assert "cannot tell the task from the key's format; give --task (one of pos, dep, " \
-        "coref, unl, nl, ner)" in err
+        "coref, unl, nl, ner, srl)" in err
 
 
 def test_run_files_and_watched_folders_infer_the_task(tmp_path):

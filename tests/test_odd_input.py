@@ -65,13 +65,14 @@ def test_a_corpus_without_any_entity_runs_and_stores_no_number_for_0_over_0(tmp_
 
 def test_precision_recall_and_f1_are_null_only_where_they_are_0_over_0():
     """A system without any prediction: precision 0/0 (NULL), recall and F1 0 (the key has
-    spans); a key without a type the system predicts: that type's recall is 0/0."""
+    spans); a key without a type the system predicts: that type's recall is 0/0, and so is
+    its F1 (no key span: not evaluated)."""
     from sysdiff.transforms.span_tables import prf
 
     p, r, f = prf([0, 0, 0, 2], [3, 0, 0, 4], [0, 2, 0, 3])
     assert [None if x != x else x for x in p] == [None, 0.0, None, 2 / 3]
     assert [None if x != x else x for x in r] == [0.0, None, None, 0.5]
-    assert [None if x != x else x for x in f] == [0.0, 0.0, None, pytest.approx(4 / 7)]
+    assert [None if x != x else x for x in f] == [0.0, None, None, pytest.approx(4 / 7)]
 
 
 # ------------------------------------------------------------------------------ (e) schemes

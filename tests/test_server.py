@@ -355,10 +355,16 @@ def test_where_runs_go(state, tmp_path, monkeypatch):
 def test_serve_starts_the_background_server_and_its_deployment_runs(state, tmp_path):
     """``sysdiff serve`` with no server running and none configured: it starts the background
     server, serves its deployment there, and a run of the deployment writes the
-    warehouse."""
+    warehouse. A system file found bad while it is read is skipped with the one line the
+    command line prints, never a traceback (the scheduled run logs at INFO)."""
     key, system = one_sentence(tmp_path / "watch" / "one")
     (key.parent / "systems").mkdir()
     system.rename(key.parent / "systems" / "a.conllu")
+    lines = (key.parent / "systems" / "a.conllu").read_text().split("\n")
+    cut = [i for i, x in enumerate(lines) if x[:1].isdigit()][5]  # past the format check
+    lines[cut] = lines[cut].replace("\t", " ", 3)
+    bad = key.parent / "systems" / "bad.conllu"
+    bad.write_text("\n".join(lines))
     root = tmp_path / "wh"
     proc = start_client("serve", "--watch", str(tmp_path / "watch"), "-w", str(root))
     try:
@@ -383,6 +389,9 @@ def test_serve_starts_the_background_server_and_its_deployment_runs(state, tmp_p
     assert f"started a background Prefect server at {live.ui_url}" in err
     assert head_row(key.parent / "key.conllu", key.parent / "systems" / "a.conllu") in \
         scores(root).splitlines()
+    about_bad = [x for x in err.splitlines() if "bad.conllu" in x]
+    assert len(about_bad) == 1 and "Traceback" not in err, err
+    assert about_bad[0].startswith(f"sysdiff: warning: system 'bad' skipped: {bad}:{cut + 1}: ")
 
 
 def unwritable_env(tmp_path: Path, **extra: str) -> dict[str, str]:

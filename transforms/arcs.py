@@ -1,8 +1,12 @@
 """ARCS mention classes and the comparison of coreference responses (METRICS 2.3, 2.4).
 
-Every mention of the key K and of a response S (matched by exact span) gets a class from its
-antecedents (the mentions of its entity that precede it in document order: by start, longer
-span first): TN, FP, FN, TP or WL (criteria ``any`` and ``nom``). Pairs of responses are then
+Every mention of the key K and of a response S gets a class from its antecedents (the
+mentions of its entity that precede it in document order: by start, longer span first): TN,
+FP, FN, TP or WL (criteria ``any`` and ``nom``). A response mention is "the same mention" as
+the key mention the CorefUD scorer's matching pairs it with (:func:`corefud.matched`: exact
+span by default; partial or head match); a unit is a key mention (with its matched response
+mention) or an unmatched response mention, named by its span (:data:`corefud.UNIT`; in head
+mode the head too). Pairs of responses are then
 compared unit by unit over the mentions of K, S1 and S2; oracles count the key mentions with
 an antecedent that at least one response of a set gets TP.
 
@@ -22,6 +26,7 @@ import polars as pl
 
 from sysdiff.schemas.vocabulary import ARCS_CLASSES, ARCS_CORRECT, CRITERIA
 from sysdiff.transforms.coref import coref_counts, coref_scores
+from sysdiff.transforms.corefud import UNIT, CorefOptions, matched
 from sysdiff.transforms.engine import (
     MAX_ALL_SUBSETS,
     LabelMatrix,
@@ -35,7 +40,6 @@ from sysdiff.transforms.reduce import mcnemar_column, nulls, oracle_correct, rat
 NOMINAL = "NOUN"
 PRONOUNS = ["PRP", "PRP$", "WP", "WP$", "PRON"]
 WORD_TYPES = [*PRONOUNS, "UNKNOWN"]   # per-word transitions (UNKNOWN: files without POS)
-_SPAN = ["doc", "part", "start", "end"]
 _GROUPS = ["corpus", "system", "criterion"]
 
 
@@ -70,18 +74,23 @@ def antecedent_info(mentions: pl.DataFrame) -> pl.DataFrame:
 
 
 def mention_classes(key: pl.DataFrame, resp: pl.DataFrame, criterion: str) -> pl.DataFrame:
-    """ARCS class of every mention of the key and the response.
+    """ARCS class of every mention unit of the key and the response.
 
-    Columns: criterion, doc, part, start, end, mtype, word, in_key, in_resp, cls (document
-    order). ``mtype``/``word`` come from the key when the mention is in it. Under ``nom``, key
+    ``key``/``resp`` as :func:`corefud.matched` returns them (plain mention tables are
+    matched by exact span). Columns: criterion, doc, part, start, end, hid, mtype, word,
+    in_key, in_resp, cls (document order); a unit matched to a key mention has its span.
+    ``mtype``/``word`` come from the key when the mention is in it. Under ``nom``, key
     mentions whose key antecedents hold no nominal mention are not evaluated (left out).
     """
     if criterion not in CRITERIA:
         raise ValueError(f"criterion must be one of {CRITERIA}, not {criterion!r}")
-    cols = [*_SPAN, "entity", "mtype", "word", "has_ante", "nom_start", "nom_end"]
-    k = antecedent_info(key).select(cols)
-    r = antecedent_info(resp).select(cols)
-    u = k.join(r, on=_SPAN, how="full", coalesce=True, suffix="_r").with_columns(
+    if "k_start" not in resp.columns:
+        key, resp = matched(key, resp, CorefOptions())
+    cols = [*UNIT, "entity", "mtype", "word", "has_ante", "nom_start", "nom_end", "nom_hid"]
+    k = _as_units(antecedent_info(key), "start", "end", "hid").select(cols)
+    r = _as_units(antecedent_info(resp), pl.coalesce("k_start", "start"),
+                  pl.coalesce("k_end", "end"), pl.coalesce("k_hid", "hid")).select(cols)
+    u = k.join(r, on=UNIT, how="full", coalesce=True, suffix="_r").with_columns(
         in_key=pl.col("entity").is_not_null(), in_resp=pl.col("entity_r").is_not_null(),
     ).with_columns(
         has_k=pl.col("in_key") & pl.col("has_ante").fill_null(False),
@@ -98,10 +107,24 @@ def mention_classes(key: pl.DataFrame, resp: pl.DataFrame, criterion: str) -> pl
     if criterion == "nom":
         u = u.filter(~pl.col("has_k") | pl.col("nom_start").is_not_null())
     return u.select(
-        pl.lit(criterion).alias("criterion"), *_SPAN,
+        pl.lit(criterion).alias("criterion"), *UNIT,
         mtype=pl.coalesce("mtype", "mtype_r"), word=pl.coalesce("word", "word_r"),
         in_key="in_key", in_resp="in_resp", cls=cls,
-    ).sort("doc", "part", "start", pl.col("end"), descending=[False, False, False, True])
+    ).sort("doc", "part", "start", pl.col("end"), "hid",
+           descending=[False, False, False, True, False])
+
+
+def _as_units(m: pl.DataFrame, start: str | pl.Expr, end: str | pl.Expr, hid: str | pl.Expr
+              ) -> pl.DataFrame:
+    """``antecedent_info`` rows named by their units (``start``, ``end``, ``hid``: columns or
+    expressions of the mention), the closest preceding nominal too (``nom_*``)."""
+    m = m.with_columns(u_start=start, u_end=end, u_hid=hid)
+    nominal = m.select("doc", "part", nom_start="start", nom_end="end", n_start="u_start",
+                       n_end="u_end", nom_hid="u_hid")
+    m = m.join(nominal, on=["doc", "part", "nom_start", "nom_end"], how="left",
+               maintain_order="left")
+    return m.with_columns(start="u_start", end="u_end", hid="u_hid", nom_start="n_start",
+                          nom_end="n_end")
 
 
 def _criterion(u: pl.DataFrame, k: pl.DataFrame, criterion: str) -> pl.DataFrame:
@@ -109,13 +132,15 @@ def _criterion(u: pl.DataFrame, k: pl.DataFrame, criterion: str) -> pl.DataFrame
     if criterion == "any":
         # a shared antecedent = an earlier mention in the same key AND response entity
         both = u.filter(pl.col("in_key") & pl.col("in_resp")).sort(
-            "doc", "part", "entity", "entity_r", "start", pl.col("end"),
-            descending=[False] * 5 + [True])
-        both = both.select(*_SPAN, ok=~_new_run("doc", "part", "entity", "entity_r"))
-        return u.join(both, on=_SPAN, how="left").with_columns(pl.col("ok").fill_null(False))
+            "doc", "part", "entity", "entity_r", "start", pl.col("end"), "hid",
+            descending=[False] * 5 + [True, False])
+        both = both.select(*UNIT, ok=~_new_run("doc", "part", "entity", "entity_r"))
+        return u.join(both, on=UNIT, how="left").with_columns(pl.col("ok").fill_null(False))
     # nom: the closest preceding nominal of the response entity is in the key entity
-    key_ent = k.select("doc", "part", nom_start_r="start", nom_end_r="end", ent_nom="entity")
-    return u.join(key_ent, on=["doc", "part", "nom_start_r", "nom_end_r"], how="left").with_columns(
+    key_ent = k.select("doc", "part", nom_start_r="start", nom_end_r="end", nom_hid_r="hid",
+                       ent_nom="entity")
+    return u.join(key_ent, on=["doc", "part", "nom_start_r", "nom_end_r", "nom_hid_r"],
+                  how="left").with_columns(
         ok=(pl.col("ent_nom") == pl.col("entity")).fill_null(False)).drop("ent_nom")
 
 
@@ -177,14 +202,14 @@ def mention_matrix(classes_by_system: dict[str, pl.DataFrame], mtypes: list[str]
     order), values and display labels the ARCS class codes (a mention absent from a response
     is TN), correct = TP or TN, the group the mention type (a code into ``mtypes``)."""
     names = list(classes_by_system)
-    tagged = [c.select(*_SPAN, "mtype", "word", "in_key", "in_resp", "cls")
+    tagged = [_with_hid(c).select(*UNIT, "mtype", "word", "in_key", "in_resp", "cls")
               .with_columns(sys=pl.lit(i, pl.Int32))
               for i, c in enumerate(classes_by_system.values())]
     allc = pl.concat(tagged)
-    units = (allc.group_by(_SPAN, maintain_order=True)
+    units = (allc.group_by(UNIT, maintain_order=True)
              .agg(pl.col("mtype").first(), pl.col("word").first(), pl.col("in_key").any())
-             .sort(_SPAN).with_columns(u=pl.int_range(pl.len(), dtype=pl.Int64)))
-    j = allc.join(units.select(*_SPAN, "u"), on=_SPAN)
+             .sort(UNIT).with_columns(u=pl.int_range(pl.len(), dtype=pl.Int64)))
+    j = allc.join(units.select(*UNIT, "u"), on=UNIT)
     code = j["cls"].replace_strict(ARCS_CLASSES, list(range(_N_CLASSES)),
                                    return_dtype=pl.UInt8).to_numpy()
     uu, ss = j["u"].to_numpy(), j["sys"].to_numpy()
@@ -229,10 +254,16 @@ def _key_has_antecedent(classes_by_system: dict[str, pl.DataFrame], units: pl.Da
                         ) -> pl.Series:
     """Per unit: a key mention with a key antecedent (evaluated under the criterion): its
     class is TP, FN or WL in any response's table."""
-    first = next(iter(classes_by_system.values()))
+    first = _with_hid(next(iter(classes_by_system.values())))
     keyed = first.filter(pl.col("in_key") & pl.col("cls").is_in(["TP", "FN", "WL"]))
-    return units.join(keyed.select(*_SPAN, flag=pl.lit(True)), on=_SPAN, how="left",
+    return units.join(keyed.select(*UNIT, flag=pl.lit(True)), on=UNIT, how="left",
                       maintain_order="left")["flag"].fill_null(False)
+
+
+def _with_hid(classes: pl.DataFrame) -> pl.DataFrame:
+    """Class rows with ``hid`` (-1 for tables without it: units named by span alone)."""
+    return (classes if "hid" in classes.columns
+            else classes.with_columns(hid=pl.lit(-1, pl.Int32)))
 
 
 def _word_cells(units: pl.DataFrame, m: LabelMatrix, pairs: list[tuple[int, int]],
@@ -364,7 +395,8 @@ def coref_oracles(classes_by_system: dict[str, pl.DataFrame], criterion: str) ->
 
 
 def coref_agreement(
-    mentions_by_system: dict[str, pl.DataFrame], keep_singletons: bool = True
+    mentions_by_system: dict[str, pl.DataFrame], keep_singletons: bool = True,
+    match: str = "exact", corefud: bool = False,
 ) -> pl.DataFrame:
     """Every standard metric of S2 scored with S1 as the key, for all ordered pairs.
 
@@ -374,20 +406,29 @@ def coref_agreement(
     if len(mentions_by_system) < 2:
         return pl.DataFrame(schema={"sys1": pl.Utf8, "sys2": pl.Utf8, "metric": pl.Utf8,
                                     **{x: pl.Float64 for x in nums}})
-    return coref_scores(agreement_counts(mentions_by_system, keep_singletons))
+    return coref_scores(agreement_counts(mentions_by_system, keep_singletons, match, corefud))
 
 
 def agreement_counts(
-    mentions_by_system: dict[str, pl.DataFrame], keep_singletons: bool = True
+    mentions_by_system: dict[str, pl.DataFrame], keep_singletons: bool = True,
+    match: str = "exact", corefud: bool = False,
 ) -> pl.DataFrame:
     """Per-document ``coref_counts`` of every ordered pair (sys1 as the key), additive over
-    documents. Counts are computed once per unordered pair: scoring S1 against S2 swaps the
-    recall and precision counts of scoring S2 against S1."""
+    documents. With exact match (and no zero metric) counts are computed once per unordered
+    pair: scoring S1 against S2 swaps the recall and precision counts of scoring S2 against
+    S1; partial and head match, and the zero metric, are not symmetric."""
     parts = []
+    symmetric = match == "exact" and not corefud
     for a, b in itertools.combinations(list(mentions_by_system), 2):
-        c = coref_counts(mentions_by_system[a], mentions_by_system[b], keep_singletons)
+        c = coref_counts(mentions_by_system[a], mentions_by_system[b], keep_singletons, match,
+                         corefud)
         parts.append(c.with_columns(sys1=pl.lit(a), sys2=pl.lit(b)))
-        swapped = c.rename({"recall_num": "precision_num", "recall_den": "precision_den",
-                            "precision_num": "recall_num", "precision_den": "recall_den"})
-        parts.append(swapped.select(c.columns).with_columns(sys1=pl.lit(b), sys2=pl.lit(a)))
+        if symmetric:
+            back = c.rename({"recall_num": "precision_num", "recall_den": "precision_den",
+                             "precision_num": "recall_num", "precision_den": "recall_den"}
+                            ).select(c.columns)
+        else:
+            back = coref_counts(mentions_by_system[b], mentions_by_system[a], keep_singletons,
+                                match, corefud)
+        parts.append(back.with_columns(sys1=pl.lit(b), sys2=pl.lit(a)))
     return pl.concat(parts)

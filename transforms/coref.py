@@ -4,8 +4,12 @@ Scoring is split into additive per-document counts (``coref_counts``: one row pe
 and metric with recall/precision numerators and denominators) and a reduce
 (``coref_scores``) that sums them over documents (micro-average) and computes the ratios, so
 documents can be scored in shards. All counts derive from the sparse entity overlap table
-``n_ij = |K_i ∩ R_j|`` (mentions matched by exact span); CEAF solves one optimal assignment
-per connected group of overlapping entities (``scipy.optimize.linear_sum_assignment``).
+``n_ij = |K_i ∩ R_j|``, a key and a response mention being the same when the CorefUD
+scorer's matching pairs them (:mod:`sysdiff.transforms.corefud`: exact span by default,
+or partial or head match; zero mentions first); CEAF solves one optimal assignment per
+connected group of overlapping entities (``scipy.optimize.linear_sum_assignment``). For
+CorefUD inputs the CorefUD scorer's two own metrics are added: ``mor`` (mention overlap
+ratio) and ``zero`` (the anaphor-level score of key zero anaphors).
 
 Floating-point sums are taken in a fixed order (entity pairs sorted by key then response
 entity, documents by name) with ``np.bincount``, never by a hash group-by, so a document's
@@ -23,8 +27,14 @@ from scipy.optimize import linear_sum_assignment
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from sysdiff.transforms.corefud import CorefOptions, matched
+from sysdiff.transforms.corefud import drop_singletons as drop_singletons  # re-exported
+
 METRICS = ["muc", "bcub", "ceafm", "ceafe", "blanc", "lea", "conll"]
 COUNT_METRICS = ["muc", "bcub", "ceafm", "ceafe", "blanc_c", "blanc_n", "lea"]
+#: The CorefUD scorer's own metrics, counted for CorefUD inputs (``corefud=True``).
+COREFUD_METRICS = ["mor", "zero"]
+_ORDER = [*METRICS, *COREFUD_METRICS]
 _DOC = ["doc", "part"]
 _SPAN = ["d", "start", "end"]
 _NUMS = ["recall_num", "recall_den", "precision_num", "precision_den"]
@@ -53,23 +63,25 @@ def _encode(key: pl.DataFrame, resp: pl.DataFrame) -> tuple[pl.DataFrame, pl.Dat
     return side(key), side(resp), docs
 
 
-def drop_singletons(mentions: pl.DataFrame) -> pl.DataFrame:
-    """Mentions of entities with at least two mentions."""
-    return mentions.filter(pl.len().over("doc", "part", "entity") > 1)
-
-
 def coref_counts(
-    key: pl.DataFrame, resp: pl.DataFrame, keep_singletons: bool = True
+    key: pl.DataFrame, resp: pl.DataFrame, keep_singletons: bool = True, match: str = "exact",
+    corefud: bool = False,
 ) -> pl.DataFrame:
     """Per-document additive counts of every metric.
 
     Columns: doc, part, metric (``COUNT_METRICS``; BLANC as ``blanc_c`` coreference links
-    and ``blanc_n`` non-coreference links), recall_num, recall_den, precision_num,
-    precision_den (Float64). Mentions need doc, part, start, end, entity.
+    and ``blanc_n`` non-coreference links; with ``corefud`` also ``COREFUD_METRICS``),
+    recall_num, recall_den, precision_num, precision_den (Float64). Mentions need doc, part,
+    start, end, entity (and, for partial and head match and zeros, head, sent, zero_deps).
     """
-    if not keep_singletons:
-        key, resp = drop_singletons(key), drop_singletons(resp)
-    k, r, docs = _encode(key, resp)
+    options = CorefOptions(match, "keep" if keep_singletons else "drop")
+    return matched_counts(*matched(key, resp, options), corefud)
+
+
+def matched_counts(key: pl.DataFrame, resp: pl.DataFrame, corefud: bool = False
+                   ) -> pl.DataFrame:
+    """``coref_counts`` of a key and a response already matched (``corefud.matched``)."""
+    k, r, docs = _encode(key, resp.with_columns(start="k_start", end="k_end"))
     ksize = k.group_by("e").agg(d=pl.col("d").first(), ks=pl.len()).sort("e")
     rsize = r.group_by("e").agg(d=pl.col("d").first(), rs=pl.len()).sort("e")
     pairs = (
@@ -84,7 +96,9 @@ def coref_counts(
     tot = {"d": docs["d"], **_entity_totals(ksize, "ks", "k", nd),
            **_entity_totals(rsize, "rs", "r", nd), **_pair_totals(pairs, ksize, rsize, nd),
            **_ceaf_totals(pairs, nd)}
-    return _count_rows(pl.DataFrame(tot), docs)
+    if corefud:
+        tot |= _mor_totals(key, resp, docs) | _zero_totals(key, resp, docs)
+    return _count_rows(pl.DataFrame(tot), docs, corefud)
 
 
 def _per_doc(d: np.ndarray, values: np.ndarray | None, nd: int) -> np.ndarray:
@@ -138,15 +152,22 @@ def _ceaf_totals(pairs: pl.DataFrame, nd: int, batch_rows: int = 150) -> dict[st
     """
     if pairs.height == 0:
         return {"ceafm": np.zeros(nd), "ceafe": np.zeros(nd)}
-    ek, er = pairs["ek"].to_numpy(), pairs["er"].to_numpy()
     n = pairs["n"].to_numpy().astype(np.float64)
     phi4 = 2 * n / (pairs["ks"].to_numpy() + pairs["rs"].to_numpy())
-    d = pairs["d"].to_numpy()
+    m_sum, e_sum = _assignment_sums(pairs["d"].to_numpy(), pairs["ek"].to_numpy(),
+                                    pairs["er"].to_numpy(), [n, phi4], nd, batch_rows)
+    return {"ceafm": m_sum, "ceafe": e_sum}
+
+
+def _assignment_sums(d: np.ndarray, ek: np.ndarray, er: np.ndarray, sims: list[np.ndarray],
+                     nd: int, batch_rows: int = 150) -> list[np.ndarray]:
+    """Per document, the weight of an optimal one-to-one assignment of rows ``ek`` to
+    columns ``er`` (ids unique over documents) for each weight array of ``sims`` (edges in
+    a fixed order; see :func:`_ceaf_totals` for the batching)."""
     comp = _components(ek, er)
     size = np.bincount(comp)
     single = size[comp] == 1
-    m_sum = np.where(single, n, 0.0)
-    e_sum = np.where(single, phi4, 0.0)
+    sums = [np.where(single, sim, 0.0) for sim in sims]
     multi = np.flatnonzero(~single)
     if len(multi):
         order = multi[np.lexsort((ek[multi], comp[multi], d[multi]))]
@@ -161,12 +182,70 @@ def _ceaf_totals(pairs: pl.DataFrame, nd: int, batch_rows: int = 150) -> dict[st
         for lo, hi in itertools.pairwise(bounds):
             r, q, idx = row[lo:hi], col[lo:hi], order[lo:hi]
             shape = (r.max() - r.min() + 1, q.max() - q.min() + 1)
-            for target, sim in ((m_sum, n), (e_sum, phi4)):
+            for target, sim in zip(sums, sims, strict=True):
                 mat = np.zeros(shape)
                 mat[r - r.min(), q - q.min()] = sim[idx]
                 a, b = linear_sum_assignment(mat, maximize=True)
                 target[idx[0]] += mat[a, b].sum()
-    return {"ceafm": _per_doc(d, m_sum, nd), "ceafe": _per_doc(d, e_sum, nd)}
+    return [_per_doc(d, s, nd) for s in sums]
+
+
+def _mor_totals(key: pl.DataFrame, resp: pl.DataFrame, docs: pl.DataFrame
+                ) -> dict[str, np.ndarray]:
+    """Per document, the CorefUD scorer's mention overlap ratio counts: words of the key and
+    the response mentions, and the words they share under the one-to-one mention assignment
+    that shares the most (its own alignment, the same in every match mode)."""
+    nd = docs.height
+    side = [m.join(docs, on=_DOC).select("d", "start", "end").with_row_index("i")
+            for m in (key, resp)]
+    k, r = side
+    ov = k.join_where(r, pl.col("d") == pl.col("d_right"),
+                      pl.col("start") <= pl.col("end_right"),
+                      pl.col("start_right") <= pl.col("end")).sort("i", "i_right")
+    w = (pl.min_horizontal("end", "end_right") - pl.max_horizontal("start", "start_right") + 1)
+    ov = ov.with_columns(w=w.cast(pl.Float64))
+    shared = (_assignment_sums(ov["d"].to_numpy(), ov["i"].to_numpy().astype(np.int64),
+                               ov["i_right"].to_numpy().astype(np.int64),
+                               [ov["w"].to_numpy()], nd)[0]
+              if ov.height else np.zeros(nd))
+    words = [_per_doc(m["d"].to_numpy(), (m["end"] - m["start"] + 1).to_numpy(), nd)
+             for m in side]
+    return {"mor_shared": shared, "mor_k": words[0], "mor_r": words[1]}
+
+
+def _zero_totals(key: pl.DataFrame, resp: pl.DataFrame, docs: pl.DataFrame
+                 ) -> dict[str, np.ndarray]:
+    """Per document, the CorefUD scorer's ``zero`` counts (anaphor-level, key zero
+    anaphors): a non-first key zero is TP when its matched response mention is not first in
+    its entity and shares the entity of a matched earlier key mention of the same entity, WL
+    when it does not, FN when it is unmatched or first; FP counts the non-first response
+    zeros no key zero anaphor is matched to. "First" in the scorer's order: start, then
+    end."""
+    nd = docs.height
+    first = pl.int_range(pl.len()).over("d", "entity")
+
+    def ordered(m: pl.DataFrame) -> pl.DataFrame:
+        return m.join(docs, on=_DOC).sort("d", "entity", "start", "end").with_columns(i=first)
+
+    k, r = ordered(key), ordered(resp)
+    mate = r.filter(pl.col("k_start").is_not_null()).select(
+        "d", start="k_start", end="k_end", rent="entity", rfirst=pl.col("i") == 0,
+        r_start="start", r_end="end")
+    k = k.join(mate, on=["d", "start", "end"], how="left").with_columns(
+        seen=pl.col("i").min().over("d", "entity", "rent"))
+    ana = k.filter((pl.col("i") > 0) & pl.col("zero_deps").is_not_null())
+    has = pl.col("rent").is_not_null() & ~pl.col("rfirst")
+    covered = ana.filter(pl.col("rent").is_not_null()).select("d", start="r_start",
+                                                               end="r_end")
+    fp = r.filter((pl.col("i") > 0) & pl.col("zero_deps").is_not_null()).join(
+        covered, on=["d", "start", "end"], how="anti")
+
+    def count(frame: pl.DataFrame) -> np.ndarray:
+        return _per_doc(frame["d"].to_numpy(), None, nd)
+
+    return {"z_tp": count(ana.filter(has & (pl.col("seen") < pl.col("i")))),
+            "z_wl": count(ana.filter(has & (pl.col("seen") == pl.col("i")))),
+            "z_fn": count(ana.filter(~has.fill_null(False))), "z_fp": count(fp)}
 
 
 def _run_rank(group: np.ndarray, value: np.ndarray) -> np.ndarray:
@@ -193,7 +272,7 @@ def _components(ek: np.ndarray, er: np.ndarray) -> np.ndarray:
     return labels[ek]
 
 
-def _count_rows(t: pl.DataFrame, docs: pl.DataFrame) -> pl.DataFrame:
+def _count_rows(t: pl.DataFrame, docs: pl.DataFrame, corefud: bool = False) -> pl.DataFrame:
     """Long table of (doc, part, metric, numerators, denominators) from per-doc totals."""
     c = pl.col
     muc = c("matched") - c("n_pairs")
@@ -208,6 +287,10 @@ def _count_rows(t: pl.DataFrame, docs: pl.DataFrame) -> pl.DataFrame:
         "blanc_n": (both_n, all_k - c("link_k"), both_n, all_r - c("link_r")),
         "lea": (c("lea_r"), c("men_k"), c("lea_p"), c("men_r")),
     }
+    if corefud:
+        tp, fp, fn, wl = c("z_tp"), c("z_fp"), c("z_fn"), c("z_wl")
+        spec |= {"mor": (c("mor_shared"), c("mor_k"), c("mor_shared"), c("mor_r")),
+                 "zero": (tp, tp + fn + wl, tp, tp + fp + wl)}
     frames = [
         t.select("d", metric=pl.lit(name), **{
             col: expr.cast(pl.Float64) for col, expr in zip(_NUMS, exprs, strict=True)})
@@ -236,13 +319,14 @@ def _f1(r: pl.Expr, p: pl.Expr) -> pl.Expr:
 def coref_scores(counts: pl.DataFrame) -> pl.DataFrame:
     """Micro-averaged scores from ``coref_counts`` rows (summed over documents).
 
-    Columns: metric (``METRICS``), recall_num, recall_den, precision_num, precision_den,
-    recall, precision, f1. Grouped additionally by ``corpus``/``system``/``sys1``/``sys2``
-    when present. BLANC = mean of the coreference- and non-coreference-link scores, or one
-    of them alone when the key has no link of the other kind (reference scorer); its
-    numerator/denominator columns are null, as are those of ``conll`` (mean F1 of MUC, B3,
-    CEAF-e; its recall/precision are the means of theirs). Sums are taken per group in
-    (doc, part) order, so the result does not depend on the order of the rows.
+    Columns: metric (``METRICS``, then ``COREFUD_METRICS`` if counted), recall_num,
+    recall_den, precision_num, precision_den, recall, precision, f1. Grouped additionally by
+    ``corpus``/``system``/``sys1``/``sys2`` when present. BLANC = mean of the coreference-
+    and non-coreference-link scores, or one of them alone when the key has no link of the
+    other kind (reference scorer); its numerator/denominator columns are null, as are those
+    of ``conll`` (mean F1 of MUC, B3, CEAF-e; its recall/precision are the means of theirs).
+    Sums are taken per group in (doc, part) order, so the result does not depend on the
+    order of the rows.
     """
     by = [g for g in ("corpus", "system", "sys1", "sys2", "criterion") if g in counts.columns]
     if not by and counts.height == 0:       # nothing to score: every count is 0
@@ -258,7 +342,7 @@ def coref_scores(counts: pl.DataFrame) -> pl.DataFrame:
     out = pl.concat([r.select(*by, "metric", *[
         pl.col(x).cast(pl.Float64) if x in r.columns else pl.lit(None, pl.Float64).alias(x)
         for x in [*_NUMS, "recall", "precision", "f1"]]) for r in rows])
-    order = pl.col("metric").replace_strict(METRICS, list(range(len(METRICS))))
+    order = pl.col("metric").replace_strict(_ORDER, list(range(len(_ORDER))))
     return out.sort(*by, order)
 
 
@@ -311,7 +395,7 @@ def _blanc(sums: pl.DataFrame, by: list[str]) -> pl.DataFrame:
                     precision=pick("precision"), f1=pick("f1"))
 
 
-def score_response(key: pl.DataFrame, resp: pl.DataFrame, keep_singletons: bool = True
-                   ) -> pl.DataFrame:
-    """``coref_scores(coref_counts(key, resp))``: all metrics of one response."""
-    return coref_scores(coref_counts(key, resp, keep_singletons))
+def score_response(key: pl.DataFrame, resp: pl.DataFrame, keep_singletons: bool = True,
+                   match: str = "exact", corefud: bool = False) -> pl.DataFrame:
+    """``coref_scores(coref_counts(key, resp, ...))``: all metrics of one response."""
+    return coref_scores(coref_counts(key, resp, keep_singletons, match, corefud))

@@ -2,8 +2,9 @@
 
 Token tasks get one section per view (``tokens``); a corpus with coreference rows gets a
 coreference section (``coref``), one with UNL rows a UNL section (``unl``), a ner corpus a
-span section (``spans``), one with a version history a history section (``history``), and
-one with systems tokenised otherwise than the key a tokenisation section (``segmentation``).
+span section (``spans``), an srl corpus a semantic-role section (``srl``), one with a
+version history a history section (``history``), and one with systems tokenised otherwise
+than the key a tokenisation section (``segmentation``).
 Figures come from ``transforms.summaries``; ``data`` holds the bounded queries, ``drill``
 the examples (stored once, drawn on demand), ``charts`` and ``html`` the building blocks.
 Every name and label is HTML-escaped; the page has no external resources (inline CSS, JS,
@@ -21,6 +22,7 @@ from sysdiff.flows.report.history import history_html
 from sysdiff.flows.report.html import Ids, esc, json_script
 from sysdiff.flows.report.segmentation import segmentation_html
 from sysdiff.flows.report.spans import spans_html
+from sysdiff.flows.report.srl import srl_html
 from sysdiff.flows.report.tokens import view_html
 from sysdiff.flows.report.unl import unl_html
 from sysdiff.flows.report_assets import CSS, JS
@@ -41,11 +43,12 @@ def corpus_html(read: Read, corpus: str, per_cell: int, drill: Drill,
     body = "".join(view_html(read, data, v, per_cell, drill, ids) for v in views)
     coref, unl = coref_html(read, corpus, tables), unl_html(read, corpus, tables)
     spans = spans_html(read, corpus, tables)
+    srl = srl_html(read, corpus, tables)
     anchors = ([f"{corpus}-history"] * bool(history)
                + [f"{corpus}-segmentation"] * bool(segmentation)
                + [f"{corpus}-{v}" for v in views]
                + [f"{corpus}-coref"] * bool(coref) + [f"{corpus}-unl"] * bool(unl)
-               + [f"{corpus}-spans"] * bool(spans))
+               + [f"{corpus}-spans"] * bool(spans) + [f"{corpus}-srl"] * bool(srl))
     n = len(data.systems)
     systems = ", ".join(esc(s) for s in data.systems)
     listing = (f'<p class="note">{n} systems: {systems}</p>' if n <= 12 else
@@ -54,7 +57,8 @@ def corpus_html(read: Read, corpus: str, per_cell: int, drill: Drill,
         listing += (f'<p class="note">not evaluated: {", ".join(empty)} (every label of the '
                     "key is <code>_</code>: no data, no score)</p>")
     return (f'<section class="corpus" id="{esc(corpus)}"><h2>Corpus {esc(corpus)}</h2>'
-            f"{listing}{history}{segmentation}{body}{coref}{unl}{spans}</section>", anchors)
+            f"{listing}{history}{segmentation}{body}{coref}{unl}{spans}{srl}</section>",
+            anchors)
 
 
 def page(title: str, body: str, anchors: list[str], data: dict) -> str:

@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sysdiff.flows.catalog import sql_literal
-from sysdiff.flows.names import COREF_TASKS, SHOWABLE, SPAN_TASKS, TOKEN_TASKS, UNL_TASKS
+from sysdiff.flows.names import (
+    COREF_TASKS,
+    SHOWABLE,
+    SPAN_TASKS,
+    SRL_TASKS,
+    TOKEN_TASKS,
+    UNL_TASKS,
+)
 from sysdiff.flows.queries import query, query_rows
 from sysdiff.flows.render import to_text
 from sysdiff.flows.show.common import (
@@ -29,6 +36,7 @@ from sysdiff.flows.show.common import (
 from sysdiff.flows.show.coref import _domain_table
 from sysdiff.flows.show.history import show_history
 from sysdiff.flows.show.spans import _span_table
+from sysdiff.flows.show.srl import _srl_table, srl_headline
 from sysdiff.flows.show.tokens import (
     CONLL18_ORDER,
     _blank_metrics_note,
@@ -63,6 +71,8 @@ def headline(root: Path, corpus: str) -> pl.DataFrame:
             {pct('t.token_accuracy')} as "token accuracy %", s.scheme
             from span_scores s left join span_tags t using (corpus, system)
             where s.corpus = {c} and s.type = 'ALL' order by s.system""")
+    if task in SRL_TASKS:
+        return srl_headline(root, corpus).to_frame()
     if task in COREF_TASKS:
         long = query(root, f"select system, metric, {pct('f1')} as f1 from coref_scores "
                            f"where corpus = {c}")
@@ -124,6 +134,8 @@ def show_table(root: Path, table: str, corpus: str | None, view: str | None, sys
         if table != "span_pairs":  # its summary says it
             _notes(span_unevaluated(root, corpus, view))
         return _span_table(root, table, corpus, view, sys1, sys2, top, fmt)
+    if task in SRL_TASKS:
+        return _srl_table(root, table, corpus, view, sys1, sys2, top, fmt)
     if task not in TOKEN_TASKS:
         return _domain_table(root, table, corpus, view, sys1, sys2, top, fmt)
     punct = (view not in DEP_VIEWS) if punct is None else punct

@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from sysdiff.flows.catalog import sql_literal
-from sysdiff.flows.names import COREF_TASKS, SPAN_TASKS, UNL_TASKS
+from sysdiff.flows.names import COREF_TASKS, SPAN_TASKS, SRL_TASKS, UNL_TASKS
 from sysdiff.flows.queries import query_rows
 from sysdiff.flows.render import NO_DATA
 from sysdiff.schemas.errors import InputError
-from sysdiff.schemas.vocabulary import CRITERIA, VIEWS
+from sysdiff.schemas.vocabulary import CRITERIA, SRL_UNITS, VIEWS
 
 VIEW_ORDER = tuple(VIEWS)
 
@@ -76,6 +76,8 @@ def check_view(root: Path, corpus: str, task: str, view: str | None) -> str | No
         return None
     if task in SPAN_TASKS:
         return check_span_type(root, corpus, view)
+    if task in SRL_TASKS:
+        return check_srl_view(root, corpus, view)
     if task in COREF_TASKS:
         view = view or "nom"
         if view not in CRITERIA:
@@ -106,6 +108,26 @@ def check_span_type(root: Path, corpus: str, view: str | None) -> str:
     if view not in types:
         raise InputError(f"unknown type '{view}' for ner corpus '{corpus}'; expected one of "
                          f"{', '.join(types)}")
+    return view
+
+
+def srl_roles(root: Path, corpus: str) -> list[str]:
+    """The argument roles scored in an srl corpus (key or predicted)."""
+    return query_rows(root, f"""select distinct role from srl_scores where corpus =
+        {sql_literal(corpus)} and mode in ('args_labeled', 'span') and role != 'ALL'
+        order by 1""").column("role")
+
+
+def check_srl_view(root: Path, corpus: str, view: str | None) -> str:
+    """``--view`` of an srl corpus: argument (the default), predicate, or a role."""
+    if view is None:
+        return "argument"
+    if view in SRL_UNITS:
+        return view
+    roles = srl_roles(root, corpus)
+    if view not in roles:
+        raise InputError(f"unknown view '{view}' for srl corpus '{corpus}'; expected "
+                         f"argument, predicate or a role: {', '.join(roles) or 'none'}")
     return view
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sysdiff.flows.catalog import sql_literal
-from sysdiff.flows.names import COREF_TASKS, SPAN_TASKS, TOKEN_TASKS
+from sysdiff.flows.names import COREF_TASKS, SPAN_TASKS, SRL_TASKS, TOKEN_TASKS
 from sysdiff.flows.queries import query_rows
 from sysdiff.flows.render import to_text
 from sysdiff.flows.show.common import pct
@@ -46,6 +46,9 @@ def show_history(root: Path, corpus: str, task: str, view: str | None, punct: bo
         score, which = f"ARCS F1 ({view})", f"view = {sql_literal(view)}"
     elif task in SPAN_TASKS:
         score, which = "span F1 (micro)", "true"
+    elif task in SRL_TASKS:
+        unit = view if view in ("argument", "predicate") else "argument"
+        score, which = f"{unit}s F1", f"view = {sql_literal(unit)}"
     else:
         score, which = "F1", "true"
     rows = query_rows(root, f"""

@@ -16,6 +16,10 @@ Readers return one row per mention (duplicates within an entity merged) with the
 - ``sent`` (Int32): sentence index of the mention start within (doc, part).
 - ``head_pos`` (Utf8): POS of the head token (single-token mentions; CorefUD: the annotated
   head), else null. ``word`` (Utf8): lower-cased form of a single-token mention, else null.
+- ``head`` (Int32): the head token position: CorefUD's ``head`` attribute, else the first
+  token (the CorefUD scorer's rule; CoNLL-2012 and jsonlines have no heads).
+  ``zero_deps`` (Utf8): the DEPS of the head when it is an empty node (a zero mention), else
+  null.
 
 Every bad input raises :class:`schemas.errors.InputError` with file, line and document.
 """
@@ -34,7 +38,8 @@ from sysdiff.schemas.formats.coref_jsonl import _parse_jsonl
 from sysdiff.schemas.formats.coref_shared import _docname, decode_text, read_bytes
 from sysdiff.schemas.formats.stable import without_bom
 
-MENTION_COLUMNS = ["doc", "part", "start", "end", "entity", "mtype", "sent", "head_pos", "word"]
+MENTION_COLUMNS = ["doc", "part", "start", "end", "entity", "mtype", "sent", "head_pos", "word",
+                   "head", "zero_deps"]
 DOC_TOKEN_COLUMNS = ["doc", "part", "n_tokens", "line"]
 
 # --------------------------------------------------------------------------- public API

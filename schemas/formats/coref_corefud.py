@@ -39,7 +39,10 @@ def _parse_corefud(text: str, path: str | Path) -> tuple[pl.DataFrame, pl.DataFr
     Words and empty nodes are token positions (empty nodes can be zero mentions);
     multiword-token ranges are not. A discontinuous mention (``e1[1/2]``) becomes its
     bounding span. The head is the ``head`` attribute of the opening bracket (1-based within
-    the span, attribute order from ``# global.Entity``, default ``eid-etype-head-other``).
+    the span, empty nodes counted, attribute order from ``# global.Entity``, default
+    ``eid-etype-head-other``), else the first word: never the dependency tree (as udapi and
+    the CorefUD scorer read it). A mention whose head is an empty node is a zero mention;
+    ``zero_deps`` keeps that node's DEPS (the scorer matches zeros on them).
     """
     lines = _lines(text)
     order = re.search(r"^#\s*global\.Entity\s*=\s*(\S+)", text, re.M)
@@ -74,6 +77,7 @@ def _parse_corefud(text: str, path: str | Path) -> tuple[pl.DataFrame, pl.DataFr
         form=f.list.get(1),
         tag=f.list.get(3),
         poss=f.list.get(5).str.contains(r"(^|\|)Poss=Yes(\||$)"),
+        empty=pl.col("id").str.contains(r"\."), deps=f.list.get(8),
         ent_field=f.list.get(9).str.extract(r"(?:^|\|)Entity=([^|]*)"),
     ).with_columns(tag=pl.when(pl.col("tag").is_in(_NONE)).then(None).otherwise(pl.col("tag")))
     marked = tok.filter(pl.col("ent_field").is_not_null() & (pl.col("ent_field") != ""))
@@ -103,12 +107,26 @@ def _parse_corefud(text: str, path: str | Path) -> tuple[pl.DataFrame, pl.DataFr
                                           "attrs"), docs, path, written_order=True)
     spans = _merge_discontinuous(spans)
     if head_idx is not None:
-        head = pl.col("attrs").str.split("-").list.get(head_idx, null_on_oob=True)
-        spans = spans.with_columns(head=(pl.col("start") + head.cast(pl.Int32, strict=False) - 1))
-        spans = spans.with_columns(head=pl.when(pl.col("head").is_between(
-            pl.col("start"), pl.col("end"))).then(pl.col("head")))
-    tokens = tok.select("doc_idx", "pos", "sent", "form", "tag", "poss")
+        spans = _heads(spans, head_idx, docs, path)
+    tokens = tok.select("doc_idx", "pos", "sent", "form", "tag", "poss", "empty", "deps")
     return _finish_mentions(spans, tokens, docs, path), _token_table(tokens, docs)
+
+
+def _heads(spans: pl.DataFrame, head_idx: int, docs: pl.DataFrame, path: str | Path
+           ) -> pl.DataFrame:
+    """``head``: the token of the opening bracket's ``head`` attribute (1-based word of the
+    mention). A value that is not a word number of the mention is an error, as in udapi."""
+    raw = pl.col("attrs").str.split("-").list.get(head_idx, null_on_oob=True)
+    spans = spans.with_columns(raw_head=raw, head=pl.col("start") + raw.cast(
+        pl.Int32, strict=False) - 1)
+    _first_error(
+        spans.filter(pl.col("raw_head").is_not_null() & ~pl.col("head").is_between(
+            pl.col("start"), pl.col("end")).fill_null(False))
+        .join(docs.select("doc_idx", "doc", "part"), on="doc_idx"), path,
+        lambda r: f"mention of entity {r['ent']} in document {_docname(r)} has head "
+                  f"{r['raw_head']!r}; expected a word number from 1 to "
+                  f"{r['end'] - r['start'] + 1} (its words, empty nodes included)")
+    return spans.drop("raw_head")
 
 
 def _merge_discontinuous(spans: pl.DataFrame) -> pl.DataFrame:

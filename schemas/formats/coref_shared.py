@@ -144,7 +144,9 @@ def _finish_mentions(
     """Merge duplicate spans, reject a span in two entities, add type/sentence/word columns.
 
     ``spans``: doc_idx, ent, start, end, line[, head]; ``tokens``: doc_idx, pos, sent, form,
-    tag[, poss]. ``head`` is the head token position (null: single-token rule).
+    tag[, poss][, empty, deps]. ``head`` is the head token position (null: single-token rule
+    for ``head_pos``); the output's ``head`` is it or, without one, the first token (as the
+    CorefUD scorer takes it), and ``zero_deps`` the DEPS of a head that is an empty node.
     """
     names = docs.select("doc_idx", "doc", "part")
     spans = spans.sort("doc_idx", "start", "end", "line")
@@ -162,12 +164,18 @@ def _finish_mentions(
         .otherwise(pl.col("head")).cast(pl.Int32))
     if "poss" not in tokens.columns:
         tokens = tokens.with_columns(poss=pl.lit(False))
-    tok = tokens.select("doc_idx", "pos", "sent", "form", "tag", "poss")
+    if "empty" not in tokens.columns:
+        tokens = tokens.with_columns(empty=pl.lit(False), deps=pl.lit(None, pl.Utf8))
+    tok = tokens.select("doc_idx", "pos", "sent", "form", "tag", "poss", "empty", "deps")
     out = (
         spans.join(tok.select("doc_idx", start="pos", sent="sent", form="form"),
                    on=["doc_idx", "start"], how="left")
         .join(tok.select("doc_idx", head="pos", head_pos="tag", poss="poss"),
               on=["doc_idx", "head"], how="left")
+        .with_columns(head_or_first=pl.coalesce("head", "start"))
+        .join(tok.filter(pl.col("empty")).select("doc_idx", head_or_first="pos",
+                                                  zero_deps="deps"),
+              on=["doc_idx", "head_or_first"], how="left")
         .join(names, on="doc_idx")
         .with_columns(single=pl.col("start") == pl.col("end"))
         .with_columns(
@@ -181,7 +189,8 @@ def _finish_mentions(
         pl.col("start").cast(pl.Int32), pl.col("end").cast(pl.Int32),
         entity=pl.col("ent").cast(pl.Utf8), mtype=pl.col("mtype"),
         sent=pl.col("sent").cast(pl.Int32), head_pos=pl.col("head_pos").cast(pl.Utf8),
-        word=pl.col("word").cast(pl.Utf8),
+        word=pl.col("word").cast(pl.Utf8), head=pl.col("head_or_first").cast(pl.Int32),
+        zero_deps=pl.col("zero_deps").cast(pl.Utf8),
     )
 
 
