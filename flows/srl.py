@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,18 +31,22 @@ from sysdiff.flows.progress import notice, progress
 from sysdiff.flows.shards import map_fold
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
 from sysdiff.flows.warehouse import (
+    PieceWriter,
+    StagedFile,
     Staging,
     corpus_partition,
     crash_point,
     known_inputs,
     partition,
     signature,
+    stage_frame,
     systems_row,
     unchanged,
     with_literals,
 )
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.stable import StableFile
+from sysdiff.schemas.frozen import freeze_fields
 from sysdiff.transforms import srl as T
 from sysdiff.transforms import srl_tables as R
 from sysdiff.transforms.plan import Shard, plan_shards
@@ -62,17 +65,22 @@ def options_string(spec: RunSpec, mode: str) -> str:
 
 @dataclass(frozen=True)
 class SrlFile:
-    """One ingested file: where its tables lie, its ``systems`` row, its format and the
-    signature of its ingest (content, format, mapping and, for a system, the key's)."""
+    """One ingested file: where its tables lie (its ``systems`` row too), its format and the
+    signature of its ingest (content, format, mapping and, for a system, the key's); plain,
+    immutable values (a task's result and another's parameter)."""
 
     system: str
     sig: str
     fmt: str
-    preds: Path
-    args: Path
-    sents: Path
-    tokens: Path | None
-    row: pl.DataFrame
+    preds: str
+    args: str
+    sents: str
+    tokens: str | None
+    systems: str
+    staged: tuple[StagedFile, ...] = ()
+
+    def row(self) -> pl.DataFrame:
+        return pl.read_parquet(self.systems, glob=False)
 
     @property
     def mode(self) -> str:
@@ -122,73 +130,84 @@ def _check_mode(spec: RunSpec, source: Source, fmt: str, key: SrlFile | None) ->
             source.path)
 
 
-@task(name="ingest", task_run_name="ingest {spec.corpus} {source.id}", cache_policy=NONE)
-def ingest_srl_file(spec: RunSpec, source: Source, role: str, stage: Staging,
-                    key: SrlFile | None, at: dt.datetime | None = None) -> SrlFile:
+@dataclass(frozen=True)
+class SrlIngest:
+    """One SRL file to ingest (a task's only parameter)."""
+
+    spec: RunSpec
+    source: Source
+    role: str
+    stage_dir: str
+    key: SrlFile | None
+    at: dt.datetime
+
+
+@task(name="ingest", task_run_name="ingest {job.spec.corpus} {job.source.id}",
+      cache_policy=NONE)
+def ingest_srl_file(job: SrlIngest) -> SrlFile:
     """Read, validate, map and stage one SRL file in one pass (see the module)."""
     from sysdiff.schemas.formats.conllu import WordCheck
     from sysdiff.schemas.formats.srl import iter_srl
 
+    spec, source, key = job.spec, job.source, job.key
     sid, corpus = source.id, spec.corpus
     part = partition(corpus, sid)
     mapping = _mapping(spec, sid)
     key_words = KeyWords(key) if key is not None else None
     check = None if key is None else WordCheck(str(spec.key.path), key_words.sents,
                                                str(source.path))
-    pending = f"read-{uuid.uuid4().hex[:16]}"
     fmt = source.fmt
     n_sents = n_tokens = n_args = n_docs = 0
     tables = (*FILE_TABLES, "srl_tokens") if key is None else FILE_TABLES
-    with contextlib.ExitStack() as files:
-        file = files.enter_context(StableFile(source.path))  # one version: hash, rows, stamp
-        writers: dict[str, Callable[[pl.DataFrame], None]] = {}
-        for chunk in iter_srl(file, source.fmt):
-            if not writers:
-                fmt = chunk.fmt
-                _check_mode(spec, source, fmt, key)
-                writers = {t: files.enter_context(stage.writer(t, part, pending))
-                           for t in tables}
+    writers: dict[str, PieceWriter] = {}
+    with StableFile(source.path) as file:  # one version: hash, rows, stamp
+        try:
+            for chunk in iter_srl(file, source.fmt):
+                if not writers:
+                    fmt = chunk.fmt
+                    _check_mode(spec, source, fmt, key)
+                    writers = {t: PieceWriter(job.stage_dir, t, part) for t in tables}
+                if check is not None:
+                    lo, hi = int(chunk.sents["sent"][0]), int(chunk.sents["sent"][-1])
+                    check.add(chunk, key_words.words(lo, hi))
+                args = _mapped(chunk.args, mapping)
+                n_sents += chunk.sents.height
+                n_tokens += chunk.tokens.height
+                n_args += args.height
+                n_docs = int(chunk.sents["doc"][-1]) + 1
+                tag = {"corpus": corpus, "system": sid}
+                writers["srl_predicates"].append(with_literals(chunk.preds, **tag))
+                writers["srl_arguments"].append(with_literals(args, **tag))
+                writers["sents"].append(with_literals(chunk.sents, **tag))
+                if key is None:
+                    writers["srl_tokens"].append(with_literals(chunk.tokens, **tag))
             if check is not None:
-                lo, hi = int(chunk.sents["sent"][0]), int(chunk.sents["sent"][-1])
-                check.add(chunk, key_words.words(lo, hi))
-            args = _mapped(chunk.args, mapping)
-            n_sents += chunk.sents.height
-            n_tokens += chunk.tokens.height
-            n_args += args.height
-            n_docs = int(chunk.sents["doc"][-1]) + 1
-            tag = {"corpus": corpus, "system": sid}
-            writers["srl_predicates"](with_literals(chunk.preds, **tag))
-            writers["srl_arguments"](with_literals(args, **tag))
-            writers["sents"](with_literals(chunk.sents, **tag))
-            if key is None:
-                writers["srl_tokens"](with_literals(chunk.tokens, **tag))
-        if check is not None:
-            try:
                 check.finish()
-            except InputError:
-                stage.discard(part, tables)
-                raise
-    sha = file.sha256  # of the bytes parsed; the reader checked the file is unchanged
-    sig = ingest_signature(spec, sid, sha, fmt, key.sig if key else None)
-    for table in tables:
-        stage.sign(table, part, sig)
-    row = systems_row(spec, source, role, sha, fmt, n_docs, n_sents, n_args,
-                      n_tokens=n_tokens, stamp=file.stamp)
-    stage.write("systems", part, sig, row)
-    return SrlFile(sid, sig, fmt, stage.staged_path("srl_predicates", part),
-                   stage.staged_path("srl_arguments", part), stage.staged_path("sents", part),
-                   stage.staged_path("srl_tokens", part) if key is None else None, row)
+            sha = file.sha256  # of the bytes parsed; the reader checked it is unchanged
+            sig = ingest_signature(spec, sid, sha, fmt, key.sig if key else None)
+            staged = {t: w.close(sig) for t, w in writers.items()}
+        except BaseException:
+            for w in writers.values():
+                w.abort()
+            raise
+    row = systems_row(spec, source, job.role, sha, fmt, n_docs, n_sents, n_args,
+                      n_tokens=n_tokens, at=job.at, stamp=file.stamp)
+    staged["systems"] = stage_frame(job.stage_dir, "systems", part, sig, row)
+    here = {t: str(Path(job.stage_dir) / f.rel) for t, f in staged.items()}
+    return SrlFile(sid, sig, fmt, here["srl_predicates"], here["srl_arguments"],
+                   here["sents"], here.get("srl_tokens"), here["systems"],
+                   tuple(staged.values()))
 
 
 def _live(stage: Staging, corpus: str, row: dict, sig: str) -> SrlFile:
     """A file ingested by an earlier run, as the warehouse holds it."""
     part = partition(corpus, row["system"])
     is_key = row["system"] == KEY_ID
-    return SrlFile(row["system"], sig, row["format"], stage.live_file("srl_predicates", part),
-                   stage.live_file("srl_arguments", part), stage.live_file("sents", part),
-                   stage.live_file("srl_tokens", part) if is_key else None,
-                   stage.read("systems", (pl.col("corpus") == corpus)
-                              & (pl.col("system") == row["system"])))
+    return SrlFile(row["system"], sig, row["format"],
+                   *(str(stage.live_file(t, part)) for t in ("srl_predicates", "srl_arguments",
+                                                              "sents")),
+                   str(stage.live_file("srl_tokens", part)) if is_key else None,
+                   str(stage.live_file("systems", part)))
 
 
 def ingest_srl(spec: RunSpec, stage: Staging) -> dict[str, SrlFile]:
@@ -205,10 +224,10 @@ def ingest_srl(spec: RunSpec, stage: Staging) -> dict[str, SrlFile]:
             return _live(stage, spec.corpus, row, sig)
         return None
 
-    def read(source: Source, role: str, key: SrlFile | None, at: dt.datetime) -> SrlFile:
-        return ingest_srl_file(spec, source, role, stage, key, at)
+    def submit(source: Source, role: str, key: SrlFile | None, at: dt.datetime):
+        return ingest_srl_file.submit(SrlIngest(spec, source, role, str(stage.dir), key, at))
 
-    return ingest_all(spec, stage, reuse, read)
+    return ingest_all(spec, stage, reuse, submit)
 
 
 # ------------------------------------------------------------------------------ compare
@@ -226,6 +245,9 @@ class SrlJob:
     vocab: T.Vocab
     compare: bool
     key_path: str
+
+    def __post_init__(self) -> None:
+        freeze_fields(self)  # a task parameter: nothing in it can change
 
 
 def _read(path: str, shard: Shard, columns: list[str], by: list[str]) -> pl.DataFrame:

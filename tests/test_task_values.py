@@ -28,9 +28,15 @@ def submitted(monkeypatch):
     return bad
 
 
-@pytest.mark.parametrize("corpus", ["sequoia", "litbank", "unl", "ner"])
+RUNS = {**BUNDLED, "ner": REPO / "data" / "ner" / "ner.toml",
+        "srl": REPO / "data" / "srl" / "srl.toml", "corefud": REPO / "data" / "corefud"}
+
+
+@pytest.mark.parametrize("corpus", ["sequoia", "litbank", "unl", "ner", "srl", "corefud"])
 def test_every_task_parameter_is_immutable(corpus, submitted, tmp_path, prefect_harness):
-    run = BUNDLED.get(corpus) or REPO / "data" / "ner" / "ner.toml"
+    run = RUNS[corpus]
+    if run.is_dir():
+        run = next(run.glob("*.toml"))
     code, _, err = run_cli("run", str(run), "-w", str(tmp_path / "wh"))
     assert code == 0, err
     assert submitted == [], submitted
