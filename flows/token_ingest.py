@@ -48,7 +48,7 @@ from sysdiff.schemas.formats.conllu import (
     detect_token_format,
     iter_conll,
 )
-from sysdiff.schemas.formats.fast_words import FastWords, fast_words
+from sysdiff.schemas.formats.fast_words import FastWords, fast_words, form_hashes
 from sysdiff.schemas.formats.ranges import ByteRange, RangeFinder
 from sysdiff.schemas.formats.stable import StableFile, Stamp, read_stable, without_bom
 from sysdiff.schemas.frozen import freeze
@@ -237,13 +237,8 @@ def _same_words(found: FastWords, key: Ingested, first_sent: int, n_sents: int) 
             found.n_words, n_words[first_sent:first_sent + n_sents]):
         return False
     first_word = int(n_words[:first_sent].sum())
-    hashes = np.load(key.forms, mmap_mode="r")[first_word:first_word + found.form.len()]
-    return np.array_equal(form_hashes(found.form), hashes)
-
-
-def form_hashes(forms: pl.Series) -> np.ndarray:
-    """A 64-bit hash of each form (equal forms, equal hashes; stable for one polars)."""
-    return forms.hash(seed=0).to_numpy()
+    hashes = np.load(key.forms, mmap_mode="r")[first_word:first_word + found.form_hash.size]
+    return np.array_equal(found.form_hash, hashes)
 
 
 def save_form_hashes(stage_dir: str, name: str, hashes: list[np.ndarray]) -> str:

@@ -169,7 +169,7 @@ def lean_codes(found: FastWords, first_sent: int = 0
     dictionaries = {}
     for field in LABEL_FIELDS:
         if field in found.labels:
-            codes, dictionaries[field] = encode(found.labels[field])
+            codes, dictionaries[field] = found.labels[field]
             columns[field] = pl.Series(field, codes, pl.UInt32)
         else:
             columns[field] = pl.Series(field, [None] * n, pl.UInt32)

@@ -1,20 +1,24 @@
 """The fast reader of a system file whose words are the key's: only the columns a task
-evaluates, checked in whole-column operations.
+evaluates, checked in whole-column operations, labels coded as they come.
 
 A system file is read in full (:mod:`sysdiff.schemas.formats.conllu`: every column, every
 check, the exact line of the first problem) only when this reader cannot vouch for it. Here,
 polars parses the evaluated columns of the file's bytes (comment lines skipped), and the file
 must pass every check below; else :func:`fast_words` returns None and the full reader runs,
 which reports the problem at its line (or finds a file tokenised otherwise, aligned on the
-characters). Nothing is decided here that the full reader would decide otherwise.
+characters). Nothing is decided here that the full reader would decide otherwise, for the
+columns read: a column the task does not evaluate is not read, so it is not checked either.
 
-Checks (each over the whole file at once): UTF-8 text without NUL, BOM or carriage return;
-no blank line before the first sentence, no two blank lines in a row and no sentence of
-comments only; every token line
-of exactly the format's number of columns (the tab count equals that number minus one per
-token line, and the last column is never empty), no empty column; word IDs 1, 2, 3, ... in
-each sentence (multiword ranges ``1-2`` and empty nodes ``1.1`` are not words); HEAD an
-integer within the sentence or ``_``.
+Checks (each over the whole file at once): UTF-8 text without NUL or carriage return, no
+byte order mark; no blank line first, no two blank lines in a row and no sentence of
+comments only; every token line of exactly the format's number of columns (the tab count
+equals that number minus one per token line, and the last column is never empty); no empty
+column among those read; word IDs 1, 2, 3, ... in each sentence (multiword ranges ``1-2``
+and empty nodes ``1.1`` are not words); HEAD an integer within the sentence or ``_``.
+
+Nothing is copied per word but numbers: labels are coded on the parsed columns (a code is a
+label's position among the column's sorted distinct labels) and forms hashed, before the
+rows of blank lines are dropped.
 """
 
 from __future__ import annotations
@@ -27,8 +31,8 @@ import polars as pl
 
 from sysdiff.schemas.formats.conllu import CONLL_FIELDS, TSV_FIELDS
 
-#: Byte patterns that send a file to the full reader (which names the line).
-IRREGULAR = (b"\x00", b"\r", b"\t\t", b"\n\t", b"\t\n", b"\n\n\n")
+#: The label of a missing value.
+BLANK = "_"
 
 
 @dataclass(frozen=True)
@@ -40,9 +44,14 @@ class FastWords:
     n_tokens: int  # words not inside a multiword range, plus the ranges
     sent: np.ndarray  # each word's sentence (0-based, within the bytes read)
     id: np.ndarray  # each word's ID
-    form: pl.Series
-    labels: dict[str, pl.Series]  # field -> each word's label (strings, as written)
+    form_hash: np.ndarray  # a 64-bit hash of each word's form (:func:`form_hashes`)
+    labels: dict[str, tuple[np.ndarray, list[str]]]  # field -> (codes, sorted labels)
     head: np.ndarray | None  # each word's HEAD (-1 for '_'); None when not read
+
+
+def form_hashes(forms: pl.Series) -> np.ndarray:
+    """A 64-bit hash of each form (equal forms, equal hashes; stable for one polars)."""
+    return forms.hash(seed=0).to_numpy()
 
 
 def fast_words(data: bytes, fmt: str, fields: tuple[str, ...]) -> FastWords | None:
@@ -52,31 +61,56 @@ def fast_words(data: bytes, fmt: str, fields: tuple[str, ...]) -> FastWords | No
         return None
     names = TSV_FIELDS if fmt == "tsv" else CONLL_FIELDS
     wanted = _columns(fmt, fields)
-    try:
+    try:  # every column coded as parsed: its own dictionary (fresh categories) and codes
         rows = (pl.scan_csv(io.BytesIO(data), separator="\t", has_header=False, quote_char=None,
-                            comment_prefix="#", schema=dict.fromkeys(names, pl.String))
+                            comment_prefix="#", schema={
+                                f: pl.Categorical(pl.Categories.random()) for f in names})
                 .select(wanted).collect())
-    except pl.exceptions.PolarsError:  # e.g. invalid UTF-8
+    except pl.exceptions.PolarsError:  # invalid UTF-8, more columns than the format's, ...
         return None
     blank = rows[wanted[0]].is_null().to_numpy()
     if blank[0] or (blank[1:] & blank[:-1]).any():
         return None  # a sentence of comments only (or a blank line first)
-    n_token_rows = int((~blank).sum())
-    if n_token_rows == 0 or data.count(b"\t") != (len(names) - 1) * n_token_rows:
+    token = ~blank
+    n_token_rows = int(token.sum())
+    if n_token_rows == 0 or _tabs(data) != (len(names) - 1) * n_token_rows:
         return None  # a line of another column count, or a comment holding a tab
-    tokens = rows.filter(~pl.Series(blank))
-    if any(tokens[c].null_count() for c in tokens.columns):
+    if any(int(rows[c].null_count()) != blank.sum() for c in rows.columns):
         return None  # an empty column
-    starts = ~blank & np.concatenate(([True], blank[:-1]))
-    sent = (np.cumsum(starts)[~blank] - 1).astype(np.int32)
-    return _words(tokens, sent, fmt, fields)
+    sent = (np.cumsum(token & np.concatenate(([True], blank[:-1])))[token] - 1).astype(np.int32)
+    return _words({c: Coded.of(rows[c]) for c in rows.columns}, token, sent, fmt, fields)
+
+
+@dataclass(frozen=True)
+class Coded:
+    """A parsed column as codes (0 on blank lines) and the values they stand for."""
+
+    codes: np.ndarray
+    values: pl.Series
+
+    @classmethod
+    def of(cls, column: pl.Series) -> Coded:
+        return cls(column.to_physical().fill_null(0).to_numpy(),
+                   column.dtype.categories.to_series())
+
+    def numbers(self) -> np.ndarray:
+        """Each row's value as an integer (-1: not one)."""
+        return self.values.cast(pl.Int32, strict=False).fill_null(-1).to_numpy()[self.codes]
+
+    def filter(self, keep: np.ndarray) -> pl.Series:
+        """The values of the ``keep`` rows (few: no bulk copy)."""
+        return self.values.gather(self.codes[keep])
 
 
 def _irregular(data: bytes) -> bool:
-    """Anything the full reader handles better: see :data:`IRREGULAR`, a BOM, a blank first
-    line, a last line without its newline."""
+    """Anything the full reader handles better: a NUL or a carriage return, a byte order
+    mark, a blank first line, a last line without its newline."""
     return (data.startswith((b"\xef\xbb\xbf", b"\n")) or not data.endswith(b"\n")
-            or any(p in data for p in IRREGULAR))
+            or b"\x00" in data or b"\r" in data)
+
+
+def _tabs(data: bytes) -> int:
+    return int(np.count_nonzero(np.frombuffer(data, np.uint8) == 9))
 
 
 def _columns(fmt: str, fields: tuple[str, ...]) -> list[str]:
@@ -87,35 +121,50 @@ def _columns(fmt: str, fields: tuple[str, ...]) -> list[str]:
     return list(dict.fromkeys(["id", "form", *fields, "misc"]))
 
 
-def _words(tokens: pl.DataFrame, sent: np.ndarray, fmt: str, fields: tuple[str, ...]
-           ) -> FastWords | None:
-    """The words of the token rows, or None when an ID or HEAD is not what it must be."""
+def _words(columns: dict[str, Coded], token: np.ndarray, sent: np.ndarray, fmt: str,
+           fields: tuple[str, ...]) -> FastWords | None:
+    """The words of the rows (``token``: not a blank line), or None when an ID or HEAD is
+    not what it must be."""
     n_sents = int(sent[-1]) + 1 if sent.size else 0
     if fmt == "tsv":
-        ids = _positions(sent)
-        labels = {"upos": tokens["tag"]}
-        return FastWords(n_sents, np.bincount(sent, minlength=n_sents), int(sent.size), sent,
-                         ids, tokens["form"], labels, None)
-    number = tokens["id"].cast(pl.Int32, strict=False)
-    word = number.is_not_null().to_numpy()
-    n_ranges, covered = _ranges(tokens["id"].filter(~pl.Series(word)))
-    if n_ranges is None:
-        return None
-    words = tokens.filter(pl.Series(word))
-    wsent, ids = sent[word], number.filter(pl.Series(word)).to_numpy()
-    if not np.array_equal(ids, _positions(wsent)):
-        return None  # word IDs do not run 1, 2, 3, ... in each sentence
-    n_words = np.bincount(wsent, minlength=n_sents)
+        word, ids, n_ranges, covered = token, _positions(sent), 0, 0
+        labels = {"upos": columns["tag"]}
+    else:
+        number = columns["id"].numbers()
+        word = token & (number >= 0)
+        n_ranges, covered = _ranges(columns["id"].filter(token & (number < 0)))
+        if n_ranges is None:
+            return None
+        ids = number[word].astype(np.int32)
+        sent = sent[word[token]]
+        if not np.array_equal(ids, _positions(sent)):
+            return None  # word IDs do not run 1, 2, 3, ... in each sentence
+        labels = {f: columns[f] for f in fields if f != "head"}
+    n_words = np.bincount(sent, minlength=n_sents)
     if (n_words == 0).any():
         return None
     head = None
     if "head" in fields:
-        head = _heads(words["head"], n_words[wsent])
+        head = _heads(columns["head"], word, n_words[sent])
         if head is None:
             return None
-    labels = {f: words[f] for f in fields if f != "head"}
-    return FastWords(n_sents, n_words, int(ids.size) - covered + n_ranges, wsent,
-                     ids.astype(np.int32), words["form"], labels, head)
+    coded = {f: encode(column, word) for f, column in labels.items()}
+    form = columns["form"]
+    hashes = form_hashes(form.values)[form.codes[word]]
+    return FastWords(n_sents, n_words, int(ids.size) - covered + n_ranges, sent, ids, hashes,
+                     coded, head)
+
+
+def encode(column: Coded, keep: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """The codes of the ``keep`` rows of a label column as a file's own: positions among the
+    sorted distinct labels of those rows, and those labels."""
+    kept = column.codes[keep]
+    present = np.flatnonzero(np.bincount(kept, minlength=column.values.len()))
+    labels = column.values.gather(present)
+    order = labels.arg_sort().to_numpy()
+    lookup = np.zeros(column.values.len(), np.uint32)
+    lookup[present[order]] = np.arange(order.size, dtype=np.uint32)
+    return lookup[kept], labels.gather(order).to_list()
 
 
 def _positions(sent: np.ndarray) -> np.ndarray:
@@ -142,13 +191,12 @@ def _ranges(ids: pl.Series) -> tuple[int | None, int]:
     return int(is_range.sum()), int((hi - lo + 1).sum())
 
 
-def _heads(head: pl.Series, n_words: np.ndarray) -> np.ndarray | None:
-    """HEAD as integers (-1 for '_'), or None when one is neither '_' nor 0..n."""
-    number = head.cast(pl.Int32, strict=False)
-    missing = number.is_null()
-    if missing.any() and (head.filter(missing) != "_").any():
-        return None
-    out = number.fill_null(-1).to_numpy()
-    if ((out < 0) & ~missing.to_numpy()).any() or (out > n_words).any():
-        return None  # a negative HEAD, or one past the sentence's last word
-    return out.astype(np.int32)
+def _heads(head: Coded, word: np.ndarray, n_words: np.ndarray) -> np.ndarray | None:
+    """The words' HEAD as integers (-1 for '_'), or None when one is neither '_' nor 0..n."""
+    number = head.numbers()[word]
+    missing = number < 0
+    if missing.any() and (head.filter(np.flatnonzero(word)[missing]) != BLANK).any():
+        return None  # neither an integer nor '_' (or a negative number)
+    if (number > n_words).any():
+        return None  # past the sentence's last word
+    return number.astype(np.int32)
