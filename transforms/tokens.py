@@ -172,9 +172,12 @@ def lean_codes(found: FastWords, first_sent: int = 0
             codes, dictionaries[field] = found.labels[field]
             columns[field] = pl.Series(field, codes, pl.UInt32)
         else:
-            columns[field] = pl.Series(field, [None] * n, pl.UInt32)
-    head = pl.Series("head", found.head if found.head is not None else [None] * n, pl.Int32)
-    columns["head"] = head.set(head < 0, None) if found.head is not None else head
+            columns[field] = pl.repeat(None, n, dtype=pl.UInt32, eager=True).alias(field)
+    if found.head is None:
+        columns["head"] = pl.repeat(None, n, dtype=pl.Int32, eager=True).alias("head")
+    else:
+        head = pl.Series("head", found.head, pl.Int32)
+        columns["head"] = head.set(head < 0, None)
     return pl.DataFrame(columns).select(LEAN_COLUMNS), dictionaries
 
 

@@ -40,23 +40,29 @@ class RangeFinder:
             return
         if self.pos == 0 and block[:1] == b"\n":
             self.irregular = True
-        joined = self.tail[-1:] + block  # a separator across the boundary counts here
-        if b"\r" in block or b"\n\n\n" in self.tail + block:
-            self.irregular = True
-        base = self.pos - len(self.tail[-1:])  # file position of joined[0]
+        if b"\r" in block:  # CR LF line ends: not cut (two blank lines in a row are found by
+            self.irregular = True  # the range's reader, whose sentences then do not add up)
+        # a separator across the boundary (the last block's last byte, this one's first)
+        crossing = int(self.tail[-1:] == b"\n" and block[:1] == b"\n")
         while not self.irregular:
-            last = self.cuts[-1][0] if self.cuts else 0
-            want = last + self.target - base
-            if want >= len(joined):
+            cut = self._next_cut(block, crossing)
+            if cut is None:
                 break
-            at = joined.find(SEPARATOR, max(0, want))
-            if at < 0:
-                break
-            cut = base + at + 2
-            self.cuts.append((cut, self.seps + joined.count(SEPARATOR, 0, at + 2)))
-        self.seps += joined.count(SEPARATOR)
+            at = cut - self.pos  # the cut's offset in this block
+            before = crossing + block.count(SEPARATOR, 0, at) if at > 1 else crossing
+            self.cuts.append((cut, self.seps + before))
+        self.seps += crossing + block.count(SEPARATOR)
         self.pos += len(block)
-        self.tail = (self.tail + block)[-2:]
+        self.tail = (self.tail + block[-2:])[-2:]
+
+    def _next_cut(self, block: bytes, crossing: int) -> int | None:
+        """The file position right after the first separator that starts at or after the
+        next cut's target, in this block (or across its start), if any."""
+        target = (self.cuts[-1][0] if self.cuts else 0) + self.target
+        if crossing and self.pos - 1 >= target:
+            return self.pos + 1
+        at = block.find(SEPARATOR, max(0, target - self.pos))
+        return None if at < 0 else self.pos + at + 2
 
     def ranges(self) -> tuple[ByteRange, ...] | None:
         """The ranges of the whole file, or None: irregular, or not worth splitting."""
