@@ -200,7 +200,7 @@ def stage_lean(job: TokenJob, whole: Whole, pieces: list[tuple[LeanPiece, pl.Dat
     writer, counts = PieceWriter(job.stage_dir, "words", part), {}
     try:
         for piece, words in pieces:
-            words = pl.read_parquet(piece.path) if words is None else words
+            words = pl.read_ipc(piece.path) if words is None else words
             coded = tokens.remap(words, piece.dictionaries, union)
             writer.append(coded)
             for field, n in tokens.lean_counts(coded, union).items():
@@ -319,9 +319,9 @@ def read_range(rj: RangeJob) -> LeanPiece | None:
     if found is None:
         return None
     words, dictionaries = tokens.lean_codes(found, rng.first_sent)
-    path = Path(job.stage_dir) / "aux" / f"range-{uuid.uuid4().hex[:16]}.parquet"
+    path = Path(job.stage_dir) / "aux" / f"range-{uuid.uuid4().hex[:16]}.arrow"
     path.parent.mkdir(parents=True, exist_ok=True)
-    words.write_parquet(path, compression="lz4")
+    words.write_ipc(path, compression="uncompressed")  # read once, by the assembly
     return LeanPiece(found.n_sents, found.sent.size, found.n_tokens, freeze(dictionaries),
                      str(path))
 

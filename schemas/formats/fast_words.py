@@ -61,24 +61,30 @@ def fast_words(data: bytes, fmt: str, fields: tuple[str, ...]) -> FastWords | No
         return None
     names = TSV_FIELDS if fmt == "tsv" else CONLL_FIELDS
     wanted = _columns(fmt, fields)
+    types = {f: pl.Categorical(pl.Categories.random()) for f in names}
     try:  # every column coded as parsed: its own dictionary (fresh categories) and codes
         rows = (pl.scan_csv(io.BytesIO(data), separator="\t", has_header=False, quote_char=None,
-                            comment_prefix="#", schema={
-                                f: pl.Categorical(pl.Categories.random()) for f in names})
-                .select(wanted).collect())
+                            comment_prefix="#", schema=types)
+                .select(pl.col(wanted[0]).is_null().alias("_blank"),
+                        *(pl.col(c).null_count().alias(f"_nulls_{c}") for c in wanted),
+                        *wanted, *(pl.col(c).to_physical().fill_null(0).alias(f"_codes_{c}")
+                                   for c in wanted))
+                .collect())
     except pl.exceptions.PolarsError:  # invalid UTF-8, more columns than the format's, ...
         return None
-    blank = rows[wanted[0]].is_null().to_numpy()
+    blank = rows["_blank"].to_numpy()
     if blank[0] or (blank[1:] & blank[:-1]).any():
         return None  # a sentence of comments only (or a blank line first)
     token = ~blank
     n_token_rows = int(token.sum())
     if n_token_rows == 0 or _tabs(data) != (len(names) - 1) * n_token_rows:
         return None  # a line of another column count, or a comment holding a tab
-    if any(int(rows[c].null_count()) != blank.sum() for c in rows.columns):
+    if any(int(rows[f"_nulls_{c}"][0]) != blank.size - n_token_rows for c in wanted):
         return None  # an empty column
     sent = (np.cumsum(token & np.concatenate(([True], blank[:-1])))[token] - 1).astype(np.int32)
-    return _words({c: Coded.of(rows[c]) for c in rows.columns}, token, sent, fmt, fields)
+    columns = {c: Coded(rows[f"_codes_{c}"].to_numpy(), rows[c].dtype.categories.to_series())
+               for c in wanted}
+    return _words(columns, token, sent, fmt, fields)
 
 
 @dataclass(frozen=True)
@@ -87,11 +93,6 @@ class Coded:
 
     codes: np.ndarray
     values: pl.Series
-
-    @classmethod
-    def of(cls, column: pl.Series) -> Coded:
-        return cls(column.to_physical().fill_null(0).to_numpy(),
-                   column.dtype.categories.to_series())
 
     def numbers(self) -> np.ndarray:
         """Each row's value as an integer (-1: not one)."""
