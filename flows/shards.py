@@ -10,7 +10,15 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import polars as pl
+
+from sysdiff.schemas.frozen import Opaque as Opaque  # re-exported: tasks take it from here
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 T = TypeVar("T")
 
@@ -54,12 +62,31 @@ def map_collect(submit: Callable[[T], Any], items: Iterable[T],
     return out
 
 
-class Opaque:
-    """Holds a shard's in-memory inputs (lists of parsed sentences) so that neither Prefect
-    nor Dask walks through them looking for futures (``prefect.quote`` is a tuple, which
-    Dask unpacks on the way to a worker)."""
+@dataclass(frozen=True)
+class FrozenFrame:
+    """A polars frame as an immutable task parameter: its Arrow table, to and from polars
+    without a copy (string views kept). Pickled (Dask) as an Arrow IPC stream of its own
+    rows: a slice of an Arrow table would pickle the whole buffers it shares."""
 
-    __slots__ = ("value",)
+    table: pa.Table
 
-    def __init__(self, value: object) -> None:
-        self.value = value
+    @classmethod
+    def of(cls, df: pl.DataFrame) -> FrozenFrame:
+        return cls(df.to_arrow(compat_level=pl.CompatLevel.newest()))
+
+    def frame(self) -> pl.DataFrame:
+        return pl.from_arrow(self.table)  # type: ignore[return-value]
+
+    def __reduce__(self):
+        import pyarrow as pa
+
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, self.table.schema) as writer:
+            writer.write_table(self.table)
+        return (_frame_from_ipc, (sink.getvalue(),))
+
+
+def _frame_from_ipc(data: pa.Buffer) -> FrozenFrame:
+    import pyarrow as pa
+
+    return FrozenFrame(pa.ipc.open_stream(data).read_all())

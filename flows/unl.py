@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -25,7 +26,7 @@ from prefect.cache_policies import NONE
 from sysdiff.flows.history import stage_history
 from sysdiff.flows.preflight import check_some_left, skip_system
 from sysdiff.flows.progress import progress
-from sysdiff.flows.shards import Opaque, map_collect
+from sysdiff.flows.shards import FrozenFrame, Opaque, map_collect
 from sysdiff.flows.spec import RunSpec, Source
 from sysdiff.flows.warehouse import (
     Staging,
@@ -37,7 +38,11 @@ from sysdiff.flows.warehouse import (
 )
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.stable import Stamp, read_stable
+from sysdiff.schemas.frozen import FrozenMap, read_only
 from sysdiff.transforms.plan import plan_ranges
+
+if TYPE_CHECKING:
+    from sysdiff.transforms.unl import Alignment
 
 log = logging.getLogger("sysdiff")
 
@@ -53,41 +58,49 @@ def unl_options(spec: RunSpec):
                       keep_scope_ids=bool(cfg.get("keep_scope_ids", False)))
     if cfg.get("legacy_2013"):
         opts = opts.legacy_2013()
-    extra = cfg.get("optional_attrs") or []
+    extra = cfg.get("optional_attrs") or ()
     if extra:
-        opts = UnlOptions(multiset=opts.multiset, keep_scope_ids=opts.keep_scope_ids,
-                          threshold=opts.threshold, overall_threshold=opts.overall_threshold,
-                          optional_attrs=set(opts.optional_attrs) | set(extra))
+        opts = replace(opts, optional_attrs=opts.optional_attrs | frozenset(extra))
     return opts
 
 
 @task(name="read", task_run_name="read {source.id}", cache_policy=NONE)
 def read_sentences(source: Source, task_name: str) -> Opaque:
-    """(sentences, SHA-256 of the file). UNL: the index of the file (ids, lines and where
-    each ``[S]`` block starts), built in one streaming pass that also hashes the file (the
-    graphs are parsed shard by shard); NL: its target-language sentences."""
+    """(sentences, SHA-256 of the file, its stamp). UNL: the index of the file (ids, lines
+    and where each ``[S]`` block starts), built in one streaming pass that also hashes the
+    file (the graphs are parsed shard by shard); NL: its target-language sentences (a
+    tuple)."""
     from sysdiff.schemas.formats.unl import index_unl, read_nl
 
     if task_name == "nl":
         snap = read_stable(source.path)
-        return Opaque((read_nl(snap, source_name=str(source.path)), snap.sha256, snap.stamp))
+        sentences = tuple(read_nl(snap, source_name=str(source.path)))
+        return Opaque((sentences, snap.sha256, snap.stamp))
     index = index_unl(source.path)
     return Opaque((index, index.sha256, index.source.stamp))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Version:
-    """One system file to score: its sentences (UNL: an index), their alignment with the
-    expected file, and for each actual sentence the first expected sentence aligned with it
-    (-1: none), so that a shard reports the warnings of the actual sentences it owns;
-    ``stamp``: the version of the file read."""
+    """One system file to score: its sentences (UNL: an index; NL: a tuple), their
+    alignment with the expected file, and for each actual sentence the first expected
+    sentence aligned with it (-1: none), so that a shard reports the warnings of the actual
+    sentences it owns; ``stamp``: the version of the file read. A task parameter: frozen,
+    ``owner`` read-only."""
 
     source: Source
     sha: str
     sentences: object
-    alignment: object
+    alignment: Alignment
     owner: np.ndarray
     stamp: Stamp | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "owner", read_only(self.owner))
+
+    def __reduce__(self):  # unpickled arrays would be writable again
+        return (Version, (self.source, self.sha, self.sentences, self.alignment, self.owner,
+                          self.stamp))
 
     @classmethod
     def of(cls, source: Source, sha: str, sentences, alignment, stamp: Stamp | None = None
@@ -150,8 +163,9 @@ def score_versions(expected, versions: dict[str, Version], ranges: list[tuple[in
         for _ in versions:
             tick()
 
+    frozen = FrozenMap(versions)
     results = map_collect(lambda r: score_shard.submit(
-        Opaque((expected, versions, r[1])), r[0], task_name, options), ranges, ticks)
+        Opaque((expected, frozen, r[1])), r[0], task_name, options), ranges, ticks)
     rows = {name: pl.concat([res["rows"][name] for res in results]) for name in versions}
     if task_name == "nl":
         return {"rows": rows, "parts": {}}
@@ -166,22 +180,25 @@ def score_versions(expected, versions: dict[str, Version], ranges: list[tuple[in
 
 @task(name="compare", task_run_name="compare sentences {first}+", cache_policy=NONE,
       retries=2)
-def compare_shard(sentences: dict[str, pl.DataFrame], first: int) -> dict:
-    """The map of the comparison: additive counts of every version's rows of one shard."""
+def compare_shard(sentences: FrozenMap, first: int) -> dict:
+    """The map of the comparison: additive counts of every version's rows of one shard
+    (``sentences``: version -> its rows, a :class:`FrozenFrame`)."""
     from sysdiff.transforms.unl import compare_partials
 
-    return compare_partials(sentences)
+    return compare_partials({name: rows.frame() for name, rows in sentences.items()})
 
 
 def compare_all(sentences: dict[str, pl.DataFrame], ranges: list[tuple[int, int]]
                 ) -> dict[str, pl.DataFrame]:
-    """Compare all versions shard by shard (rows are in sentence order), then reduce."""
-    from sysdiff.transforms.unl import finish_compare
+    """Compare all versions shard by shard (rows are in sentence order; each task gets
+    the columns compared of its rows), then reduce."""
+    from sysdiff.transforms.unl import compared_columns, finish_compare
 
+    compared = {name: compared_columns(df) for name, df in sentences.items()}
     with progress("compare", len(ranges)) as tick:
-        parts = map_collect(lambda r: compare_shard.submit(
-            {s: df.slice(r[0], r[1] - r[0]) for s, df in sentences.items()}, r[0]),
-            ranges, tick)
+        parts = map_collect(lambda r: compare_shard.submit(FrozenMap(
+            (s, FrozenFrame.of(df.slice(r[0], r[1] - r[0]))) for s, df in compared.items()),
+            r[0]), ranges, tick)
         return finish_compare(parts)
 
 
@@ -233,9 +250,11 @@ def run_unl(spec: RunSpec, stage: Staging) -> None:
     stage_history(spec, stage, "unl", all_sig)
 
 
-def _ids(sentences) -> list[str | None]:
-    """Sentence ids of an index (UNL) or of a list of sentences (NL)."""
-    return sentences.ids if hasattr(sentences, "ids") else [s.sent_id for s in sentences]
+def _ids(sentences) -> pl.Series | list[str | None]:
+    """Sentence ids of an index (UNL: its column) or of a tuple of sentences (NL)."""
+    if hasattr(sentences, "id_series"):
+        return sentences.id_series()
+    return [s.sent_id for s in sentences]
 
 
 def stage_system(stage: Staging, spec: RunSpec, source: Source, role: str, sha: str,

@@ -4,8 +4,9 @@ Prefect walks every task parameter when it creates a task run (dataclass fields,
 list items); Dask pickles them to workers. A parameter that another thread mutates meanwhile
 breaks both (``dictionary changed size during iteration``). So tasks take and return values
 that cannot change: strings, numbers, paths, tuples, :class:`FrozenMap`, read-only numpy
-arrays, and frozen dataclasses of these. :func:`is_frozen` checks a value deeply (the tests
-check every task parameter of a run with it).
+arrays, Arrow arrays and tables, and frozen dataclasses of these; :class:`Opaque` holds such a
+value where neither Prefect nor Dask should walk it. :func:`is_frozen` checks a value deeply
+(the tests check every task parameter of a run with it).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Iterator, Mapping
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import PurePath
 from typing import Any
 
@@ -67,14 +70,36 @@ def freeze(value: Any) -> Any:
     return value
 
 
-SCALARS = (str, bytes, int, float, bool, complex, type(None), PurePath, dt.datetime, dt.date,
-           dt.timedelta)
+class Opaque:
+    """A frozen box for a task's in-memory inputs (an index, parsed sentences) so that
+    neither Prefect nor Dask walks through them looking for futures (``prefect.quote`` is a
+    tuple, which Dask unpacks on the way to a worker). Nothing in it can be set; it is
+    frozen when its value is (:func:`is_frozen` looks inside)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        object.__setattr__(self, "value", value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Opaque is read-only")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("Opaque is read-only")
+
+    def __reduce__(self):
+        return (Opaque, (self.value,))
+
+
+SCALARS = (str, bytes, int, float, bool, complex, type(None), Fraction, Decimal, PurePath,
+           dt.datetime, dt.date, dt.timedelta)
 
 
 def is_frozen(value: Any) -> bool:
-    """True when nothing reachable from ``value`` can be changed in place: scalars, paths,
-    tuples and frozensets of frozen values, FrozenMaps, read-only numpy arrays, Arrow tables
-    and record batches, frozen dataclasses whose fields are frozen, and enums."""
+    """True when nothing reachable from ``value`` can be changed in place: scalars (exact
+    fractions and decimals too), paths, tuples and frozensets of frozen values, FrozenMaps,
+    read-only numpy arrays, Arrow arrays, tables and record batches, frozen dataclasses whose
+    fields are frozen, enums, and an :class:`Opaque` holding a frozen value."""
     import enum
 
     if isinstance(value, (*SCALARS, enum.Enum)):
@@ -83,12 +108,16 @@ def is_frozen(value: Any) -> bool:
         return all(is_frozen(v) for v in value)
     if isinstance(value, FrozenMap):
         return all(is_frozen(k) and is_frozen(v) for k, v in value.items())
+    if isinstance(value, Opaque):
+        return is_frozen(value.value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return (value.__dataclass_params__.frozen
                 and all(is_frozen(getattr(value, f.name)) for f in dataclasses.fields(value)))
     if type(value).__module__ == "numpy" and hasattr(value, "flags"):
         return not value.flags.writeable
-    return type(value).__module__.startswith("pyarrow") and hasattr(value, "schema")
+    return type(value).__module__.startswith("pyarrow") and (
+        hasattr(value, "schema")  # a table or record batch
+        or any(c.__name__ in ("Array", "ChunkedArray") for c in type(value).__mro__))
 
 
 def freeze_fields(obj: Any) -> None:

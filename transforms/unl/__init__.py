@@ -19,6 +19,7 @@ from sysdiff.transforms.unl.alignment import (
 from sysdiff.transforms.unl.compare import (
     compare_partials,
     compare_versions,
+    compared_columns,
     finish_compare,
     version_matrix,
 )
@@ -77,6 +78,7 @@ __all__ = [
     "aligned_partners",
     "below",
     "compare_partials",
+    "compared_columns",
     "compare_versions",
     "count_items",
     "count_table",

@@ -3,26 +3,37 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from sysdiff.schemas.formats.unl import NlSentence, UnlChunk, UnlSentence
+from sysdiff.schemas.frozen import read_only
 
 # --------------------------------------------------------------------------------------------
 # Alignment
 
 
-@dataclass
+@dataclass(frozen=True)
 class Alignment:
     """``partner[i]`` = index of the actual sentence aligned with expected sentence i (-1:
-    none); ``unmatched_actual``: the actual sentences no expected sentence is aligned with."""
+    none); ``unmatched_actual``: the actual sentences no expected sentence is aligned with.
+    A task parameter: read-only arrays, notes a tuple."""
 
     partner: np.ndarray
     by: str
     unmatched_actual: np.ndarray
-    notes: list[str] = field(default_factory=list)
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "partner", read_only(np.asarray(self.partner)))
+        object.__setattr__(self, "unmatched_actual",
+                           read_only(np.asarray(self.unmatched_actual)))
+        object.__setattr__(self, "notes", tuple(self.notes))
+
+    def __reduce__(self):  # unpickled arrays would be writable again
+        return (Alignment, (self.partner, self.by, self.unmatched_actual, self.notes))
 
 
 def _ids(sentences: Sequence[UnlSentence | NlSentence]) -> list[str | None]:

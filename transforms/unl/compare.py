@@ -20,6 +20,16 @@ from sysdiff.transforms.unl.options import SEP
 # --------------------------------------------------------------------------------------------
 # Comparison of versions
 
+#: The columns of a version's rows the comparison reads besides its keys (``corpus`` when
+#: every version has it, ``task``).
+COMPARED = ("sent_index", "sent_id", "returned", "correct", "reason", "error_digest",
+            "d_all_frac", "d_words_frac", "options")
+
+
+def compared_columns(df: pl.DataFrame) -> pl.DataFrame:
+    """The columns of ``df`` (a version's rows) that :func:`compare_partials` reads."""
+    return df.select([c for c in ("corpus", "task", *COMPARED) if c in df.columns])
+
 
 def _stack(sentences_by_system: dict[str, pl.DataFrame]) -> tuple[pl.DataFrame, list[str]]:
     frames = [
@@ -29,8 +39,7 @@ def _stack(sentences_by_system: dict[str, pl.DataFrame]) -> tuple[pl.DataFrame, 
         raise ValueError("compare_versions needs at least one system")
     common = set.intersection(*(set(f.columns) for f in frames))
     keys = ["corpus", "task"] if "corpus" in common else ["task"]
-    cols = [*keys, "system", "sent_index", "sent_id", "returned", "correct", "reason",
-            "error_digest", "d_all_frac", "d_words_frac", "options"]  # fmt: skip
+    cols = [*keys, "system", *COMPARED]
     stacked = pl.concat([f.select(cols) for f in frames], how="vertical_relaxed")
     mixed = (
         stacked.group_by(keys).agg(pl.col("options").n_unique().alias("n")).filter(pl.col("n") > 1)

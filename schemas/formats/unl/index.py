@@ -6,15 +6,16 @@ from __future__ import annotations
 import hashlib
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
 from sysdiff.schemas.errors import InputError
-from sysdiff.schemas.formats.stable import StableFile
+from sysdiff.schemas.formats.stable import StableFile, Stamp
 from sysdiff.schemas.formats.unl.chunks import (
     BLOCK_SCHEMA,
     chunk_from_blocks,
@@ -30,6 +31,10 @@ from sysdiff.schemas.formats.unl.document import (
 )
 from sysdiff.schemas.formats.unl.model import UnlSentence
 from sysdiff.schemas.formats.unl.text import _is_path, clean_text
+from sysdiff.schemas.frozen import read_only
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # --------------------------------------------------------------------------------------------
 # Columnar reading at scale: a streaming index of the [S] blocks, sentences parsed in columns
@@ -51,33 +56,24 @@ from sysdiff.schemas.formats.unl.text import _is_path, clean_text
 PIECE_BYTES = 1 << 24
 
 
+@dataclass(frozen=True)
 class _Source:
-    """The bytes of a UNL document: a file, read by ranges, or a text given directly.
+    """The bytes of a UNL document as a value: a file (its path, and the size and ``stamp``
+    of the version indexed), read by ranges, or a text given directly (``data``).
 
-    A file is read through :class:`StableFile`: the index pass reads it once, in order
-    (its hash and ``stamp`` come from that read); every later range is read from the same
-    version of the file (``stamp``), else an InputError (the file changed while it was
-    being read). Only paths and stamps are kept between reads, so an index can go to
-    another process."""
+    Every range of a file is read through a :class:`StableFile` that must find the version
+    indexed (``stamp``), else an InputError (the file changed while it was being read). No
+    descriptor is kept, so a source (and an index) can go to another process."""
 
-    def __init__(self, path_or_text: str | Path, source_name: str | None):
-        self._file: StableFile | None = None
-        if _is_path(path_or_text):
-            self.path: Path | None = Path(path_or_text)
-            self.name = source_name or str(self.path)
-            self.data: bytes | None = None
-            self._file = StableFile(self.path)
-            self.size, self.stamp = self._file.size, self._file.stamp
-        else:
-            self.path, self.name = None, source_name
-            self.data = str(path_or_text).encode("utf-8", "surrogatepass")
-            self.size, self.stamp = len(self.data), None
+    path: Path | None
+    name: str | None
+    data: bytes | None
+    size: int
+    stamp: Stamp | None
 
     def read(self, start: int, end: int) -> bytes:
         if self.data is not None:
             return self.data[start:end]
-        if self._file is not None:  # the index pass
-            return self._file.read_at(start, end - start)
         with StableFile(self.path, expect=self.stamp) as f:  # type: ignore[arg-type]
             data = f.read_at(start, end - start)
             f.check()
@@ -88,44 +84,65 @@ class _Source:
             return data.decode("utf-8", "surrogatepass")
         return data.decode("utf-8-sig" if start == 0 else "utf-8")
 
+    def check_unchanged(self) -> None:
+        if self.path is not None:
+            with StableFile(self.path, expect=self.stamp) as f:  # type: ignore[arg-type]
+                f.check()
+
+
+class _IndexPass:
+    """The one read of :func:`index_unl`: a file through one live :class:`StableFile`,
+    read in order (its hash and stamp come from that read), closed when the pass ends;
+    ``source``: the document as a value, for the index."""
+
+    def __init__(self, path_or_text: str | Path, source_name: str | None):
+        self._file: StableFile | None = None
+        if _is_path(path_or_text):
+            path = Path(path_or_text)
+            self._file = StableFile(path)
+            self.source = _Source(path, source_name or str(path), None, self._file.size,
+                                  self._file.stamp)  # fmt: skip
+        else:
+            data = str(path_or_text).encode("utf-8", "surrogatepass")
+            self.source = _Source(None, source_name, data, len(data), None)
+
+    def read(self, start: int, end: int) -> bytes:
+        if self._file is not None:
+            return self._file.read_at(start, end - start)
+        return self.source.read(start, end)
+
     def pieces(self, size: int) -> Iterator[tuple[int, bytes]]:
         """(offset, bytes) pieces of about ``size`` bytes, each cut right before a ``[S``;
         a file is read once, in order (checked unchanged at its end)."""
+        pos = 0
         if self._file is not None:
-            pos = 0
             for piece in self._file.chunks(size, _before_block):
                 yield pos, piece
                 pos += len(piece)
             return
-        pos = 0
-        while pos < self.size:
-            end = min(pos + size, self.size)
+        total = self.source.size
+        while pos < total:
+            end = min(pos + size, total)
             while True:
                 data = self.read(pos, end)
-                cut = len(data) if end >= self.size else data.rfind(b"[S", 1)
+                cut = len(data) if end >= total else data.rfind(b"[S", 1)
                 if cut > 0:
                     break
-                end = min(end + size, self.size)
+                end = min(end + size, total)
             yield pos, data[:cut]
             pos += cut
 
     @property
     def sha256(self) -> str:
-        """SHA-256 of the document's bytes (a file's: as the index pass read them)."""
+        """SHA-256 of the document's bytes (a file's: as this pass read them)."""
         if self._file is not None:
             return self._file.sha256
-        return hashlib.sha256(self.data or b"").hexdigest()
+        return hashlib.sha256(self.source.data or b"").hexdigest()
 
-    def done(self) -> None:
-        """End the index pass: later reads open the file again, as the version read."""
+    def close(self) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
-
-    def check_unchanged(self) -> None:
-        if self.path is not None:
-            with StableFile(self.path, expect=self.stamp) as f:  # type: ignore[arg-type]
-                f.check()
 
 
 def _before_block(buf: bytes) -> int:
@@ -222,23 +239,44 @@ class _OpenScan:
         self.buf_raw = [offset + keep + i for i in _find_all(self.buf, "[S")]
 
 
-@dataclass
+@dataclass(frozen=True)
 class UnlIndex:
-    """Where each sentence of a UNL document is: ids, lines and the byte offsets of the
-    ``[S`` blocks (``sentences`` instead, parsed, for a document without ``[S`` blocks), and
-    the SHA-256 of the bytes read. :meth:`read` parses any of them into a
-    :class:`UnlChunk`."""
+    """Where each sentence of a UNL document is: ids (``id_column``, an Arrow string
+    array), lines and the byte offsets of the ``[S`` blocks (``sentences`` instead, parsed,
+    for a document without ``[S`` blocks), and the SHA-256 of the bytes read. :meth:`read`
+    parses any of them into a :class:`UnlChunk`. A value: read-only arrays, tuples, the
+    source a record (a task parameter, it may go to another process)."""
 
     source: _Source
-    ids: list[str | None]
+    id_column: pa.Array
     lines: np.ndarray
     starts: np.ndarray | None = None
-    sentences: list[UnlSentence] | None = None
+    sentences: tuple[UnlSentence, ...] | None = None
     sha256: str | None = None
-    _id_column: pl.Series | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lines", read_only(self.lines))
+        if self.starts is not None:
+            object.__setattr__(self, "starts", read_only(self.starts))
+        if self.sentences is not None:
+            object.__setattr__(self, "sentences", tuple(self.sentences))
+
+    def __reduce__(self):  # unpickled arrays would be writable again
+        return (UnlIndex, (self.source, self.id_column, self.lines, self.starts,
+                           self.sentences, self.sha256))
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.id_column)
+
+    @property
+    def ids(self) -> list[str | None]:
+        """The sentence ids as a list (a new one each time; :meth:`id_series` costs
+        nothing)."""
+        return self.id_series().to_list()
+
+    def id_series(self) -> pl.Series:
+        """The sentence ids as a polars column (no copy)."""
+        return pl.Series("id", self.id_column, dtype=pl.String)
 
     @property
     def name(self) -> str | None:
@@ -268,17 +306,16 @@ class UnlIndex:
     def blocks(self, rows: np.ndarray) -> pl.DataFrame:
         """The blocks of the given sentences split into :data:`BLOCK_SCHEMA` columns: each
         contiguous run read at once, its blocks split in columns (:func:`split_blocks`)."""
-        if self._id_column is None:
-            self._id_column = pl.Series(self.ids, dtype=pl.String)
+        ids = self.id_series()
         frames = [split_blocks(self.source.read(lo, hi), self.starts[a:b] - lo,  # type: ignore[index]
-                               self._id_column[a:b], self.lines[a:b], a, self.name)
+                               ids[a:b], self.lines[a:b], a, self.name)
                   for a, b, lo, hi in self._runs(np.asarray(rows, np.int64))]
         return pl.concat(frames) if frames else pl.DataFrame(schema=BLOCK_SCHEMA)
 
     def drafts(self, rows: np.ndarray) -> list[_Draft]:
         """Re-read and split the blocks of the given sentences one by one (the reference
         of :meth:`blocks`)."""
-        out = []
+        out, ids = [], self.ids
         for a, b, lo, hi in self._runs(np.asarray(rows, np.int64)):
             text = clean_text(self.source.decode(lo, self.source.read(lo, hi)))
             opens = list(_S_OPEN.finditer(text))
@@ -289,7 +326,7 @@ class UnlIndex:
                 limit = opens[k + 1].start() if k + 1 < len(opens) else len(text)
                 lines = partial(_local_line, text, m.start(), int(self.lines[a + k]))
                 d = _block_draft(text, m, a + k, limit, lines, self.name)
-                if d.sent_id != self.ids[a + k]:
+                if d.sent_id != ids[a + k]:
                     raise InputError("file changed while it was being read; run again",
                                      path=self.name)  # fmt: skip
                 out.append(d)
@@ -421,23 +458,30 @@ def index_unl(path_or_text: str | Path, *, source_name: str | None = None,
     """Index a UNL document (a path, or the text itself) in one streaming pass, which also
     hashes it (``UnlIndex.sha256``: the SHA-256 of the file's bytes); memory is a few pieces
     plus three numbers per sentence. The same InputErrors as :func:`read_unl`."""
-    src = _Source(path_or_text, source_name)
+    src = _IndexPass(path_or_text, source_name)
     try:
         return _index(src, piece_bytes)
     finally:
-        src.done()
+        src.close()
 
 
-def _index(src: _Source, piece_bytes: int) -> UnlIndex:
+def _id_column(ids: Sequence[str | None]) -> pa.Array:
+    """Sentence ids as an Arrow string array (polars' string views: to polars without a
+    copy)."""
+    return pl.Series(ids, dtype=pl.String).to_arrow(compat_level=pl.CompatLevel.newest())
+
+
+def _index(src: _IndexPass, piece_bytes: int) -> UnlIndex:
     """The index pass of :func:`index_unl` over an opened source."""
+    doc = src.source
     scan, regular, bad_line, newlines = _OpenScan(), True, None, 0
-    bom = 3 if src.path is not None and src.read(0, 3) == b"\xef\xbb\xbf" else 0
+    bom = 3 if doc.path is not None and src.read(0, 3) == b"\xef\xbb\xbf" else 0
     for offset, raw in src.pieces(piece_bytes):
-        if src.path is not None and b"\x00" in raw:
-            raise InputError("binary file: expected a UNL document (text)", path=src.name)
+        if doc.path is not None and b"\x00" in raw:
+            raise InputError("binary file: expected a UNL document (text)", path=doc.name)
         if bad_line is None:
             try:
-                text = src.decode(offset, raw)
+                text = doc.decode(offset, raw)
             except UnicodeDecodeError as exc:
                 at = exc.start if offset == 0 else max(0, exc.start - bom)
                 bad_line = newlines + raw[:at].count(b"\n") + 1
@@ -445,14 +489,14 @@ def _index(src: _Source, piece_bytes: int) -> UnlIndex:
                 regular = regular and scan.feed(clean_text(text), offset, raw)
         newlines += raw.count(b"\n")
     if bad_line is not None:
-        raise InputError("not UTF-8 text: expected a UNL document", path=src.name,
+        raise InputError("not UTF-8 text: expected a UNL document", path=doc.name,
                          line=bad_line)  # fmt: skip
     if not regular or not scan.starts:  # parsed whole, from the same version of the file
-        text = src.decode(0, src.read(0, src.size))
-        src.check_unchanged()
-        sentences = parse_unl_document(clean_text(text), src.name)
-        return UnlIndex(src, [s.sent_id for s in sentences],
+        text = doc.decode(0, src.read(0, doc.size))
+        doc.check_unchanged()
+        sentences = tuple(parse_unl_document(clean_text(text), doc.name))
+        return UnlIndex(doc, _id_column([s.sent_id for s in sentences]),
                         np.array([s.line for s in sentences], np.int64), None, sentences,
                         src.sha256)
-    return UnlIndex(src, scan.ids, np.array(scan.lines, np.int64),
+    return UnlIndex(doc, _id_column(scan.ids), np.array(scan.lines, np.int64),
                     np.array(scan.starts, np.int64), sha256=src.sha256)

@@ -3,8 +3,11 @@ connectivity of a parsed graph."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import NamedTuple
+
+from sysdiff.schemas.frozen import FrozenMap
 
 # --------------------------------------------------------------------------------------------
 # Parsed structures
@@ -21,6 +24,8 @@ _RELATION_LABELS = (
 KNOWN_RELATIONS = frozenset(_RELATION_LABELS.split())
 
 NULL_UW = "00"
+
+_NO_TARGETS = FrozenMap()
 
 
 class UnlNode(NamedTuple):
@@ -67,19 +72,25 @@ class UnlGraph:
 @dataclass(frozen=True, slots=True)
 class UnlSentence:
     """One ``[S]`` block (or ``{unl}`` block, or whole file). ``graph`` is None when the
-    sentence has no graph or it could not be parsed (then ``error`` says why)."""
+    sentence has no graph or it could not be parsed (then ``error`` says why); ``targets``
+    (language -> text) is a FrozenMap: a sentence is a value."""
 
     sent_id: str | None
     position: int
     line: int
     org: str | None = None
     org_lang: str | None = None
-    targets: dict[str, str] = field(default_factory=dict)
+    targets: Mapping[str, str] = _NO_TARGETS
     graph: UnlGraph | None = None
     error: str | None = None
     error_line: int | None = None
     warnings: tuple[str, ...] = ()
     source_name: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.targets, FrozenMap):
+            object.__setattr__(self, "targets",
+                               FrozenMap(self.targets) if self.targets else _NO_TARGETS)
 
 
 @dataclass(frozen=True, slots=True)
