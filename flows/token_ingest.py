@@ -49,7 +49,6 @@ from sysdiff.schemas.formats.conllu import (
     iter_conll,
 )
 from sysdiff.schemas.formats.fast_words import (
-    EXTRAS,
     FastWords,
     fast_words,
     form_hashes,
