@@ -10,7 +10,7 @@ from pathlib import Path
 
 from prefect import flow
 
-from sysdiff.flows import coref, outcome, spans, srl, tokens, unl
+from sysdiff.flows import coref, outcome, run_record, spans, srl, tokens, unl
 from sysdiff.flows.prefect_logs import one_line_input_errors
 from sysdiff.flows.spec import RunSpec
 from sysdiff.flows.warehouse import crash_point, open_run
@@ -39,7 +39,12 @@ def evaluate(spec: RunSpec, warehouse: Path, run_id: str | None = None) -> list[
     crash_point("evaluate")
     try:
         with open_run(warehouse, spec.corpus, run_id or outcome.new_run_id()) as stage:
+            if spec.replace_key:  # the corpus starts over with this key
+                from sysdiff.flows.remove import drop
+
+                drop(stage, spec.corpus, None)
             TASK_FLOWS[spec.task](spec, stage)
+            run_record.record(stage, spec)
     except BaseException as e:
         if run_id:  # run_evaluation settles the outcome
             outcome.ended(run_id, e)
@@ -93,12 +98,20 @@ def run_evaluation(spec: RunSpec, warehouse: Path, dask_address: str | None = No
     outcome.announce(warehouse, run_id)
     with heartbeats(), outcome.server_watch() as watch:
         try:
-            return evaluate.with_options(task_runner=task_runner(dask_address, dask_local))(
-                spec, warehouse, run_id)
+            return evaluate.with_options(task_runner=task_runner(dask_address, dask_local),
+                                         flow_run_name=run_name(spec))(spec, warehouse, run_id)
         except Exception as error:
             return outcome.settle(warehouse, run_id, error, watch)
         finally:
             outcome.forget(run_id)
+
+
+def run_name(spec: RunSpec) -> str:
+    """A flow run's name in the Prefect UI: corpus, task and systems (``sequoia · dep · 4
+    systems``; one system by its name)."""
+    n = len(spec.systems)
+    systems = spec.systems[0].id if n == 1 else f"{n} systems"
+    return f"{spec.corpus} · {spec.task} · {systems}"
 
 
 HEARTBEAT_VARIABLES = ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEARTBEAT_FREQUENCY")

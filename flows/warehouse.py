@@ -229,6 +229,7 @@ class Staging:
     staged: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # bad system files (keep-going)
     run_id: str | None = None  # recorded in the manifest by commit (flows/outcome.py)
+    dropped: set[tuple[str, str]] = field(default_factory=set)  # live partitions removed
 
     def has(self, table: str, partition: str, sig: str) -> bool:
         """True when the live (or staged) partition already has this signature."""
@@ -306,6 +307,17 @@ class Staging:
         staged = self.staged.get((table, partition))
         return self.dir / staged[0] if staged else None
 
+    # -------------------------------------------------------------- removal (sysdiff rm)
+
+    def drop(self, table: str, partition: str) -> None:
+        """Remove a live partition: from now on this run reads the table without it, and
+        :func:`commit` writes the manifest without it (its file is deleted once nothing
+        names it). Used by :mod:`sysdiff.flows.remove`; a partition staged again later in
+        the run is committed as usual."""
+        self.manifest["tables"].get(table, {}).pop(partition, None)
+        self.staged.pop((table, partition), None)
+        self.dropped.add((table, partition))
+
 
 #: The files this sysdiff wrote into the warehouse and has not deleted yet (live, superseded,
 #: or moved in by a run killed before its manifest): the only files a run ever deletes.
@@ -365,7 +377,7 @@ def open_run(root: Path, corpus: str | None = None, run_id: str | None = None
                 drop_damaged(root, manifest, corpus)
             staging = Staging(root, manifest, stage_dir, run_id=run_id)
             yield staging
-            if staging.staged:
+            if staging.staged or staging.dropped:
                 commit(staging)
             elif manifest["tables"] and catalog_version(root)[1] != str(root):
                 refresh_catalog(root, manifest)  # a copied or moved warehouse: its own files

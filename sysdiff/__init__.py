@@ -13,17 +13,39 @@ installed as ``sysdiff.flows``, ``sysdiff.transforms`` and ``sysdiff.schemas``.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
-__all__ = ["evaluate", "open", "InputError"]
+__all__ = ["evaluate", "open", "remove", "InputError"]
 
 if TYPE_CHECKING:
     from sysdiff.flows.api import Warehouse
 
 
+def _checkout_layout() -> None:
+    """In a source checkout (an editable install, or ``python`` started in the checkout),
+    ``sysdiff.flows``, ``sysdiff.schemas`` and ``sysdiff.transforms`` are the checkout's
+    ``flows/``, ``schemas/`` and ``transforms/`` folders, beside this one. (A wheel holds
+    them inside this package, where they are found first.)"""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if os.path.isfile(os.path.join(root, "flows", "__init__.py")) and os.path.isfile(
+            os.path.join(root, "pyproject.toml")) and root not in __path__:
+        __path__.append(root)
+
+
+_checkout_layout()
+
+
 def evaluate(*args, **kwargs):
     """Run an evaluation into a warehouse (:func:`sysdiff.flows.api.evaluate`)."""
     from sysdiff.flows.api import evaluate as run
+
+    return run(*args, **kwargs)
+
+
+def remove(*args, **kwargs):
+    """Remove systems, versions or a corpus (:func:`sysdiff.flows.api.remove`)."""
+    from sysdiff.flows.api import remove as run
 
     return run(*args, **kwargs)
 
