@@ -16,8 +16,10 @@ The glue with each task's flow is :func:`recompute`, kept small on purpose.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -188,7 +190,9 @@ def stored_spec(stage: Staging, corpus: str, task: str, rows: dict[str, dict]) -
         return Source(name, Path(row["path"]), row.get("version"), row.get("format"))
 
     key = rows[KEY_ID]
-    systems = [source(r) for s, r in rows.items() if s != KEY_ID]
+    ordered = sorted((r for s, r in rows.items() if s != KEY_ID),
+                     key=lambda r: (r["ingested_at"], r["system"]))  # as the runs read them
+    systems = [source(r) for r in ordered]
     options = run_record.recorded(stage.manifest, corpus)
     if options is None:
         from sysdiff.flows.progress import notice
@@ -288,10 +292,25 @@ def _remove(root: Path, corpus: str, names: list[str] | None) -> Removal:
         n = drop(stage, corpus, gone)
         spec = stored_spec(stage, corpus, chosen.task,
                            {s: r for s, r in rows.items() if s not in gone})
-        recompute(stage, spec)
+        with _quiet_notes():  # the corpus' notes were said by its runs
+            recompute(stage, spec)
         run_record.record(stage, spec)
     return dataclasses.replace(chosen, partitions=n,
                                recomputed=RECOMPUTED.get(chosen.task, ()))
+
+
+@contextlib.contextmanager
+def _quiet_notes() -> Iterator[None]:
+    """sysdiff's notes off within the block (its warnings stay)."""
+    import logging
+
+    log = logging.getLogger("sysdiff")
+    level = log.level
+    log.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        log.setLevel(level)
 
 
 @flow(name="sysdiff-rm", validate_parameters=False, log_prints=False)
