@@ -186,7 +186,8 @@ def prefect_api() -> Iterator[None]:
 
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     if "prefect" not in sys.modules:
-        url, how = choose.api_for_run(started=runner.spawn_for)
+        with said_as_notes():
+            url, how = choose.api_for_run(started=runner.spawn_for)
         if how == "background":
             os.environ["PREFECT_API_URL"] = url
         yield
@@ -196,12 +197,34 @@ def prefect_api() -> Iterator[None]:
     if PREFECT_API_URL.value():
         yield
         return
-    url, how = choose.api_for_run(started=runner.spawn_for)
+    with said_as_notes():
+        url, how = choose.api_for_run(started=runner.spawn_for)
     if how != "background":
         yield
         return
     with temporary_settings(updates={PREFECT_API_URL: url}):
         yield
+
+
+@contextlib.contextmanager
+def said_as_notes() -> Iterator[None]:
+    """What the command line's choice of a Prefect API prints (``sysdiff: started a
+    background Prefect server at ...``, a warning when it falls back to a temporary one)
+    goes to sysdiff's log instead: the handle's notes (on stderr only when verbose)."""
+    import io
+
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            yield
+    finally:
+        log = logging.getLogger("sysdiff")
+        for line in said.getvalue().splitlines():
+            text = line.removeprefix("sysdiff: ")
+            if text.startswith("warning: "):
+                log.warning("%s", text.removeprefix("warning: "))
+            elif text:
+                log.log(NOTICE, "%s", text)
 
 
 class Relation:

@@ -18,6 +18,7 @@ from sysdiff.flows.cli_options import Verbose, Warehouse, show_warnings, to_text
 from sysdiff.flows.names import resolve_warehouse
 from sysdiff.schemas.errors import InputError
 
+#: The bundled samples: the checkout's data/ folder, or the package's (a wheel ships them).
 DATA = Path(__file__).resolve().parent.parent / "data"
 SKIPPED = 3  # exit status when systems were skipped
 
@@ -222,9 +223,16 @@ def demo(warehouse: Warehouse = None,
          out: Annotated[str, typer.Option("--out", "-o", metavar="FILE",
                                           help="Where to write the report.")]
          = "sysdiff-report.html",
+         data_dir: Annotated[bool, typer.Option(
+             "--data-dir", help="Print the folder of the bundled samples (a run file for "
+             "every task, as the README's tour uses them) and exit.")] = False,
          verbose: Verbose = False) -> None:
     """Evaluate the bundled UD French-Sequoia sample (key + 4 real parsers) end to end."""
     from sysdiff.flows.spec import load_config
+
+    if data_dir:
+        typer.echo(str(DATA))
+        return
 
     root, spec, _skipped = prepare(load_config(DATA / "sequoia" / "sequoia.toml"), warehouse)
     run_spec(spec, root, verbose)

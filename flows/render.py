@@ -75,6 +75,12 @@ def p_value(value: float | None, randomization: bool = False) -> str:
     return _number(value)
 
 
+def p_is(value: float | None, randomization: bool = False) -> str:
+    """``= 0.866``, ``= 1.4e-13`` or ``< 1e-4 (10,000 trials)``: a p-value after its name."""
+    text = p_value(value, randomization)
+    return text if text.startswith("<") else f"= {text}"
+
+
 #: The randomization trials assumed when a corpus' run did not record them (the default).
 DEFAULT_TRIALS = 10_000
 

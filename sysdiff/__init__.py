@@ -3,9 +3,10 @@
 The Python API (see ``sysdiff.flows.api``)::
 
     import sysdiff
-    root = sysdiff.evaluate(key=..., systems={"NAME@VERSION": path, ...}, task="dep")
-    with sysdiff.open(root) as wh:
-        wh["scores"], wh.sql("select ..."), wh.relation("select ...")
+    wh = sysdiff.evaluate(key=..., systems={"NAME@VERSION": path, ...}, task="dep")
+    wh.scores, wh["pairs"], wh.sql("select ..."), wh.relation("select ...")
+    sysdiff.remove(corpus, ["NAME@VERSION"], warehouse=wh)
+    with sysdiff.open("data/warehouse") as wh: ...
 
 The code lives in the repository's ``flows/``, ``transforms/`` and ``schemas/`` folders,
 installed as ``sysdiff.flows``, ``sysdiff.transforms`` and ``sysdiff.schemas``.
@@ -16,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-__all__ = ["evaluate", "open", "remove", "InputError"]
+__all__ = ["evaluate", "open", "remove", "InputError", "Warehouse"]
 
 if TYPE_CHECKING:
     from sysdiff.flows.api import Warehouse
@@ -62,4 +63,8 @@ def __getattr__(name: str):
         from sysdiff.schemas.errors import InputError
 
         return InputError
+    if name == "Warehouse":
+        from sysdiff.flows.api import Warehouse
+
+        return Warehouse
     raise AttributeError(name)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.queries import query_rows
-from sysdiff.flows.render import p_value, points, to_text
+from sysdiff.flows.render import p_is, points, to_text
 from sysdiff.flows.rows import Rows
 from sysdiff.flows.show.common import (
     BY_PAIR,
@@ -84,8 +84,8 @@ def _span_pair(root: Path, corpus: str, view: str, sys1: str, sys2: str, top: in
     r = p.row(0, named=True)
     head = pair_summary(r["n_diff"], r["n_units"], r["corrections"], r["new_errors"],
                         r["changed_errors"])
-    head += (f"Delta F1: {points(r['delta_f1'])}  McNemar p = {p_value(r['mcnemar_p'])}"
-             f"  AR p (F1, by sentence) = {p_value(r['ar_p'], randomization=True)}\n"
+    head += (f"Delta F1: {points(r['delta_f1'])}  McNemar p {p_is(r['mcnemar_p'])}"
+             f"  AR p (F1, by sentence) {p_is(r['ar_p'], randomization=True)}\n"
              + "".join(f"Not evaluated: {line}\n" for line in span_unevaluated(root, corpus))
              + SPAN_LEGEND)
     rows = query_rows(root, f"""select c1 || '->' || c2 as change, count,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.queries import query_rows
-from sysdiff.flows.render import p_value, to_text
+from sysdiff.flows.render import p_is, to_text
 from sysdiff.flows.rows import Rows
 from sysdiff.flows.show.common import BY_PAIR, ONCE, pair_summary, pct
 from sysdiff.schemas.errors import InputError
@@ -142,8 +142,8 @@ def _srl_pair(root: Path, corpus: str, unit: str, role: str | None, sys1: str, s
         head = pair_summary(r["n_diff"], r["n_units"], r["corrections"], r["new_errors"],
                             r["changed_errors"])
         delta = "—" if r["delta_f1"] is None else f"{100 * r['delta_f1']:+.2f}"
-        head += (f"Delta F1: {delta} points  McNemar p = {p_value(r['mcnemar_p'])}  AR p "
-                 f"(units right, by sentence) = {p_value(r['ar_p'], randomization=True)}\n"
+        head += (f"Delta F1: {delta} points  McNemar p {p_is(r['mcnemar_p'])}  AR p "
+                 f"(units right, by sentence) {p_is(r['ar_p'], randomization=True)}\n"
                  + SRL_LEGEND)
     trans = query_rows(root, f"""select c1 || '->' || c2 as change, count,
         case when c1 in {OK} and c2 not in {OK} then 'new_error'

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.queries import query, query_rows
-from sysdiff.flows.render import p_value, points, to_text
+from sysdiff.flows.render import p_is, points, to_text
 from sysdiff.flows.rows import Rows
 from sysdiff.flows.show.common import need_pair, pair_summary, pct, unevaluated
 from sysdiff.schemas.errors import InputError
@@ -117,8 +117,7 @@ def _changes(root: Path, corpus: str, view: str, punct: bool, name: str, where: 
     head = (pair_summary(r["n_diff"], r["n_units"], r["corrections"], r["new_errors"],
                          r["changed_errors"]) +
             f"Delta accuracy: {points(r['delta_acc'])} ({name})  "
-            f"McNemar p = {p_value(r['mcnemar_p'])}  "
-            f"AR p = {p_value(r['ar_p'], randomization=True)}\n"
+            f"McNemar p {p_is(r['mcnemar_p'])}  AR p {p_is(r['ar_p'], randomization=True)}\n"
             + "".join(f"Not evaluated: {line}\n"
                       for line in unevaluated(root, corpus, view, punct, (sys1, sys2)))
             + LEGEND)
