@@ -124,7 +124,7 @@ def examples(
     = None,
     gold: Annotated[str | None, typer.Option(help="Gold label (ner: the span type; srl: the "
                                              "gold role, or a predicate's PPOS).")] = None,
-    limit: Annotated[int, typer.Option(help="At most this many words (-1: all).")] = 10,
+    limit: Annotated[int, typer.Option(help="At most this many units (-1: all).")] = 10,
     punct: Annotated[bool | None, typer.Option("--punct/--no-punct", help=PUNCT_HELP)] = None,
     corpus: Annotated[str | None, typer.Option(
         help="Corpus (default: the only token corpus).")] = None,
@@ -133,12 +133,14 @@ def examples(
     timeout: Timeout = None,
     memory_limit: MemoryLimit = None,
 ) -> None:
-    """The units behind a change-table cell: each with its sentence (the unit marked in
-    \\[brackets]), the gold label and both systems' labels.
+    """The units behind a change-table cell, each marked in its sentence.
 
-    Positions (id, start, end) are those of the key: 1-based word ids for token and srl
-    corpora (as in CoNLL-U), 1-based token positions for ner (the spans table stores them
-    0-based)."""
+    Each unit comes with its sentence (the unit in \\[brackets], an srl argument's
+    predicate in {braces}), the gold label and both systems' labels.
+
+    Positions are the key's: id is the 1-based word id (token corpora, as in CoNLL-U), sent
+    the 0-based sentence index of the tables; a ner span (TYPE first-last) gives its first
+    and last 1-based token positions (the spans table stores them 0-based)."""
     from sysdiff.flows.examples import examples as find
     from sysdiff.flows.names import SPAN_TASKS, SRL_TASKS, TOKEN_TASKS
     from sysdiff.flows.show.common import (

@@ -38,8 +38,9 @@ def server_start() -> None:
 
 @server_app.command("stop")
 def server_stop() -> None:
-    """Stop the warm runner and the background Prefect server (runs then start it again,
-    unless SYSDIFF_SERVER=off)."""
+    """Stop the warm runner and the background Prefect server.
+
+    The next run starts them again (unless SYSDIFF_SERVER=off)."""
     from sysdiff.flows import runner
 
     try:
@@ -58,6 +59,7 @@ def server_stop() -> None:
 @server_app.command("status")
 def server_status() -> None:
     """Where runs are recorded: the server's UI and API, its process, the warm runner.
+
     Exit status 1 when the server is not running."""
     typer.echo(server_status_text())
     if server.live_server() is None:

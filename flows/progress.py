@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sysdiff.flows.names import NOTICE
@@ -53,7 +54,7 @@ def _bar(label: str, total: int) -> Iterator[Callable[[], None]]:
         yield lambda: None
         return
     bar = Progress(TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), transient=True)
+                   TimeElapsedColumn(), transient=True, console=Console(stderr=True))
     with bar:
         tid = bar.add_task(label, total=total)
         yield lambda: bar.advance(tid)

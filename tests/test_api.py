@@ -4,8 +4,11 @@ reporting to the background server under a readable name) and returns the wareho
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -138,3 +141,34 @@ def test_the_api_is_as_fast_and_quiet_as_the_cli(tmp_path):
     assert later / warm < 1.5, (later, warm)
     names = [r["name"] for r in flow_runs(api)]
     assert {f"api{i} · dep · 2 systems" for i in range(3)} <= set(names), names
+
+
+class Terminal(io.StringIO):
+    """A stderr that a person watches."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_and_verbose_are_the_only_output(tmp_path, prefect_harness):
+    """Nothing on stdout or stderr by default (also on a terminal with ``progress=False``);
+    ``progress=True`` draws bars on stderr (``None``: when stderr is a terminal);
+    ``verbose=True`` writes the notes and step times there."""
+    key = first_sentences(SEQUOIA / "key.conllu", tmp_path / "key.conllu", 10)
+    sm = first_sentences(SEQUOIA / "fr_core_news_sm-3.8.0.conllu", tmp_path / "sm.conllu", 10)
+
+    def call(stderr: io.StringIO, corpus: str, **kw) -> tuple[str, str]:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(stderr):
+            sysdiff.evaluate(key=key, systems={"sm": sm}, corpus=corpus, task="dep",
+                             warehouse=tmp_path / "wh", **kw)
+        return out.getvalue(), stderr.getvalue()
+
+    assert call(io.StringIO(), "quiet") == ("", "")
+    assert call(Terminal(), "off", progress=False) == ("", "")
+    for corpus, kw in (("bars", {"progress": True}), ("auto", {})):
+        out, err = call(Terminal(), corpus, **kw)
+        assert out == "" and "ingest" in err and "compare" in err and "━" in err, err
+    out, err = call(io.StringIO(), "loud", verbose=True)
+    assert out == "" and "sysdiff: note: xpos: the key has no XPOS column" in err
+    assert re.search(r"^sysdiff: compare: 1 steps in [\d.]+ s$", err, re.M), err

@@ -72,6 +72,8 @@ def test_help_has_no_type_tags_and_describes_every_option(argv):
     command = group
     for name in argv:
         command = command.commands[name]
+    summary = (command.help or "").strip().split("\n\n")[0]
+    assert "\n" not in summary, summary  # a command's summary: one line in its group's list
     ctx = click.Context(command)
     for param in command.get_params(ctx):
         if isinstance(param, click.Option):
@@ -201,6 +203,23 @@ def test_p_values_print_the_same_everywhere(bundled, tmp_path):
     page = report.read_text(encoding="utf-8")
     assert "1.4e-13<span" in page and "&lt; 1e-4 (10,000 trials)<span" in page
     assert not re.search(r"\d\.\d+e-0\d", page)  # no padded exponent (1.53e-09)
+
+
+def test_a_randomization_p_at_its_floor_names_the_run_s_trials(small):
+    from sysdiff.flows.queries import query
+
+    floor = query(small, "select view, punct, sys1, sys2 from pairs where abs(ar_p * 201 - 1) "
+                         "< 1e-9 order by all")
+    assert floor.height >= 1
+    view, punct, sys1, sys2 = floor.row(0)
+    punct_flag = ["--punct"] if punct else ["--no-punct"]
+    code, out, err = run_cli("show", "changes", "--view", view, *punct_flag, "--sys1", sys1,
+                             "--sys2", sys2, "-w", str(small))
+    assert code == 0, err
+    assert "AR p < 0.005 (200 trials)" in out and "10,000" not in out
+    code, out, err = run_cli("show", "pairs", "--view", view, *punct_flag, "-w", str(small))
+    shown = {frozenset(r[2:]) for r in floor.rows() if r[:2] == (view, punct)}
+    assert out.count("< 0.005 (200 trials)") == len(shown)  # each pair once
 
 
 def test_history_p_values(bundled):

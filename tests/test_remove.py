@@ -5,6 +5,7 @@ row or file of it; nothing changes without a confirmation."""
 
 from __future__ import annotations
 
+import io
 import re
 import shutil
 import tomllib
@@ -165,3 +166,29 @@ def test_the_api_removes_too(tmp_path, prefect_harness):
         sysdiff.remove("c", ["nope"], warehouse=wh)
     sysdiff.remove("c", warehouse=wh)
     assert not re.search("corpus=c", (wh.root / "manifest.json").read_text())
+
+
+class Terminal(io.StringIO):
+    """Typed answers on a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_rm_asks(bundled, tmp_path, cli, monkeypatch):
+    root = tmp_path / "wh"
+    shutil.copytree(bundled("sequoia"), root)
+    before = snapshot(root)
+    argv = ["rm", "--corpus", "sequoia", "--system", "seqsm@ud2.8", "-w", str(root)]
+    monkeypatch.setattr("sys.stdin", Terminal("n\n"))
+    code, out, err = cli(*argv)
+    assert code == 1, err
+    assert out == ("Remove seqsm@ud2.8 from corpus 'sequoia' (3 system(s) left: seqsm@ud2.16, "
+                   "spacy_md@3.8.0, spacy_sm@3.8.0)? [y/N]: nothing removed\n")
+    assert snapshot(root) == before
+    monkeypatch.setattr("sys.stdin", Terminal("y\n"))
+    code, out, err = cli(*argv)
+    assert code == 0, err
+    assert "[y/N]: removed seqsm@ud2.8 from corpus 'sequoia'" in out  # the answer's echo
+    # is the terminal's
+    assert "seqsm@ud2.8" not in query(root, "select distinct system from scores")["system"]
