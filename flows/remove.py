@@ -334,7 +334,7 @@ def remove(root: Path, corpus: str, names: list[str] | None) -> Removal:
     the warehouse and recompute what depended on them (see the module's docstring)."""
     if not names:
         return remove_corpus(root, corpus)
-    from sysdiff.flows.run import task_runner
+    from sysdiff.flows.shards import task_runner
 
     return remove_flow.with_options(task_runner=task_runner(None, 0),
                                     flow_run_name=run_name(corpus, names))(root, corpus, names)
