@@ -224,8 +224,12 @@ def check(root: Path, corpus: str | None, baseline: str | None, candidate: str,
 
 
 def _blind(name: str, limit: float, why: str) -> Gate:
-    """A gate on a figure without data: it fails, and says why."""
-    return Gate(name, False, None, limit, f"not evaluated: {why}; no gate passes without data")
+    """A gate on a figure without data: it fails, and says why (and which gate it is: two
+    gates on the same figure fail for the same reason)."""
+    option = (f"--max-new-errors {limit}" if name == "max_new_errors" else
+              f"--min-delta {limit:+.2f}")
+    return Gate(name, False, None, limit,
+                f"not evaluated: {why}; no gate passes without data ({option})")
 
 
 def _srl_gate(root: Path, corpus: str, view: str, a: str, b: str
