@@ -324,6 +324,7 @@ def test_a_changed_key_is_one_line_naming_both(tmp_path, cli):
 
 def test_flow_runs_are_named_by_corpus_task_and_systems(tmp_path, prefect_harness):
     from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
 
     from sysdiff.flows.run import run_name
     from sysdiff.flows.spec import load_config
@@ -332,12 +333,19 @@ def test_flow_runs_are_named_by_corpus_task_and_systems(tmp_path, prefect_harnes
     assert run_name(spec) == "sequoia · dep · 4 systems"
     key = first_sentences(SEQUOIA / "key.conllu", tmp_path / "key.conllu", 5)
     a = first_sentences(SEQUOIA / "fr_core_news_sm-3.8.0.conllu", tmp_path / "a.conllu", 5)
-    code, _, err = run_cli("run", "--key", str(key), "--corpus", "named-run", "--task", "pos",
-                           "--system", f"tagger@2={a}", "-w", str(tmp_path / "wh"))
-    assert code == 0, err
+    b = first_sentences(SEQUOIA / "fr_core_news_md-3.8.0.conllu", tmp_path / "b.conllu", 5)
+    w = ["-w", str(tmp_path / "wh")]
+    run = ["run", "--key", str(key), "--corpus", "named-run", "--task", "pos", *w]
+    for argv in ([*run, "--system", f"tagger@2={a}"], [*run, "--system", f"tagger@3={b}"],
+                 ["rm", "--corpus", "named-run", "--system", "tagger@2", "--yes", *w]):
+        code, _, err = run_cli(*argv)
+        assert code == 0, err
+    wanted = ["named-run · pos · tagger@2", "named-run · pos · tagger@3",
+              "named-run · rm · tagger@2"]
     with get_client(sync_client=True) as client:
-        names = {r.name for r in client.read_flow_runs(limit=200)}
-    assert "named-run · pos · tagger@2" in names
+        runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            name=FlowRunFilterName(any_=wanted)))
+    assert sorted(r.name for r in runs) == wanted
 
 
 # ------------------------------------------------------------------------- examples

@@ -112,6 +112,9 @@ def test_a_wheel_in_a_fresh_environment_runs_the_demo(tmp_path):
                           env=clean_env(home), timeout=900)
     assert proc.returncode == 0, proc.stderr
     assert "seqsm@ud2.16" in proc.stdout and "report:" in proc.stdout
+    # the summary's p-values as everywhere: no 0.0000, the AR floor with its trials
+    assert "1.4e-13" in proc.stdout and "< 1e-4 (10,000 trials)" in proc.stdout
+    assert "0.0000" not in proc.stdout and "0.0001" not in proc.stdout
     assert (work / "sysdiff-report.html").is_file()
     assert (work / "data" / "warehouse" / "sysdiff.duckdb").is_file()
     assert "Traceback" not in proc.stderr
