@@ -11,20 +11,22 @@ line, ``--verbose`` for the traceback).
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
-from sysdiff.flows import cli_values
+from sysdiff.flows import cli_help, cli_values
 from sysdiff.flows.cli_read import check, examples, report, show, sql
 from sysdiff.schemas.errors import InputError
 
 cli_values.install()  # option values without pydantic on the usual path (0.1 s a command)
+cli_help.install()  # --help shows value names (NAME=FILE, N), not type tags (<str>)
 
 INTERRUPTED = 130  # exit status after Ctrl-C (128 + SIGINT)
 INTERNAL_ERROR = 4  # exit status of an internal error (1 is a failed gate, 2 bad input)
 HELP = "sysdiff: in-depth comparative evaluation of NLP system outputs."
 #: The commands, in the order of ``sysdiff --help``; then the ``server`` group.
-COMMANDS = ("run", "sql", "show", "demo", "report", "examples", "check", "serve")
+COMMANDS = ("run", "sql", "show", "demo", "report", "examples", "check", "rm", "serve")
 READ_ONLY = {"sql": sql, "show": show, "report": report, "examples": examples, "check": check}
 
 
@@ -33,23 +35,35 @@ def build_app(only: str | None = None) -> typer.Typer:
     alone in the same group, parsed and run the same way without building (or importing)
     the others: ``sysdiff show ...`` answers 0.04 s sooner."""
     app = typer.Typer(add_completion=False, no_args_is_help=True,
-                      pretty_exceptions_enable=False, help=HELP)
+                      pretty_exceptions_enable=False, help=HELP,
+                      context_settings=cli_help.CONTEXT)
+    app.callback()(_group)  # also a group of one command, not a single-command app
     if only is not None:
-        app.callback()(_group)  # a group of one command, not a single-command app
         app.command()(READ_ONLY[only])
         return app
+    from sysdiff.flows.cli_remove import rm
     from sysdiff.flows.cli_runs import demo, run, serve
     from sysdiff.flows.cli_server import server_app
 
-    commands = {**READ_ONLY, "run": run, "demo": demo, "serve": serve}
+    commands = {**READ_ONLY, "run": run, "demo": demo, "serve": serve, "rm": rm}
     for name in COMMANDS:
         app.command()(commands[name])
     app.add_typer(server_app, name="server")
     return app
 
 
-def _group() -> None:
-    """sysdiff: in-depth comparative evaluation of NLP system outputs."""
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(cli_help.version())
+        raise typer.Exit(0)
+
+
+def _group(version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_print_version,
+        help="Print sysdiff's version and exit.")] = False) -> None:
+    """sysdiff: in-depth comparative evaluation of NLP system outputs.
+
+    Every command has --help (or -h), which lists every choice of every option."""
 
 
 def _app_for(argv: list[str]) -> typer.Typer:
@@ -58,10 +72,10 @@ def _app_for(argv: list[str]) -> typer.Typer:
 
 
 def _forward_to_runner() -> None:
-    """``run`` and ``demo`` go to the warm runner when one lives (before anything else is
+    """``run``, ``demo`` and ``rm`` go to the warm runner when one lives (before anything else is
     imported: the runner parses, checks and runs the same command line)."""
     argv = sys.argv[1:]
-    if not argv or argv[0] not in ("run", "demo") or "prefect" in sys.modules:
+    if not argv or argv[0] not in ("run", "demo", "rm") or "prefect" in sys.modules:
         return
     from sysdiff.flows import runner
 

@@ -15,15 +15,19 @@ from sysdiff.flows.names import FORMATS, NOTICE
 from sysdiff.schemas.errors import InputError
 
 Warehouse = Annotated[str | None, typer.Option(
-    "--warehouse", "-w", help="Warehouse folder (default: $SYSDIFF_WAREHOUSE, else "
-    "./data/warehouse).")]
-Fmt = Annotated[str, typer.Option("--format", "-f", help="Output: " + ", ".join(FORMATS) + ".")]
+    "--warehouse", "-w", metavar="DIR", help="Warehouse folder (default: $SYSDIFF_WAREHOUSE, "
+    "else ./data/warehouse).")]
+Fmt = Annotated[str, typer.Option("--format", "-f", metavar="FORMAT",
+                                  help="Output: " + ", ".join(FORMATS) + ".")]
 Timeout = Annotated[float | None, typer.Option(
-    "--timeout", min=0, help="Refuse a query that runs longer than this many seconds (0: no "
-    "limit; default: $SYSDIFF_SQL_TIMEOUT, else 60).")]
+    "--timeout", min=0, metavar="SECONDS", help="Refuse a query that runs longer than this "
+    "many seconds (0: no limit; default: $SYSDIFF_SQL_TIMEOUT, else 60).")]
 MemoryLimit = Annotated[str | None, typer.Option(
-    "--memory-limit", help="DuckDB's memory for a query, e.g. 4GB, 512MB or 25% of the "
-    "machine's (default: $SYSDIFF_SQL_MEMORY bytes, else 25%).")]
+    "--memory-limit", metavar="SIZE", help="DuckDB's memory for a query, e.g. 4GB, 512MB or "
+    "25% of the machine's (default: $SYSDIFF_SQL_MEMORY bytes, else 25%).")]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help=(
+    "Show Prefect's logs and each step's time (a run then takes its own process: about 3 s "
+    "more)."))]
 UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "kib": 2**10,
          "mib": 2**20, "gib": 2**30, "tib": 2**40}
 

@@ -19,6 +19,7 @@ from sysdiff.flows.cli_options import (
     to_text,
 )
 from sysdiff.flows.names import SHOWABLE, VIEWS_HELP, resolve_warehouse
+from sysdiff.schemas.errors import InputError
 
 
 def sql(
@@ -47,16 +48,21 @@ def _tables_help() -> str:
     return "One of: " + "; ".join(f"{t} ({what})" for t, (_tasks, what) in SHOWABLE.items())
 
 
+PUNCT_HELP = ("Dependency views (head, deprel, las): count punctuation words too, or not "
+              "(default: --no-punct for them, punctuation included in the other views).")
+
+
 def show(
-    table: Annotated[str, typer.Argument(help=_tables_help(), metavar="TABLE")],
+    table: Annotated[str | None, typer.Argument(help=_tables_help(), metavar="TABLE",
+                                                show_default=False)] = None,
     corpus: Annotated[str | None, typer.Option(
         help="Corpus (default: the only one the table applies to).")] = None,
-    view: Annotated[str | None, typer.Option(help=VIEWS_HELP)] = None,
-    sys1: Annotated[str | None, typer.Option(help="First system of a pair.")] = None,
-    sys2: Annotated[str | None, typer.Option(help="Second system of a pair.")] = None,
-    punct: Annotated[bool | None, typer.Option(
-        "--punct/--no-punct", help="Punctuation included (default: the view's default).")]
+    view: Annotated[str | None, typer.Option(help=VIEWS_HELP, metavar="VIEW")] = None,
+    sys1: Annotated[str | None, typer.Option(help="First system of a pair.", metavar="SYSTEM")]
     = None,
+    sys2: Annotated[str | None, typer.Option(help="Second system of a pair.",
+                                             metavar="SYSTEM")] = None,
+    punct: Annotated[bool | None, typer.Option("--punct/--no-punct", help=PUNCT_HELP)] = None,
     top: Annotated[int, typer.Option(min=1, help="Rows per class in change tables.")] = 5,
     name: Annotated[str | None, typer.Option(
         help="history: the NAME of the NAME@VERSION systems (default: the only one).")]
@@ -69,6 +75,8 @@ def show(
     """Paper-style tables from the warehouse (rates in percent, differences in points)."""
     from sysdiff.flows.show import show_table
 
+    if table is None:
+        raise InputError(f"give the table to show: one of {', '.join(SHOWABLE)}")
     _check_format(fmt)
     show_warnings()
     with reading(timeout, memory_limit):
@@ -101,12 +109,13 @@ def report(
 
 
 def examples(
-    sys1: Annotated[str, typer.Option(help="First system of the pair.")],
-    sys2: Annotated[str, typer.Option(help="Second system of the pair.")],
-    cls: Annotated[str, typer.Option("--class", help="correction, new_error or "
-                                     "changed_error.")],
-    view: Annotated[str | None, typer.Option(help=VIEWS_HELP.split(" any,")[0]
-                                             + " (token corpora).")] = None,
+    sys1: Annotated[str | None, typer.Option(help="First system of the pair.",
+                                             metavar="SYSTEM")] = None,
+    sys2: Annotated[str | None, typer.Option(help="Second system of the pair.",
+                                             metavar="SYSTEM")] = None,
+    cls: Annotated[str | None, typer.Option("--class", metavar="CLASS", help=(
+        "The change class: correction, new_error or changed_error."))] = None,
+    view: Annotated[str | None, typer.Option(help=VIEWS_HELP, metavar="VIEW")] = None,
     l1: Annotated[str | None, typer.Option(help="Label of sys1 (ner: its span class; srl: "
                                            "its role, or <boundary>, <missed>, <absent>).")]
     = None,
@@ -115,8 +124,8 @@ def examples(
     = None,
     gold: Annotated[str | None, typer.Option(help="Gold label (ner: the span type; srl: the "
                                              "gold role, or a predicate's PPOS).")] = None,
-    limit: Annotated[int, typer.Option(help="At most this many words (-1: all).")] = 10,
-    punct: Annotated[bool | None, typer.Option("--punct/--no-punct")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many units (-1: all).")] = 10,
+    punct: Annotated[bool | None, typer.Option("--punct/--no-punct", help=PUNCT_HELP)] = None,
     corpus: Annotated[str | None, typer.Option(
         help="Corpus (default: the only token corpus).")] = None,
     warehouse: Warehouse = None,
@@ -124,11 +133,25 @@ def examples(
     timeout: Timeout = None,
     memory_limit: MemoryLimit = None,
 ) -> None:
-    """The words behind a change-table cell, with gold, sys1 and sys2 labels."""
+    """The units behind a change-table cell, each marked in its sentence.
+
+    Each unit comes with its sentence (the unit in \\[brackets], an srl argument's
+    predicate in {braces}), the gold label and both systems' labels.
+
+    Positions are the key's: id is the 1-based word id (token corpora, as in CoNLL-U), sent
+    the 0-based sentence index of the tables; a ner span (TYPE first-last) gives its first
+    and last 1-based token positions (the spans table stores them 0-based)."""
     from sysdiff.flows.examples import examples as find
     from sysdiff.flows.names import SPAN_TASKS, SRL_TASKS, TOKEN_TASKS
-    from sysdiff.flows.show.common import check_systems, check_view, corpus_task, pick_corpus
+    from sysdiff.flows.show.common import (
+        check_systems,
+        check_view,
+        corpus_task,
+        need_pair,
+        pick_corpus,
+    )
     from sysdiff.flows.show.spans import span_examples
+    from sysdiff.schemas.vocabulary import CLASSES
 
     _check_format(fmt)
     root = resolve_warehouse(warehouse)
@@ -136,7 +159,11 @@ def examples(
         corpus = pick_corpus(root, corpus, TOKEN_TASKS + SPAN_TASKS + SRL_TASKS, "examples")
         task = corpus_task(root, corpus)
         view = check_view(root, corpus, task, view)
+        if not (sys1 and sys2):
+            need_pair(root, corpus, "examples")
         check_systems(root, corpus, sys1, sys2)
+        if cls is None:
+            raise InputError(f"examples needs --class: one of {', '.join(CLASSES)}")
         if task in SPAN_TASKS:  # span units: --l1/--l2 are span classes, --gold the type
             found = span_examples(root, corpus, sys1, sys2, cls, l1, l2,
                                   gold or (None if view == "ALL" else view), limit)
@@ -151,15 +178,16 @@ def examples(
 
 
 def check(
-    candidate: Annotated[str, typer.Option(help="The system under test.")],
+    candidate: Annotated[str | None, typer.Option(help="The system under test.",
+                                                  metavar="SYSTEM")] = None,
     baseline: Annotated[str | None, typer.Option(
         help="The reference system (default: the version before the candidate's, for a "
         "candidate named NAME@VERSION).")] = None,
     corpus: Annotated[str | None, typer.Option(
         help="Corpus (default: the only one holding both systems).")] = None,
     view: Annotated[str | None, typer.Option(help="Gate on this " + VIEWS_HELP[0].lower()
-                                             + VIEWS_HELP[1:])] = None,
-    punct: Annotated[bool | None, typer.Option("--punct/--no-punct")] = None,
+                                             + VIEWS_HELP[1:], metavar="VIEW")] = None,
+    punct: Annotated[bool | None, typer.Option("--punct/--no-punct", help=PUNCT_HELP)] = None,
     max_new_errors: Annotated[int | None, typer.Option(
         help="Fail when the candidate makes more new errors than this: words (token "
         "corpora), ARCS mentions (coreference), newly failed sentences (UNL), argument or "
@@ -174,19 +202,27 @@ def check(
     timeout: Timeout = None,
     memory_limit: MemoryLimit = None,
 ) -> None:
-    """Regression gates for CI: exit 1 with a one-line reason when a gate fails."""
+    """Regression gates for CI: exit 1 with one line per failed gate (its reason)."""
     import json
 
     from sysdiff.flows import gates
 
+    root = resolve_warehouse(warehouse)
     with reading(timeout, memory_limit):
-        result = gates.check(resolve_warehouse(warehouse), corpus, baseline, candidate, view,
-                             punct, max_new_errors, min_delta, label)
+        if candidate is None:
+            gates.need_candidate(root, corpus)
+        result = gates.check(root, corpus, baseline, candidate, view, punct, max_new_errors,
+                             min_delta, label)
     failed = [g for g in result if not g.passed]
     if as_json:
         typer.echo(json.dumps(gates.as_json(result), indent=1))
     elif failed:
-        typer.echo(f"sysdiff check: FAILED: {failed[0].reason}", err=True)
+        for gate in failed:
+            typer.echo(f"sysdiff check: FAILED: {gate.reason}", err=True)
+        passed = [g for g in result if g.passed]
+        if passed:
+            typer.echo("sysdiff check: passed: " + "; ".join(g.reason for g in passed),
+                       err=True)
     else:
         typer.echo("sysdiff check: passed: " + "; ".join(g.reason for g in result))
     if failed:

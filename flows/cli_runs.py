@@ -14,10 +14,11 @@ from typing import Annotated
 import typer
 
 from sysdiff.flows import prefect_api, server, server_process
-from sysdiff.flows.cli_options import Warehouse, show_warnings, to_text
+from sysdiff.flows.cli_options import Verbose, Warehouse, show_warnings, to_text
 from sysdiff.flows.names import resolve_warehouse
 from sysdiff.schemas.errors import InputError
 
+#: The bundled samples: the checkout's data/ folder, or the package's (a wheel ships them).
 DATA = Path(__file__).resolve().parent.parent / "data"
 SKIPPED = 3  # exit status when systems were skipped
 
@@ -77,35 +78,38 @@ def run_spec(spec, root: Path, verbose: bool, dask_address: str | None = None,
 
 
 def run(
-    config: Annotated[str | None, typer.Argument(help="A TOML run file (instead of options).")]
-    = None,
-    key: Annotated[str | None, typer.Option(help="The gold key file.")] = None,
+    config: Annotated[str | None, typer.Argument(
+        help="A TOML run file (instead of options).", metavar="RUN_FILE",
+        show_default=False)] = None,
+    key: Annotated[str | None, typer.Option(help="The gold key file.", metavar="FILE")] = None,
     system: Annotated[list[str] | None, typer.Option(
-        help="NAME=FILE or NAME@VERSION=FILE; repeat for each system.")] = None,
-    corpus: Annotated[str | None, typer.Option(help="Corpus name.")] = None,
-    task: Annotated[str | None, typer.Option(help="pos, dep, coref, unl, nl, ner or srl "
+        metavar="NAME=FILE", help="NAME=FILE or NAME@VERSION=FILE; repeat for each system.")]
+    = None,
+    corpus: Annotated[str | None, typer.Option(help="Corpus name.", metavar="NAME")] = None,
+    task: Annotated[str | None, typer.Option(metavar="TASK", help="pos, dep, coref, unl, nl, "
+                                             "ner or srl "
                                              "(default: the key's format: CoNLL-U with heads "
                                              "dep, without pos, BIO tags ner, coreference "
                                              "formats coref, UNL unl, CoNLL-2009/2005 srl).")]
     = None,
-    fmt: Annotated[str | None, typer.Option("--format", help="Input format (default: "
-                   "detected): conllu, conllx, tsv (pos, dep); conll2012, corefud, jsonlines "
-                   "(coref); unl (unl, nl); tsv, conll2003, uner (ner); conllu, conll09, "
+    fmt: Annotated[str | None, typer.Option("--format", metavar="FORMAT", help="Input format "
+                   "(default: detected): conllu, conllx, tsv (pos, dep); conll2012, corefud, "
+                   "jsonlines (coref); unl (unl, nl); tsv, conll2003, uner (ner); conllu, conll09, "
                    "conll05, props (srl).")] = None,
     mapping: Annotated[list[str] | None, typer.Option(
-        "--map", help="Label mapping SYSTEM:OLD=NEW (SYSTEM may be @key), OLD=NEW (every "
-        "system), or [SYSTEM:]FILE of OLD<TAB>NEW lines; ner maps entity types (TYPE=O drops "
-        "them), srl roles; repeatable.")] = None,
+        "--map", metavar="SYSTEM:OLD=NEW", help="Label mapping SYSTEM:OLD=NEW (SYSTEM may be "
+        "@key), OLD=NEW (every system), or [SYSTEM:]FILE of OLD<TAB>NEW lines; ner maps "
+        "entity types (TYPE=O drops them), srl roles; repeatable.")] = None,
     scheme: Annotated[str | None, typer.Option(
-        help="ner: span decoding: auto (default; conlleval rules, any of IOB1/IOB2/BIOES), "
-        "iob1, iob2 (seqeval strict) or bioes (strict).")] = None,
+        metavar="SCHEME", help="ner: span decoding: auto (default; conlleval rules, any of "
+        "IOB1/IOB2/BIOES), iob1, iob2 (seqeval strict) or bioes (strict).")] = None,
     match: Annotated[str | None, typer.Option(
-        help="coref: mention matching of the CorefUD scorer: exact, partial (a response "
-        "inside the key mention holding its head) or head (the same head). Default: head "
-        "for CorefUD keys, exact otherwise.")] = None,
+        metavar="MODE", help="coref: mention matching of the CorefUD scorer: exact, partial "
+        "(a response inside the key mention holding its head) or head (the same head). "
+        "Default: head for CorefUD keys, exact otherwise.")] = None,
     singletons: Annotated[str | None, typer.Option(
-        help="coref: keep or drop singleton entities (dropped from key and responses before "
-        "matching). Default: drop for CorefUD keys, keep otherwise.")] = None,
+        metavar="keep|drop", help="coref: keep or drop singleton entities (dropped from key "
+        "and responses before matching). Default: drop for CorefUD keys, keep otherwise.")] = None,
     ar_trials: Annotated[int | None, typer.Option(
         min=1, help="Approximate randomization trials (default 10000).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the randomization test "
@@ -116,8 +120,12 @@ def run(
     keep_going: Annotated[bool, typer.Option(
         "--keep-going", help="Skip a system whose file is bad (one line each), evaluate and "
         "commit the others, and exit with status 3.")] = False,
+    replace_key: Annotated[bool, typer.Option(
+        "--replace-key", help="The corpus was evaluated against another key: start it over "
+        "with this one (its systems of earlier runs are removed).")] = False,
     dask_address: Annotated[str | None, typer.Option(
-        help="Run shard tasks on an existing Dask cluster (tcp://HOST:PORT).")] = None,
+        metavar="ADDRESS", help="Run shard tasks on an existing Dask cluster "
+        "(tcp://HOST:PORT).")] = None,
     dask_local: Annotated[int, typer.Option(
         min=0, help="Start a local Dask cluster of N worker processes for the shard tasks.")]
     = 0,
@@ -128,12 +136,15 @@ def run(
     unl_legacy_2013: Annotated[bool, typer.Option(
         help="UNL: the older overall threshold (D_all < 0.5).")] = False,
     unl_optional_attr: Annotated[list[str] | None, typer.Option(
-        help="UNL: one more optional attribute to ignore (besides @def, @indef).")] = None,
+        metavar="ATTR", help="UNL: one more optional attribute to ignore (besides @def, "
+        "@indef).")] = None,
     warehouse: Warehouse = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")]
-    = False,
+    verbose: Verbose = False,
 ) -> None:
-    """Ingest a key and systems, compute every table, and store them in the warehouse."""
+    """Ingest a key and systems, compute every table, and store them in the warehouse.
+
+    A corpus keeps the systems of earlier runs (the summary names them; 'sysdiff rm'
+    removes them)."""
     import dataclasses
 
     from sysdiff.flows.spec import build_spec, load_config
@@ -149,7 +160,8 @@ def run(
         if given:
             raise InputError(f"{', '.join(given)}: the run file {config} sets the corpus, task, "
                              "key, systems and mappings; give either a run file or options")
-        spec = dataclasses.replace(load_config(config), keep_going=keep_going, **overrides)
+        spec = dataclasses.replace(load_config(config), keep_going=keep_going,
+                                   replace_key=replace_key, **overrides)
     else:
         if not (key and corpus and system):
             raise InputError("give a TOML run file, or --key, --corpus and at least one "
@@ -158,7 +170,7 @@ def run(
                "legacy_2013": unl_legacy_2013, "optional_attrs": unl_optional_attr or []}
         spec = build_spec(corpus, task, key, system, fmt,
                           mappings=parse_mappings(mapping or []), unl=unl,
-                          keep_going=keep_going, **overrides)
+                          keep_going=keep_going, replace_key=replace_key, **overrides)
     root, spec, skipped = prepare(spec, warehouse)
     show_warnings(verbose)
     for line in skipped:
@@ -169,30 +181,58 @@ def run(
 
         notice(f"task {spec.task} inferred from the key ({spec.inferred}); give --task (or "
                "'task' in the run file) to choose another")
-    summary(root, spec.corpus)
+    summary(root, spec.corpus, [s.id for s in spec.systems])
     if skipped:
         typer.echo(f"sysdiff: {len(skipped)} system(s) skipped (listed above); the others are "
                    "evaluated and committed", err=True)
         raise typer.Exit(SKIPPED)
 
 
-def summary(root: Path, corpus: str) -> None:
-    """Print the headline scores of a corpus (rates in percent)."""
+def summary(root: Path, corpus: str, run: list[str] | None = None) -> None:
+    """Print the headline scores of a corpus (rates in percent); with ``run`` (the systems
+    of this run), say which systems of the corpus came from earlier runs."""
     from sysdiff.flows.queries import one_connection
     from sysdiff.flows.show import headline
+    from sysdiff.flows.show.common import corpus_systems
 
     with one_connection():
         table = headline(root, corpus)
+        earlier = [] if run is None else [s for s in corpus_systems(root, corpus)
+                                          if s not in run]
     typer.echo(to_text(table, "table", title=f"sysdiff: {corpus}"))
-    typer.echo(f"warehouse: {root}  (list the tables: sysdiff sql \"show tables\")")
+    if earlier:
+        hint = command("rm", root, "--corpus", corpus, "--system", "NAME")
+        typer.echo(f"from earlier runs: {', '.join(earlier)} (also in corpus '{corpus}'; "
+                   f"remove one with: {hint})")
+    typer.echo(f"warehouse: {root}  (list the tables: "
+               f"{command('sql', root, 'show tables')})")
+
+
+def command(name: str, root: Path, *args: str) -> str:
+    """A ``sysdiff`` command line to copy: with ``-w`` unless ``root`` is where the
+    command finds the warehouse by default (``$SYSDIFF_WAREHOUSE``, else ./data/warehouse)."""
+    import shlex
+
+    words = ["sysdiff", name]
+    if root != resolve_warehouse(None):
+        words += ["-w", str(root)]
+    return " ".join(shlex.quote(w) if w != "NAME" else w for w in [*words, *args])
 
 
 def demo(warehouse: Warehouse = None,
-         out: Annotated[str, typer.Option("--out", "-o", help="Where to write the report.")]
+         out: Annotated[str, typer.Option("--out", "-o", metavar="FILE",
+                                          help="Where to write the report.")]
          = "sysdiff-report.html",
-         verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+         data_dir: Annotated[bool, typer.Option(
+             "--data-dir", help="Print the folder of the bundled samples (a run file for "
+             "every task, as the README's tour uses them) and exit.")] = False,
+         verbose: Verbose = False) -> None:
     """Evaluate the bundled UD French-Sequoia sample (key + 4 real parsers) end to end."""
     from sysdiff.flows.spec import load_config
+
+    if data_dir:
+        typer.echo(str(DATA))
+        return
 
     root, spec, _skipped = prepare(load_config(DATA / "sequoia" / "sequoia.toml"), warehouse)
     run_spec(spec, root, verbose)
@@ -207,13 +247,15 @@ def demo(warehouse: Warehouse = None,
 
 
 def serve(
-    watch: Annotated[str, typer.Option(help="Folder: <corpus>/key.* and "
+    watch: Annotated[str, typer.Option(metavar="DIR", help="Folder: <corpus>/key.* and "
                                        "<corpus>/systems/<name>\\[@version].*")],
-    cron: Annotated[str, typer.Option(help="Cron schedule of the deployment.")] = "0 2 * * *",
+    cron: Annotated[str, typer.Option(metavar="SCHEDULE",
+                                      help="Cron schedule of the deployment (UTC).")]
+    = "0 2 * * *",
     once: Annotated[bool, typer.Option("--once", help="Evaluate the folder once and exit.")]
     = False,
     warehouse: Warehouse = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Evaluate a watched folder on a schedule (a Prefect deployment), or once.
 

@@ -38,8 +38,9 @@ def server_start() -> None:
 
 @server_app.command("stop")
 def server_stop() -> None:
-    """Stop the warm runner and the background Prefect server (runs then start it again,
-    unless SYSDIFF_SERVER=off)."""
+    """Stop the warm runner and the background Prefect server.
+
+    The next run starts them again (unless SYSDIFF_SERVER=off)."""
     from sysdiff.flows import runner
 
     try:
@@ -58,6 +59,7 @@ def server_stop() -> None:
 @server_app.command("status")
 def server_status() -> None:
     """Where runs are recorded: the server's UI and API, its process, the warm runner.
+
     Exit status 1 when the server is not running."""
     typer.echo(server_status_text())
     if server.live_server() is None:
@@ -66,7 +68,6 @@ def server_status() -> None:
 
 def server_status_text() -> str:
     """The lines of ``sysdiff server status``."""
-    from sysdiff.flows import runner
 
     found = server.live_server()
     lines = []
@@ -84,21 +85,44 @@ def server_status_text() -> str:
             f"  CLI:       PREFECT_API_URL={found.api_url} prefect flow-run ls",
             f"  database:  {Path(found.home) / 'prefect.db'}",
             f"  log:       {found.log}"]
-    record = runner.alive()
-    if isinstance(record, dict):
-        rss = server.rss_mib(record["pid"])
-        lines.append(f"warm runner: running (pid {record['pid']}"
-                     + (f", {rss:.0f} MiB" if rss else "") + ")")
-    elif record == "starting":
-        lines.append("warm runner: starting")
-    else:
-        lines.append("warm runner: not running (the next run starts it)")
+    lines += runner_lines()
     lines.append("runs report to: " + runs_report_to())
     try:
         lines.append(f"state folder: {server.state_dir()}")
     except OSError as e:
         lines.append(f"state folder: none ({e})")
     return "\n".join(lines)
+
+
+def runner_lines() -> list[str]:
+    """One line per warm runner of the state folder: this installation's, then those of
+    other installations (another virtual environment or checkout) that live there too."""
+    from sysdiff.flows import runner
+
+    mine = runner.install_key()
+    record = runner.alive(mine)
+    if isinstance(record, dict):
+        rss = server.rss_mib(record["pid"])
+        lines = [f"warm runner: running (pid {record['pid']}"
+                 + (f", {rss:.0f} MiB" if rss else "") + ")"]
+    elif record == "starting":
+        lines = ["warm runner: starting"]
+    else:
+        lines = ["warm runner: not running (the next run starts it)"]
+    try:
+        keys = sorted(p.stem.removeprefix("runner-")
+                      for p in server.state_dir().glob("runner-*.lock"))
+    except OSError:
+        keys = []
+    for key in keys:
+        other = runner.alive(key) if key != mine else None
+        if isinstance(other, dict):
+            rss = server.rss_mib(other["pid"])
+            where = other.get("source") or other.get("python") or key
+            lines.append(f"warm runner of another installation: running (pid {other['pid']}"
+                         + (f", {rss:.0f} MiB" if rss else "") + f", {where}; 'sysdiff "
+                         "server stop' stops it)")
+    return lines
 
 
 def runs_report_to() -> str:

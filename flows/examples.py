@@ -150,9 +150,11 @@ def examples(root: Path, corpus: str, view_name: str, sys1: str, sys2: str, cls:
     """Words of class ``cls`` in ``sys1 -> sys2`` (optionally with labels l1/l2/gold), as a
     frame or (``rows``) as :class:`Rows`.
 
-    ``limit`` < 0 means no limit. Columns: sent_id, sent, id, form (the key's), form1 and
-    form2 (each system's own word aligned with it, null when none), class, gold, l1, l2,
-    gold_head, head1, head2, text (and ``window`` when ``context`` > 0).
+    ``limit`` < 0 means no limit. Columns: sent_id, sent, id (the key's word, 1-based as in
+    CoNLL-U), form (the key's), form1 and form2 (each system's own word aligned with it,
+    null when none: only when a system of the pair is tokenised otherwise), class, gold,
+    l1, l2, gold_head, head1, head2 (views head and las), ``window`` when ``context`` > 0,
+    and the sentence with the word in brackets (:func:`marked_sql`).
     """
     v = view(view_name)
     if cls not in CLASSES:
@@ -166,7 +168,26 @@ def examples(root: Path, corpus: str, view_name: str, sys1: str, sys2: str, cls:
               if v is not None]
     sql = examples_sql(corpus, view_name, punct, sys1, sys2, fmt, mappings,
                        " and ".join(conds), None, None if limit < 0 else limit, context)
-    return query(root, sql, rows=rows)
+    chars = query_rows(root, f"select count(*) from systems where corpus = {lit(corpus)} and "
+                             f"system in ({lit(sys1)}, {lit(sys2)}) and alignment = "
+                             "'characters'").rows[0][0] > 0
+    return query(root, marked_sql(sql, corpus, chars, "head" in v.columns, context > 0),
+                 rows=rows)
+
+
+def marked_sql(sql: str, corpus: str, own_words: bool, heads: bool, window: bool) -> str:
+    """The rows of :func:`examples_sql` as ``examples`` shows them: the word marked in its
+    sentence (``sentence``: the key's words, the unit in brackets), each system's own word
+    (``form1``, ``form2``) only when one of the two systems has words of its own (a system
+    tokenised otherwise), the heads only for the views that compare them."""
+    columns = ["sent_id", "sent", "id", "form", *(["form1", "form2"] * own_words), "class",
+               "gold", "l1", "l2", *(["gold_head", "head1", "head2"] * heads),
+               *(["window"] * window)]
+    words = (f"select string_agg(case when u.id = e.id then '[' || u.form || ']' else u.form "
+             f"end, ' ' order by u.id) from units u where u.corpus = {lit(corpus)} and "
+             f"u.system = {lit(KEY_ID)} and u.kind = 0 and u.sent = e.sent")
+    return (f"with e as ({sql}) select {', '.join(f'e.{c}' for c in columns)}, "
+            f"({words}) as sentence from e order by e.sent, e.id")
 
 
 def cell_examples(root: Path, corpus: str, view: str, punct: bool, sys1: str, sys2: str,

@@ -72,6 +72,18 @@ def pick_pair_corpus(root: Path, corpus: str | None, baseline: str, candidate: s
                      "choose one with --corpus", root)
 
 
+def need_candidate(root: Path, corpus: str | None) -> None:
+    """Refuse ``check`` without ``--candidate``, naming the systems it can be."""
+    known = corpora(root)
+    if corpus and corpus not in known:
+        pick_pair_corpus(root, corpus, "", "")  # says which corpora there are
+    names = [corpus] if corpus else list(known)
+    choices = "; ".join(f"{c}: {', '.join(corpus_systems(root, c)) or 'none'}" for c in names)
+    raise InputError(f"check needs --candidate, the system under test (and --baseline, or a "
+                     f"NAME@VERSION candidate gated against its previous version); systems: "
+                     f"{choices or 'none (the warehouse is empty)'}")
+
+
 def _pair(root: Path, table: str, where: str, a: str, b: str) -> dict:
     rows = query_rows(root, f"select * from {table} where {where} and sys1 = {sql_literal(a)} "
                        f"and sys2 = {sql_literal(b)}")
@@ -212,8 +224,12 @@ def check(root: Path, corpus: str | None, baseline: str | None, candidate: str,
 
 
 def _blind(name: str, limit: float, why: str) -> Gate:
-    """A gate on a figure without data: it fails, and says why."""
-    return Gate(name, False, None, limit, f"not evaluated: {why}; no gate passes without data")
+    """A gate on a figure without data: it fails, and says why (and which gate it is: two
+    gates on the same figure fail for the same reason)."""
+    option = (f"--max-new-errors {limit}" if name == "max_new_errors" else
+              f"--min-delta {limit:+.2f}")
+    return Gate(name, False, None, limit,
+                f"not evaluated: {why}; no gate passes without data ({option})")
 
 
 def _srl_gate(root: Path, corpus: str, view: str, a: str, b: str
@@ -270,7 +286,7 @@ def latest_steps(root: Path, corpus: str, alpha: float = 0.05) -> list[str]:
         which += f" and punct = {str(view not in DEP_VIEWS).lower()}"
     rows = query_rows(root, f"""select * from history where corpus = {sql_literal(corpus)} and
         {which} and previous is not null
-        qualify position = max(position) over (partition by name) order by name""")
+        qualify position = max(position) over (partition by name) order by natural_key(name)""")
     lines = []
     for r in rows.to_dicts():
         if r["delta"] is None:

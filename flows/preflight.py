@@ -101,8 +101,66 @@ def preflight(spec: RunSpec, root: Path) -> tuple[RunSpec, list[str]]:
                          f"'{spec.corpus}' is bad ({len(skipped)} skipped)")
     check_warehouse_folder(root)
     check_lock(root)
-    read_manifest(root)  # a damaged manifest is reported now
+    check_key(spec, root, read_manifest(root))  # a damaged manifest is reported now
     return dataclasses.replace(spec, systems=keep), skipped
+
+
+def check_key(spec: RunSpec, root: Path, manifest: dict) -> None:
+    """Refuse a key that differs from the one the corpus' results were computed against
+    (its systems of earlier runs would be compared with another key's words): one line
+    naming both, what to do instead. The same file (path, size, modification time), or the
+    same content (SHA-256), passes; so does any key with ``spec.replace_key``."""
+    from sysdiff.schemas.vocabulary import KEY_ID, natural_key
+
+    systems = manifest["tables"].get("systems", {})
+    entry = systems.get(f"corpus={spec.corpus}/system={KEY_ID}")
+    if spec.replace_key or entry is None:
+        return
+    stored = _key_row(root / entry["file"])
+    if stored is None:
+        return
+    path = Path(spec.key.path)
+    stat = path.stat()
+    if stored["path"] == str(path.absolute()) and (stored["size"], stored["mtime_ns"]) == (
+            stat.st_size, stat.st_mtime_ns):
+        return
+    sha = _sha256(path)
+    if sha == stored["sha256"]:
+        return
+    prefix = f"corpus={spec.corpus}/system="
+    others = sorted((p.removeprefix(prefix) for p in systems
+                     if p.startswith(prefix) and p != f"{prefix}{KEY_ID}"), key=natural_key)
+    raise InputError(
+        f"corpus '{spec.corpus}' was evaluated against another key: {stored['path']} "
+        f"(SHA-256 {stored['sha256'][:12]}, {len(others)} system(s): {', '.join(others)}), "
+        f"and this key differs (SHA-256 {sha[:12]}); give a new corpus name (--corpus, or "
+        "'corpus' in the run file), or --replace-key to evaluate against this key from "
+        "scratch (the corpus' systems of earlier runs are removed)", path)
+
+
+def _key_row(file: Path) -> dict | None:
+    """The stored key's ``systems`` row (path, sha256, size, mtime_ns), or None."""
+    import duckdb
+
+    try:
+        rel = duckdb.connect(":memory:")
+        row = rel.execute("select path, sha256, size, mtime_ns from read_parquet(?)",
+                          [str(file)]).fetchone()
+        rel.close()
+    except (duckdb.Error, OSError):
+        return None  # a damaged file: the run checks and recomputes it
+    return None if row is None else dict(zip(("path", "sha256", "size", "mtime_ns"), row,
+                                             strict=True))
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def skip_line(source: Source, error: InputError) -> str:

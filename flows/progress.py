@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import sys
 import time
 from collections.abc import Callable, Iterator
 
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sysdiff.flows.names import NOTICE
@@ -29,13 +31,30 @@ def progress(label: str, total: int) -> Iterator[Callable[[], None]]:
                                       time.perf_counter() - start)
 
 
+#: Whether bars are shown: None, when stderr is a terminal; True or False, as the Python
+#: API's ``progress=`` asks.
+_show: contextvars.ContextVar[bool | None] = contextvars.ContextVar("progress", default=None)
+
+
+@contextlib.contextmanager
+def bars(show: bool | None) -> Iterator[None]:
+    """Within the block, progress bars are shown (True), never shown (False), or shown when
+    stderr is a terminal (None)."""
+    token = _show.set(show)
+    try:
+        yield
+    finally:
+        _show.reset(token)
+
+
 @contextlib.contextmanager
 def _bar(label: str, total: int) -> Iterator[Callable[[], None]]:
-    if not sys.stderr.isatty():
+    show = _show.get()
+    if not (sys.stderr.isatty() if show is None else show):
         yield lambda: None
         return
     bar = Progress(TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), transient=True)
+                   TimeElapsedColumn(), transient=True, console=Console(stderr=True))
     with bar:
         tid = bar.add_task(label, total=total)
         yield lambda: bar.advance(tid)

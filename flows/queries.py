@@ -145,6 +145,7 @@ def connect(root: Path) -> Sandbox:
         raise
     try:
         con.execute("set enable_progress_bar = false")
+        natural_macro(con)
         build_views(con, root, manifest)
         allowed = sorted({f for paths in files.values() for f in paths})
         con.execute("set allowed_paths = [" + ", ".join(map(sql_literal, allowed)) + "]")
@@ -155,6 +156,24 @@ def connect(root: Path) -> Sandbox:
         release(lock)
         raise
     return Sandbox(root, con, lock, allowed)
+
+
+#: SQL: ``natural_key(s)``, the sort key of names in natural order (A2 before A10): digit
+#: runs padded with zeros, as :func:`sysdiff.schemas.vocabulary.natural_key` pads them.
+NATURAL_MACRO = ("create macro natural_key(s) as array_to_string(list_transform("
+                 "regexp_extract_all(s, '[0-9]+|[^0-9]+'), {lam} case when "
+                 "regexp_full_match(x, '[0-9]+') then repeat('0', greatest(0, {width} - "
+                 "length(x))) || x else x end), '')")
+
+
+def natural_macro(con: duckdb.DuckDBPyConnection) -> None:
+    """Define ``natural_key(s)`` (DuckDB's lambda syntax, or the older arrow)."""
+    from sysdiff.schemas.vocabulary import NATURAL_WIDTH
+
+    try:
+        con.execute(NATURAL_MACRO.format(lam="lambda x:", width=NATURAL_WIDTH))
+    except duckdb.Error:
+        con.execute(NATURAL_MACRO.format(lam="x ->", width=NATURAL_WIDTH))
 
 
 def live_paths(root: Path, manifest: dict) -> dict[str, list[str]]:
@@ -219,7 +238,7 @@ def check_read_only(sql: str, con: duckdb.DuckDBPyConnection | None = None) -> N
     try:
         statements = (duckdb if con is None else con).extract_statements(sql)
     except duckdb.Error as e:
-        raise InputError(f"SQL error: {_first_line(e)}") from None
+        raise InputError(f"SQL error: {_message(e)}") from None
     if len(statements) != 1:
         raise InputError("give one SQL query" if not statements else
                          f"give one SQL query at a time (got {len(statements)} statements)")
@@ -244,6 +263,16 @@ def _keywords(sql: str) -> list[str]:
 
 def _first_line(e: Exception) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+def _message(e: Exception) -> str:
+    """DuckDB's message on one line: its first paragraph, with the hints DuckDB gives there
+    (``Did you mean "scores"?``, ``Candidate bindings: ...``), without the query excerpt."""
+    text = str(e).strip()
+    if not text:
+        return type(e).__name__
+    head = text.split("\n\n", 1)[0]
+    return " ".join(line.strip() for line in head.splitlines() if line.strip())
 
 
 _shared: dict[Path, Sandbox] | None = None
@@ -290,7 +319,7 @@ def query(root: Path, sql: str, rows: bool = False) -> pl.DataFrame | Rows:
 
 def refusal(e: duckdb.Error) -> InputError:
     """The one line a DuckDB error gives the user."""
-    first = _first_line(e)
+    first = _message(e)
     if isinstance(e, duckdb.PermissionException):
         return InputError("refused: sysdiff reads only the warehouse's tables (no other "
                           f"files, extensions or settings): {first}")

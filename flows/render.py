@@ -3,8 +3,11 @@ LaTeX."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import io
 import json
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from sysdiff.flows.names import FORMATS  # noqa: F401 (the output formats)
@@ -24,10 +27,13 @@ NO_DATA = "—"
 
 
 def cell(value: object, column: str = "", numeric: bool = False) -> str:
-    """One value as text: floats with 4 decimals (2 in a percent or points column), lists
-    comma-joined, null as empty (:data:`NO_DATA` in a numeric column)."""
+    """One value as text: floats with 4 decimals (2 in a percent or points column, p-values
+    as :func:`p_value` writes them), lists comma-joined, null as empty (:data:`NO_DATA` in
+    a numeric column)."""
     if value is None:
         return NO_DATA if numeric else ""
+    if isinstance(value, float) and is_p_value(column):
+        return p_value(value, randomization=column in RANDOMIZATION_COLUMNS)
     if isinstance(value, float):
         return f"{value:.2f}" if is_percent(column) else f"{value:.4f}"
     if isinstance(value, list):
@@ -40,9 +46,56 @@ def points(value: float | None) -> str:
     return NO_DATA if value is None else f"{100 * value:+.2f} points"
 
 
-def p_value(value: float | None) -> str:
-    """A p-value (3 significant digits), :data:`NO_DATA` when NULL."""
-    return NO_DATA if value is None else f"{value:.3g}"
+#: Columns of approximate randomization p-values (their floor is 1 / (trials + 1)).
+RANDOMIZATION_COLUMNS = ("ar_p",)
+_trials: contextvars.ContextVar[int | None] = contextvars.ContextVar("ar_trials", default=None)
+
+
+@contextlib.contextmanager
+def randomization_trials(trials: int | None) -> Iterator[None]:
+    """Within the block, randomization p-values were computed with ``trials`` trials (the
+    corpus' run): one at its floor is written ``< 1e-4 (10,000 trials)``."""
+    token = _trials.set(trials)
+    try:
+        yield
+    finally:
+        _trials.reset(token)
+
+
+def p_value(value: float | None, randomization: bool = False) -> str:
+    """A p-value for people, the same everywhere: 3 significant digits, in scientific
+    notation below 0.001 (``0.866``, ``0.0123``, ``1.4e-13``); :data:`NO_DATA` when NULL. A
+    ``randomization`` p at its floor, 1 / (trials + 1) (no trial reached the observed
+    difference), is ``< 1e-4 (10,000 trials)``: the test cannot tell smaller values apart."""
+    if value is None or value != value:
+        return NO_DATA
+    trials = _trials.get() or DEFAULT_TRIALS
+    if randomization and abs(value * (trials + 1) - 1) < 1e-9:
+        return f"< {_number(1 / trials)} ({trials:,} trials)"
+    return _number(value)
+
+
+def p_is(value: float | None, randomization: bool = False) -> str:
+    """``= 0.866``, ``= 1.4e-13`` or ``< 1e-4 (10,000 trials)``: a p-value after its name."""
+    text = p_value(value, randomization)
+    return text if text.startswith("<") else f"= {text}"
+
+
+#: The randomization trials assumed when a corpus' run did not record them (the default).
+DEFAULT_TRIALS = 10_000
+
+
+def _number(value: float) -> str:
+    """3 significant digits; scientific notation without a padded exponent below 0.001."""
+    if value == 0 or abs(value) >= 1e-3:
+        return f"{value:.3g}"
+    mantissa, exponent = f"{value:.2e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
+def is_p_value(column: str) -> bool:
+    """A column of p-values (``mcnemar_p``, ``ar_p``, ``mcnemar_p_best``, ``p vs best``)."""
+    return column.endswith("_p") or "_p_" in column or column.startswith("p ")
 
 
 def is_percent(column: str) -> bool:

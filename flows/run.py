@@ -10,16 +10,11 @@ from pathlib import Path
 
 from prefect import flow
 
-from sysdiff.flows import coref, outcome, spans, srl, tokens, unl
+from sysdiff.flows import coref, outcome, run_record, spans, srl, tokens, unl
 from sysdiff.flows.prefect_logs import one_line_input_errors
+from sysdiff.flows.shards import task_runner
 from sysdiff.flows.spec import RunSpec
 from sysdiff.flows.warehouse import crash_point, open_run
-from sysdiff.schemas.errors import InputError
-
-# Each local Dask worker is one process with one thread, and so are the libraries in it:
-# N workers use N cores, without N x cores threads competing for them.
-ONE_THREAD = {name: "1" for name in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS",
-                                      "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 
 # The flow of each task: ingest, then compute every table (``flows/<task>.py``).
 TASK_FLOWS = {"pos": tokens.run_tokens, "dep": tokens.run_tokens, "coref": coref.run_coref,
@@ -39,7 +34,12 @@ def evaluate(spec: RunSpec, warehouse: Path, run_id: str | None = None) -> list[
     crash_point("evaluate")
     try:
         with open_run(warehouse, spec.corpus, run_id or outcome.new_run_id()) as stage:
+            if spec.replace_key:  # the corpus starts over with this key
+                from sysdiff.flows.remove import drop
+
+                drop(stage, spec.corpus, None)
             TASK_FLOWS[spec.task](spec, stage)
+            run_record.record(stage, spec)
     except BaseException as e:
         if run_id:  # run_evaluation settles the outcome
             outcome.ended(run_id, e)
@@ -48,41 +48,6 @@ def evaluate(spec: RunSpec, warehouse: Path, run_id: str | None = None) -> list[
         outcome.ended(run_id, stage.skipped)
     logging.getLogger("sysdiff").info("run: %.2f s", time.perf_counter() - start)
     return stage.skipped
-
-
-def task_runner(dask_address: str | None, dask_local: int):
-    """In-process threads by default, one shard per core at a time (so memory depends on
-    shard size, not corpus size); a Dask cluster (existing or local) when asked."""
-    if not (dask_address or dask_local):
-        from prefect.task_runners import ThreadPoolTaskRunner
-
-        threads = max(1, min(4, os.cpu_count() or 1))
-        forced = os.environ.get("SYSDIFF_INGEST_THREADS")  # files read at once, if set
-        return ThreadPoolTaskRunner(max_workers=max(threads, int(forced) if forced else 0))
-    try:
-        from prefect_dask import DaskTaskRunner
-    except ImportError:
-        raise InputError("Dask needs the 'dask' extra: pip install 'sysdiff[dask]'") from None
-    if dask_address:
-        return DaskTaskRunner(address=dask_address)
-    return DaskTaskRunner(cluster_kwargs={"n_workers": dask_local, "threads_per_worker": 1,
-                                          "processes": True, "dashboard_address": None,
-                                          "env": ONE_THREAD | {"PREFECT_API_URL": api_url()}})
-
-
-def api_url() -> str:
-    """The Prefect API this process reports to; in ephemeral mode its server is started now,
-    so that local workers report to it too instead of each starting a server of their own."""
-    from prefect.settings import PREFECT_API_URL
-
-    url = PREFECT_API_URL.value()
-    if url:
-        return url
-    from prefect.server.api.server import SubprocessASGIServer
-
-    server = SubprocessASGIServer()
-    server.start()
-    return server.api_url
 
 
 def run_evaluation(spec: RunSpec, warehouse: Path, dask_address: str | None = None,
@@ -95,12 +60,20 @@ def run_evaluation(spec: RunSpec, warehouse: Path, dask_address: str | None = No
     outcome.announce(warehouse, run_id)
     with heartbeats(), outcome.server_watch() as watch:
         try:
-            return evaluate.with_options(task_runner=task_runner(dask_address, dask_local))(
-                spec, warehouse, run_id)
+            return evaluate.with_options(task_runner=task_runner(dask_address, dask_local),
+                                         flow_run_name=run_name(spec))(spec, warehouse, run_id)
         except Exception as error:
             return outcome.settle(warehouse, run_id, error, watch)
         finally:
             outcome.forget(run_id)
+
+
+def run_name(spec: RunSpec) -> str:
+    """A flow run's name in the Prefect UI: corpus, task and systems (``sequoia · dep · 4
+    systems``; one system by its name)."""
+    n = len(spec.systems)
+    systems = spec.systems[0].id if n == 1 else f"{n} systems"
+    return f"{spec.corpus} · {spec.task} · {systems}"
 
 
 HEARTBEAT_VARIABLES = ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEARTBEAT_FREQUENCY")

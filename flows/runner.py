@@ -45,7 +45,7 @@ from pathlib import Path
 
 from sysdiff.flows import server
 
-FORWARDED = ("run", "demo")  # the commands a runner runs (the ones that start Prefect)
+FORWARDED = ("run", "demo", "rm")  # the commands a runner runs (those that start Prefect)
 #: Environment variables read when a module is imported: a client whose value differs from
 #: the runner's runs the command itself.
 IMPORT_ENV_PREFIXES = ("PYTHON", "LC_", "OMP_", "OPENBLAS_", "MKL_")

@@ -125,7 +125,8 @@ class Runner:
         self.selector.register(self.listener, selectors.EVENT_READ, "accept")
         record = {"pid": os.getpid(), "socket": address, "fingerprint": self.fingerprint,
                   "api_url": os.environ.get("PREFECT_API_URL", ""),
-                  "python": sys.executable, "started": time.time()}
+                  "python": sys.executable, "started": time.time(),
+                  "source": str(Path(__file__).resolve().parent)}
         tmp = self.paths["json"].with_suffix(".json.tmp")
         tmp.write_text(json.dumps(record, indent=1))
         os.replace(tmp, self.paths["json"])

@@ -1,4 +1,5 @@
-"""Map shard tasks and fold their results as they arrive, with a bounded number in flight.
+"""The task runner of a run's shard tasks, and how they are mapped: their results folded as
+they arrive, with a bounded number in flight.
 
 Partial counts are summed into one accumulator shard by shard, in shard order, and each
 result is dropped once folded: memory holds the accumulator and a few results, never one
@@ -20,7 +21,49 @@ from sysdiff.schemas.frozen import Opaque as Opaque  # re-exported: tasks take i
 if TYPE_CHECKING:
     import pyarrow as pa
 
+from sysdiff.schemas.errors import InputError
+
 T = TypeVar("T")
+
+# Each local Dask worker is one process with one thread, and so are the libraries in it:
+# N workers use N cores, without N x cores threads competing for them.
+ONE_THREAD = {name: "1" for name in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS",
+                                      "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+
+
+def task_runner(dask_address: str | None, dask_local: int):
+    """In-process threads by default, one shard per core at a time (so memory depends on
+    shard size, not corpus size); a Dask cluster (existing or local) when asked."""
+    if not (dask_address or dask_local):
+        from prefect.task_runners import ThreadPoolTaskRunner
+
+        threads = max(1, min(4, os.cpu_count() or 1))
+        forced = os.environ.get("SYSDIFF_INGEST_THREADS")  # files read at once, if set
+        return ThreadPoolTaskRunner(max_workers=max(threads, int(forced) if forced else 0))
+    try:
+        from prefect_dask import DaskTaskRunner
+    except ImportError:
+        raise InputError("Dask needs the 'dask' extra: pip install 'sysdiff[dask]'") from None
+    if dask_address:
+        return DaskTaskRunner(address=dask_address)
+    return DaskTaskRunner(cluster_kwargs={"n_workers": dask_local, "threads_per_worker": 1,
+                                          "processes": True, "dashboard_address": None,
+                                          "env": ONE_THREAD | {"PREFECT_API_URL": api_url()}})
+
+
+def api_url() -> str:
+    """The Prefect API this process reports to; in ephemeral mode its server is started now,
+    so that local workers report to it too instead of each starting a server of their own."""
+    from prefect.settings import PREFECT_API_URL
+
+    url = PREFECT_API_URL.value()
+    if url:
+        return url
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer()
+    server.start()
+    return server.api_url
 
 
 def in_flight_limit() -> int:

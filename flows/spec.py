@@ -69,6 +69,8 @@ class RunSpec:
     # coreference mention matching and singletons (None: the key format's scorer default)
     match: str | None = None
     singletons: str | None = None
+    # the corpus starts over with this key (its systems of earlier runs are removed)
+    replace_key: bool = False
 
     def __post_init__(self) -> None:
         for name in ("systems", "mappings", "unl", "versions"):

@@ -287,7 +287,7 @@ class Staging:
     staged: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # bad system files (keep-going)
     run_id: str | None = None  # recorded in the manifest by commit (flows/outcome.py)
-    #: live partitions this run removes (a file now stored in another way)
+    #: live partitions this run removes (sysdiff rm; a file now stored in another way)
     dropped: set[tuple[str, str]] = field(default_factory=set)
 
     def record(self, files: Iterable[StagedFile]) -> None:
@@ -297,10 +297,6 @@ class Staging:
                 self.staged[(f.table, partition)] = (f.rel, sig)
                 self.dropped.discard((f.table, partition))
 
-    def drop(self, table: str, partition: str) -> None:
-        """Remove a live partition at commit (unless this run stages it)."""
-        if (table, partition) not in self.staged and self.live_file(table, partition):
-            self.dropped.add((table, partition))
 
     def has(self, table: str, partition: str, sig: str) -> bool:
         """True when the live (or staged) partition already has this signature."""
@@ -370,6 +366,19 @@ class Staging:
         """Where a partition staged by this run lies before commit."""
         staged = self.staged.get((table, partition))
         return self.dir / staged[0] if staged else None
+
+    # -------------------------------------------------------------- removal (sysdiff rm)
+
+    def drop(self, table: str, partition: str) -> None:
+        """Remove a live partition, unless this run stages it: from now on this run reads
+        the table without it, and :func:`commit` writes the manifest without it (its file is
+        deleted once nothing names it). Used by :mod:`sysdiff.flows.remove` and by ingest (a
+        file now stored in another way); a partition staged again later in the run is
+        committed as usual."""
+        if (table, partition) in self.staged or not self.live_file(table, partition):
+            return
+        self.manifest["tables"].get(table, {}).pop(partition, None)
+        self.dropped.add((table, partition))
 
 
 #: The files this sysdiff wrote into the warehouse and has not deleted yet (live, superseded,

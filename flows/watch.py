@@ -19,7 +19,7 @@ from sysdiff.flows import outcome
 from sysdiff.flows.gates import latest_steps
 from sysdiff.flows.prefect_logs import API_ONLY, one_line_input_errors
 from sysdiff.flows.preflight import preflight
-from sysdiff.flows.run import evaluate
+from sysdiff.flows.run import evaluate, run_name
 from sysdiff.flows.spec import RunSpec, folder_specs
 from sysdiff.schemas.errors import InputError
 
@@ -101,7 +101,7 @@ def run_corpus(spec: RunSpec, warehouse: Path) -> list[str]:
     was lost); :class:`outcome.HelperLost` when the background server died before it."""
     run_id = outcome.new_run_id()
     try:
-        return evaluate.with_options(flow_run_name=spec.corpus)(spec, warehouse, run_id)
+        return evaluate.with_options(flow_run_name=run_name(spec))(spec, warehouse, run_id)
     except InputError:
         raise
     except Exception as error:

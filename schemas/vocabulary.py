@@ -4,6 +4,7 @@ punctuation defaults and the names people read. Transforms, SQL builders, ``show
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from sysdiff.schemas.errors import InputError
@@ -105,3 +106,32 @@ def view(name: str) -> View:
 def score_name(name: str, punct: bool | None = None) -> str:
     """What the accuracy of a view is called (see :meth:`View.score_name`)."""
     return VIEWS[name].score_name(punct)
+
+
+def view_named(text: str) -> str | None:
+    """The view a person means by ``text``, in any case: its name (``las``) or the name
+    of its score in the tables (``UAS`` = head, ``LS`` = deprel, ``UPOS``, ``LAS (no
+    punct)``); None when it names no view."""
+    wanted = " ".join(text.split()).lower()
+    for v in VIEWS.values():
+        if wanted in (v.name, v.score.lower(), v.score_name(False).lower(),
+                      v.score_name(True).lower()):
+            return v.name
+    return None
+
+
+#: Coreference metrics as people read them (``coref_scores.metric`` stores the codes).
+COREF_METRICS = {"muc": "MUC", "bcub": "B3", "ceafm": "CEAF-m", "ceafe": "CEAF-e",
+                 "blanc": "BLANC", "lea": "LEA", "conll": "CoNLL", "mor": "MOR",
+                 "zero": "zero"}
+
+_DIGITS = re.compile(r"[0-9]+")
+#: Digit runs are compared as numbers of up to this many digits.
+NATURAL_WIDTH = 20
+
+
+def natural_key(text: str) -> str:
+    """Sort key of names in natural order (``A2 < A10``, ``ud2.8 < ud2.16``): digit runs
+    padded with zeros. The order of system, version and corpus names wherever they are
+    listed; the sandbox's SQL macro ``natural_key(s)`` is the same key."""
+    return _DIGITS.sub(lambda m: m.group().rjust(NATURAL_WIDTH, "0"), text)

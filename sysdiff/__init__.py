@@ -3,9 +3,10 @@
 The Python API (see ``sysdiff.flows.api``)::
 
     import sysdiff
-    root = sysdiff.evaluate(key=..., systems={"NAME@VERSION": path, ...}, task="dep")
-    with sysdiff.open(root) as wh:
-        wh["scores"], wh.sql("select ..."), wh.relation("select ...")
+    wh = sysdiff.evaluate(key=..., systems={"NAME@VERSION": path, ...}, task="dep")
+    wh.scores, wh["pairs"], wh.sql("select ..."), wh.relation("select ...")
+    sysdiff.remove(corpus, ["NAME@VERSION"], warehouse=wh)
+    with sysdiff.open("data/warehouse") as wh: ...
 
 The code lives in the repository's ``flows/``, ``transforms/`` and ``schemas/`` folders,
 installed as ``sysdiff.flows``, ``sysdiff.transforms`` and ``sysdiff.schemas``.
@@ -13,17 +14,39 @@ installed as ``sysdiff.flows``, ``sysdiff.transforms`` and ``sysdiff.schemas``.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
-__all__ = ["evaluate", "open", "InputError"]
+__all__ = ["evaluate", "open", "remove", "InputError", "Warehouse"]
 
 if TYPE_CHECKING:
     from sysdiff.flows.api import Warehouse
 
 
+def _checkout_layout() -> None:
+    """In a source checkout (an editable install, or ``python`` started in the checkout),
+    ``sysdiff.flows``, ``sysdiff.schemas`` and ``sysdiff.transforms`` are the checkout's
+    ``flows/``, ``schemas/`` and ``transforms/`` folders, beside this one. (A wheel holds
+    them inside this package, where they are found first.)"""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if os.path.isfile(os.path.join(root, "flows", "__init__.py")) and os.path.isfile(
+            os.path.join(root, "pyproject.toml")) and root not in __path__:
+        __path__.append(root)
+
+
+_checkout_layout()
+
+
 def evaluate(*args, **kwargs):
     """Run an evaluation into a warehouse (:func:`sysdiff.flows.api.evaluate`)."""
     from sysdiff.flows.api import evaluate as run
+
+    return run(*args, **kwargs)
+
+
+def remove(*args, **kwargs):
+    """Remove systems, versions or a corpus (:func:`sysdiff.flows.api.remove`)."""
+    from sysdiff.flows.api import remove as run
 
     return run(*args, **kwargs)
 
@@ -40,4 +63,8 @@ def __getattr__(name: str):
         from sysdiff.schemas.errors import InputError
 
         return InputError
+    if name == "Warehouse":
+        from sysdiff.flows.api import Warehouse
+
+        return Warehouse
     raise AttributeError(name)

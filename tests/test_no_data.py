@@ -128,7 +128,8 @@ def test_span_scores_without_key_spans_are_null():
 
 def test_all_punctuation_key_stores_null_and_fails_every_gate(cli, tmp_path):
     """A key whose every word is punctuation: LAS (no punct) has no unit: NULL in scores,
-    '—' in the summary and `show`, and `check` fails (exit 1) with one line."""
+    '—' in the summary and `show`, and `check` fails (exit 1) with one line per gate, each
+    naming its gate."""
     wh, code, out, err = run(cli, tmp_path, "dep", conllu(*PUNCT),
                              {"a": conllu(*PUNCT), "b": conllu(*PUNCT_B)}, ".conllu")
     assert code == 0, err
@@ -149,7 +150,11 @@ def test_all_punctuation_key_stores_null_and_fails_every_gate(cli, tmp_path):
     code, out, err = cli("check", "--view", "las", "--baseline", "a", "--candidate", "b",
                          "--min-delta", "0", "--max-new-errors", "0", "-w", str(wh))
     assert code == 1 and not out
-    assert err.count("\n") == 1 and "FAILED: not evaluated: LAS (no punct)" in err
+    lines = err.splitlines()
+    assert len(lines) == 2 and all(x.startswith("sysdiff check: FAILED: not evaluated: LAS (no "
+                                                "punct)") for x in lines), err
+    assert lines[0].endswith("no gate passes without data (--max-new-errors 0)")
+    assert lines[1].endswith("no gate passes without data (--min-delta +0.00)")
     code, out, _ = cli("check", "--view", "las", "--baseline", "a", "--candidate", "b",
                        "--min-delta", "0", "--max-new-errors", "0", "--json", "-w", str(wh))
     doc = json.loads(out)

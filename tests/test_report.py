@@ -226,7 +226,7 @@ def test_examples_rows_are_consistent_words(warehouse):
     got = examples(warehouse, CORPUS, "upos", "spacy_sm@3.8.0", "spacy_md@3.8.0", "correction",
                    limit=5, context=2)
     assert 0 < got.height <= 5
-    for col in ("sent_id", "id", "form", "gold", "l1", "l2", "text", "window"):
+    for col in ("sent_id", "id", "form", "gold", "l1", "l2", "sentence", "window"):
         assert col in got.columns
     assert (got["l2"] == got["gold"]).all() and (got["l1"] != got["gold"]).all()
     key = query(warehouse, "select sent, id, form, upos from units where system = '__key__' "
@@ -234,7 +234,7 @@ def test_examples_rows_are_consistent_words(warehouse):
     key = {(s, i): (f, u) for s, i, f, u in key.rows()}
     for r in got.iter_rows(named=True):
         assert key[(r["sent"], r["id"])] == (r["form"], r["gold"])
-        assert r["form"] in r["text"]
+        assert r["sentence"].count("[") == 1 and f"[{r['form']}]" in r["sentence"]
         assert [w["id"] for w in r["window"]] == [i for i in range(r["id"] - 2, r["id"] + 3)
                                                   if (r["sent"], i) in key]
     ordered = got.select("sent", "id").rows()

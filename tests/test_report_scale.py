@@ -14,6 +14,7 @@ from polars.testing import assert_frame_equal
 
 from benchmarks.report import synthetic_warehouse, write_run_file
 from sysdiff.flows.queries import query
+from sysdiff.flows.render import p_value
 from sysdiff.flows.report import build_report
 from sysdiff.flows.report.coref import agreement_html
 from sysdiff.flows.report.history import history_html
@@ -253,7 +254,7 @@ def test_history_table_and_section(many, tmp_path):
                                       f"{100 * r['score']:.2f}%")
                 if r["previous"]:
                     assert (f"vs {r['previous']}: {100 * r['delta']:+.2f} points, McNemar p = "
-                            f"{r['mcnemar_p']:.3g}") in tip
+                            f"{p_value(r['mcnemar_p'])}") in tip  # as everywhere: 1.64e-4
                     assert (f"{r['corrections']} corrections, {r['new_errors']} new errors, "
                             f"{r['changed_errors']} changed errors") in tip
             sig = mine.filter(pl.col("mcnemar_p") < 0.05)

@@ -371,3 +371,28 @@ def test_examples_keep_two_units_that_look_alike_apart(tmp_path, cli):
         ("missed", "boundary", "boundary (LOC 3-6)")] * 2
     assert [r["sentence"] for r in rows] == ["I love [New York] New York .",
                                              "I love New York [New York] ."]
+
+
+def test_example_positions_are_the_spans_table_s_plus_one(warehouses, cli):
+    """An example's span ``(PER 20-20)`` gives 1-based key token positions, first and last
+    (as ``examples --help`` says); the ``spans`` table stores the same span 0-based."""
+    root = warehouses["auto"]
+    a, b = "spacy_sm@3.6.0", "spacy_sm@3.8.0"
+    code, out, err = cli("examples", "--sys1", a, "--sys2", b, "--class", "correction",
+                         "--limit", "-1", "--format", "json", "-w", str(root))
+    assert code == 0, err
+    seen = 0
+    for r in json.loads(out):
+        m = re.fullmatch(r"\w+ \((\S+) (\d+)-(\d+)\)", r[a])
+        if m is None:  # sys1 has no span there
+            continue
+        kind, first, last = m.group(1), int(m.group(2)), int(m.group(3))
+        texts = query(root, f"""select s.text from spans s join span_tokens t
+            on t.corpus = s.corpus and t.sent = s.sent and t.system = '__key__'
+            and t.id = s.start + 1 and t.form = split_part(s.text, ' ', 1)
+            where s.system = '{a}' and s.type = '{kind}' and s.start = {first - 1}
+            and s."end" = {last - 1}""")["text"].to_list()
+        plain = r["sentence"].replace("[", "").replace("]", "")
+        assert any(f" {t} " in f" {plain} " for t in texts), (r, texts)
+        seen += 1
+    assert seen >= 5

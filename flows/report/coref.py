@@ -22,12 +22,10 @@ from sysdiff.flows.report.html import (
 )
 from sysdiff.flows.report.tokens import ALL_PAIRS, PAIR_DETAILS, TOP_PAIRS, cls_col
 from sysdiff.schemas.vocabulary import ARCS_CLASSES as ARCS
-from sysdiff.schemas.vocabulary import CLASSES, CRITERIA
+from sysdiff.schemas.vocabulary import CLASSES, COREF_METRICS, CRITERIA
 from sysdiff.transforms import summaries as S
 from sysdiff.transforms.summaries import mtype_order, transition_class
 
-COREF_METRICS = {"muc": "MUC", "bcub": "B³", "ceafm": "CEAF-m", "ceafe": "CEAF-e",
-                 "blanc": "BLANC", "lea": "LEA", "conll": "CoNLL"}
 COREF_ORACLE_ROWS = 120
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 
 from sysdiff.flows.catalog import sql_literal as lit
+from sysdiff.flows.render import p_value as p_text
 from sysdiff.flows.report.charts import ticks
 from sysdiff.flows.report.data import MAX_ROWS, Read
 from sysdiff.flows.report.html import (
@@ -57,12 +58,12 @@ def point_title(r: dict, score: str) -> str:
     """Hover text of one version."""
     text = f"{r['name']}@{r['version']}: {score} {percent(r['score'])}"
     if r.get("previous") is not None:
-        p = "" if r.get("mcnemar_p") is None else f", McNemar p = {r['mcnemar_p']:.3g}"
+        p = "" if r.get("mcnemar_p") is None else f", McNemar p = {p_text(r['mcnemar_p'])}"
         text += (f"\nvs {r['previous']}: {points_text(r.get('delta'))}{p}"
                  f"\n{r.get('corrections')} corrections, {r.get('new_errors')} new errors, "
                  f"{r.get('changed_errors')} changed errors")
     if r.get("best_version") is not None:
-        p = "" if r.get("mcnemar_p_best") is None else f", p = {r['mcnemar_p_best']:.3g}"
+        p = "" if r.get("mcnemar_p_best") is None else f", p = {p_text(r['mcnemar_p_best'])}"
         text += (f"\nvs best before ({r['best_version']}, {percent(r.get('best_score'))}): "
                  f"{points_text(r.get('delta_best'))}{p}")
     return text

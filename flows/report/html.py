@@ -53,9 +53,21 @@ def stars(p: float | None) -> str:
     return "**" if p < 0.01 else "*" if p < 0.05 else ""
 
 
-def p_value(p: float | None) -> str:
-    """A p-value with its significance marks (:data:`NO_DATA` for None)."""
-    return NO_DATA if p is None or p != p else f'{p:.3g}<span class="sig">{stars(p)}</span>'
+def p_value(p: float | None, randomization: bool = False) -> str:
+    """A p-value as everywhere (:func:`sysdiff.flows.render.p_value`: ``1.4e-13``, a
+    randomization p at its floor ``< 1e-4 (10,000 trials)``) with its significance marks
+    (:data:`NO_DATA` for None)."""
+    from sysdiff.flows.render import p_value as text
+
+    if p is None or p != p:
+        return NO_DATA
+    return f'{html.escape(text(p, randomization))}<span class="sig">{stars(p)}</span>'
+
+
+def p_is(p: float | None, randomization: bool = False) -> str:
+    """``= 0.866`` or ``&lt; 1e-4 (10,000 trials)``, with marks: a p-value after its name."""
+    shown = p_value(p, randomization)
+    return shown if shown.startswith("&lt;") else f"= {shown}"
 
 
 def td(content: str, cls: str = "") -> str:

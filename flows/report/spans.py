@@ -14,6 +14,7 @@ from sysdiff.flows.report.charts import CLASS_NAMES, class_bars_svg
 from sysdiff.flows.report.data import MAX_ROWS, Read
 from sysdiff.flows.report.html import (
     esc,
+    p_is,
     p_value,
     pct,
     percent,
@@ -188,7 +189,7 @@ def pairs_html(data: SpanData, pairs: list[dict]) -> str:
                      *(td(f"{r[cls_col(c)]} ({pct(r[cls_col(c)] / d, 1)}%)", c)
                        for c in CLASSES),
                      td(points(r["delta_f1"])), td(p_value(r["mcnemar_p"])),
-                     td(p_value(r["ar_p"]))])
+                     td(p_value(r["ar_p"], randomization=True))])
     return table_html(["S1", "S2", "diff %", "differing", "corrections", "new errors",
                        "changed errors", "Δ F1 (points)", "McNemar p", "AR p (F1)"], rows,
                       cls="span-pairs", left=2)
@@ -243,8 +244,8 @@ def pair_details_html(read: Read, data: SpanData, pairs: list[dict]) -> str:
                    + " ".join(f'<span class="{c}">{CLASS_NAMES[c]}: '
                               f'{pct(r[cls_col(c)] / d)}% ({r[cls_col(c)]})</span>'
                               for c in CLASSES)
-                   + f'<br>Δ F1 {points_text(r["delta_f1"])}, McNemar p = '
-                   f'{p_value(r["mcnemar_p"])}, AR p (F1, by sentence) = {p_value(r["ar_p"])}'
+                   + f'<br>Δ F1 {points_text(r["delta_f1"])}, McNemar p '
+                   f'{p_is(r["mcnemar_p"])}, AR p (F1, by sentence) {p_is(r["ar_p"], True)}'
                    "</p>")
         mats = "".join(matrix_html(trans.filter(pl.col("type") == t), t, a, b)
                        for t in data.types if trans.filter(pl.col("type") == t).height)

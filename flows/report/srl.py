@@ -15,6 +15,7 @@ from sysdiff.flows.report.charts import CLASS_NAMES, class_bars_svg
 from sysdiff.flows.report.data import MAX_ROWS, Read
 from sysdiff.flows.report.html import (
     esc,
+    p_is,
     p_value,
     pct,
     points,
@@ -174,7 +175,7 @@ def pairs_html(pairs: list[dict]) -> str:
                      *(td(f"{r[cls_col(c)]} ({pct(r[cls_col(c)] / d, 1)}%)", c)
                        for c in CLASSES),
                      td(points(r["delta_f1"])), td(p_value(r["mcnemar_p"])),
-                     td(p_value(r["ar_p"]))])
+                     td(p_value(r["ar_p"], randomization=True))])
     return table_html(["S1", "S2", "diff %", "differing", "corrections", "new errors",
                        "changed errors", "Δ F1 (points)", "McNemar p", "AR p"], rows,
                       cls="srl-pairs", left=2)
@@ -231,9 +232,9 @@ def pair_details_html(read: Read, data: SrlData, unit: str, pairs: list[dict]) -
                    + " ".join(f'<span class="{c}">{CLASS_NAMES[c]}: '
                               f'{pct(r[cls_col(c)] / d)}% ({r[cls_col(c)]})</span>'
                               for c in CLASSES)
-                   + f'<br>Δ F1 {points(r["delta_f1"])} points, McNemar p = '
-                   f'{p_value(r["mcnemar_p"])}, AR p (units right, by sentence) = '
-                   f'{p_value(r["ar_p"])}'
+                   + f'<br>Δ F1 {points(r["delta_f1"])} points, McNemar p '
+                   f'{p_is(r["mcnemar_p"])}, AR p (units right, by sentence) '
+                   f'{p_is(r["ar_p"], True)}'
                    "</p>")
         present = {*trans["c1"].to_list(), *trans["c2"].to_list()}
         classes = [c for c in UNIT_CLASSES[unit] if c in present]

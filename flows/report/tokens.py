@@ -81,7 +81,8 @@ def pairs_html(df: pl.DataFrame, numbered: bool = False) -> str:
             td(esc(r["sys1"]), "l"), td(esc(r["sys2"]), "l"), td(pct(r["diff"])),
             td(f"{r['n_diff']}/{r['n_units']}"),
             *(td(f"{r[cls_col(c)]} ({pct(r[cls_col(c)] / d, 1)}%)", c) for c in CLASSES),
-            td(points(r["delta_acc"])), td(p_value(r["mcnemar_p"])), td(p_value(r["ar_p"])),
+            td(points(r["delta_acc"])), td(p_value(r["mcnemar_p"])),
+            td(p_value(r["ar_p"], randomization=True)),
             *([td(str(r["seg_diff"]))] if segmented else []),
         ])
     head = [*(["#"] if numbered else []), "S1", "S2", "diff %", "differing", "corrections",

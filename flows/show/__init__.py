@@ -22,8 +22,11 @@ from sysdiff.flows.names import (
     UNL_TASKS,
 )
 from sysdiff.flows.queries import query, query_rows
-from sysdiff.flows.render import to_text
+from sysdiff.flows.render import randomization_trials, to_text
+from sysdiff.flows.run_record import ar_trials
 from sysdiff.flows.show.common import (
+    BY_PAIR,
+    ONCE,
     VIEW_ORDER,
     check_systems,
     check_view,
@@ -48,19 +51,29 @@ from sysdiff.flows.show.tokens import (
 )
 from sysdiff.flows.show.unl import _unl_rows
 from sysdiff.schemas.errors import InputError
-from sysdiff.schemas.vocabulary import DEP_VIEWS, score_name
+from sysdiff.schemas.vocabulary import COREF_METRICS, DEP_VIEWS, natural_key, score_name
 
 if TYPE_CHECKING:
     import polars as pl
 
-COREF_NAMES = {"muc": "MUC", "bcub": "B3", "ceafm": "CEAF-m", "ceafe": "CEAF-e",
-               "blanc": "BLANC", "lea": "LEA", "conll": "CoNLL"}
+#: The coreference metrics of the run summary, in order (names: ``COREF_METRICS``).
+HEADLINE_METRICS = ("muc", "bcub", "ceafm", "ceafe", "blanc", "lea", "conll")
 
 
 def headline(root: Path, corpus: str) -> pl.DataFrame:
-    """The headline figures of a corpus, one row per system, every rate in percent: token
-    accuracies (dependency views without punctuation, LAS with it, and CoNLL18 LAS F1),
-    coreference F1s, or UNL precision/recall/F."""
+    """The headline figures of a corpus, one row per system (in natural order), every rate
+    in percent: token accuracies (dependency views without punctuation, LAS with it, and
+    CoNLL18 LAS F1), coreference F1s, or UNL precision/recall/F."""
+    import polars as pl
+
+    wide = _headline(root, corpus)
+    if not wide.height:
+        return wide
+    rank = {s: i for i, s in enumerate(sorted(wide["system"].to_list(), key=natural_key))}
+    return wide.sort(pl.col("system").replace_strict(rank, return_dtype=pl.Int64))
+
+
+def _headline(root: Path, corpus: str) -> pl.DataFrame:
     import polars as pl
 
     task = corpus_task(root, corpus)
@@ -70,15 +83,15 @@ def headline(root: Path, corpus: str) -> pl.DataFrame:
             {pct('s.recall')} as "R %", {pct('s.f1')} as "F1 %",
             {pct('t.token_accuracy')} as "token accuracy %", s.scheme
             from span_scores s left join span_tags t using (corpus, system)
-            where s.corpus = {c} and s.type = 'ALL' order by s.system""")
+            where s.corpus = {c} and s.type = 'ALL' order by natural_key(s.system)""")
     if task in SRL_TASKS:
         return srl_headline(root, corpus).to_frame()
     if task in COREF_TASKS:
         long = query(root, f"select system, metric, {pct('f1')} as f1 from coref_scores "
                            f"where corpus = {c}")
-        order = [m for m in COREF_NAMES if m in set(long["metric"])]
+        order = [m for m in HEADLINE_METRICS if m in set(long["metric"])]
         wide = long.pivot("metric", index="system", values="f1").sort("system")
-        return wide.select("system", *[pl.col(m).alias(f"{COREF_NAMES[m]} F1 %")
+        return wide.select("system", *[pl.col(m).alias(f"{COREF_METRICS[m]} F1 %")
                                       for m in order])
     if task in UNL_TASKS:  # the options are in 'show unl'; a figure the task lacks is dropped
         rows = _unl_rows(root, c).to_frame().drop("options")
@@ -121,6 +134,14 @@ def show_table(root: Path, table: str, corpus: str | None, view: str | None, sys
         raise InputError(f"unknown table '{table}'; expected one of {', '.join(SHOWABLE)}")
     tasks = SHOWABLE[table][0]
     corpus = pick_corpus(root, corpus, tasks, f"show {table}")
+    with randomization_trials(ar_trials(root, corpus)):
+        return _show_corpus(root, table, corpus, view, sys1, sys2, punct, top, fmt, name)
+
+
+def _show_corpus(root: Path, table: str, corpus: str, view: str | None, sys1: str | None,
+                 sys2: str | None, punct: bool | None, top: int, fmt: str,
+                 name: str | None) -> str:
+    """:func:`show_table` for a corpus chosen."""
     task = corpus_task(root, corpus)
     view = check_view(root, corpus, task, view)
     if table == "history":
@@ -148,7 +169,7 @@ def show_table(root: Path, table: str, corpus: str | None, view: str | None, sys
     if table == "changes":
         return _changes(root, corpus, view, punct, name, where, pair, sys1, sys2, top, fmt)
     if table == "labeldiff":
-        return _labeldiff(root, where, name, sys1, sys2, top, fmt)
+        return _labeldiff(root, corpus, where, name, sys1, sys2, top, fmt)
     if table == "labels":
         return _labels(root, where, corpus, name, fmt)
     if table == "gains":
@@ -156,12 +177,12 @@ def show_table(root: Path, table: str, corpus: str | None, view: str | None, sys
     sql = {
         "scores": f"select system, n_correct, n_units, {pct('accuracy')} as \"{name} %\", "
                   f"n_sents_exact, n_sents, {pct('sent_exact')} as \"sentence exact %\" "
-                  f"from scores where {where} order by accuracy desc, system",
+                  f"from scores where {where} order by accuracy desc, natural_key(system)",
         "pairs": f"select sys1, sys2, n_units, n_diff, {pct('diff')} as \"diff %\", "
                  f"corrections, new_errors, changed_errors, "
                  f"{pct('delta_acc')} as \"delta {name} (points)\", mcnemar_p, ar_p "
                  f"from pairs where {where}{pair} "
-                 f"{'' if sys1 or sys2 else 'and sys1 < sys2'} order by diff desc, sys1, sys2",
+                 f"{'' if sys1 or sys2 else f'and {ONCE}'} order by diff desc, {BY_PAIR}",
         "oracles": f"select systems, n_systems, n_correct, n_units, "
                    f"{pct('accuracy')} as \"oracle {name} %\", "
                    f"{pct('gain')} as \"gain (points)\" "
@@ -172,7 +193,7 @@ def show_table(root: Path, table: str, corpus: str | None, view: str | None, sys
                    f"{pct('precision')} as \"P %\", {pct('recall')} as \"R %\", "
                    f"{pct('f1')} as \"F1 %\", {pct('aligned_accuracy')} as \"AligndAcc %\" "
                    f"from conll18 where corpus = {sql_literal(corpus)} and key_data "
-                   f"order by system, list_position({CONLL18_ORDER}, metric)",
+                   f"order by natural_key(system), list_position({CONLL18_ORDER}, metric)",
     }[table]
     if table == "conll18":
         _blank_metrics_note(root, corpus)

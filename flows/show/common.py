@@ -11,15 +11,18 @@ from sysdiff.flows.names import COREF_TASKS, SPAN_TASKS, SRL_TASKS, UNL_TASKS
 from sysdiff.flows.queries import query_rows
 from sysdiff.flows.render import NO_DATA
 from sysdiff.schemas.errors import InputError
-from sysdiff.schemas.vocabulary import CRITERIA, SRL_UNITS, VIEWS
+from sysdiff.schemas.vocabulary import CRITERIA, SRL_UNITS, VIEWS, view_named
 
 VIEW_ORDER = tuple(VIEWS)
+#: SQL: each pair once (the first system in natural order first), and pairs in that order.
+ONCE = "natural_key(sys1) < natural_key(sys2)"
+BY_PAIR = "natural_key(sys1), natural_key(sys2)"
 
 
 def corpora(root: Path) -> dict[str, str]:
     """corpus -> task, for every corpus in the warehouse."""
     rows = query_rows(root, "select corpus, any_value(task) as task from systems group by "
-                            "corpus order by corpus")
+                            "corpus order by natural_key(corpus)")
     return dict(rows.rows)
 
 
@@ -63,8 +66,8 @@ def corpus_views(root: Path, corpus: str) -> list[str]:
 def corpus_systems(root: Path, corpus: str) -> list[str]:
     """The systems (not the key) of a corpus, by name."""
     return query_rows(root, f"select distinct system from systems where corpus = "
-                            f"{sql_literal(corpus)} and role = 'system' order by 1"
-                      ).column("system")
+                            f"{sql_literal(corpus)} and role = 'system' "
+                            "order by natural_key(system)").column("system")
 
 
 def check_view(root: Path, corpus: str, task: str, view: str | None) -> str | None:
@@ -79,7 +82,7 @@ def check_view(root: Path, corpus: str, task: str, view: str | None) -> str | No
     if task in SRL_TASKS:
         return check_srl_view(root, corpus, view)
     if task in COREF_TASKS:
-        view = view or "nom"
+        view = (view or "nom").lower()
         if view not in CRITERIA:
             raise InputError(f"unknown view '{view}' for coreference corpus '{corpus}'; "
                              f"expected one of {', '.join(CRITERIA)} (the ARCS criterion)")
@@ -87,10 +90,28 @@ def check_view(root: Path, corpus: str, task: str, view: str | None) -> str | No
     views = corpus_views(root, corpus)
     if view is None:
         return "las" if "las" in views else (views[0] if views else "upos")
-    if view not in views:
+    name = view_named(view) or view
+    if name not in views:
         raise InputError(f"unknown view '{view}' for corpus '{corpus}'; expected one of "
-                         f"{', '.join(views) or 'none (no scores)'}")
-    return view
+                         f"{', '.join(map(view_choice, views)) or 'none (no scores)'} (in any "
+                         "case)")
+    return name
+
+
+def view_choice(name: str) -> str:
+    """A view as the choices list it: its name, and its score's name when that differs
+    (``head (UAS)``, ``deprel (LS)``)."""
+    score = VIEWS[name].score if name in VIEWS else name
+    return name if score.lower() == name else f"{name} ({score})"
+
+
+def _one_of(text: str, choices: list[str]) -> str | None:
+    """``text`` among ``choices``: as written, else the one choice equal to it in another
+    case; None when none (or several) fit."""
+    if text in choices:
+        return text
+    found = [c for c in choices if c.lower() == text.lower()]
+    return found[0] if len(found) == 1 else None
 
 
 def span_types(root: Path, corpus: str) -> list[str]:
@@ -105,10 +126,11 @@ def check_span_type(root: Path, corpus: str, view: str | None) -> str:
     if view is None:
         return "ALL"
     types = span_types(root, corpus)
-    if view not in types:
+    found = _one_of(view, types)
+    if found is None:
         raise InputError(f"unknown type '{view}' for ner corpus '{corpus}'; expected one of "
                          f"{', '.join(types)}")
-    return view
+    return found
 
 
 def srl_roles(root: Path, corpus: str) -> list[str]:
@@ -122,13 +144,14 @@ def check_srl_view(root: Path, corpus: str, view: str | None) -> str:
     """``--view`` of an srl corpus: argument (the default), predicate, or a role."""
     if view is None:
         return "argument"
-    if view in SRL_UNITS:
-        return view
+    if view.lower() in SRL_UNITS:
+        return view.lower()
     roles = srl_roles(root, corpus)
-    if view not in roles:
+    found = _one_of(view, roles)
+    if found is None:
         raise InputError(f"unknown view '{view}' for srl corpus '{corpus}'; expected "
                          f"argument, predicate or a role: {', '.join(roles) or 'none'}")
-    return view
+    return found
 
 
 def check_systems(root: Path, corpus: str, *names: str | None) -> None:
@@ -138,6 +161,13 @@ def check_systems(root: Path, corpus: str, *names: str | None) -> None:
         if name is not None and name not in known:
             raise InputError(f"no system '{name}' in corpus '{corpus}'; expected one of "
                              f"{', '.join(known) or 'none'}")
+
+
+def need_pair(root: Path, corpus: str, what: str) -> None:
+    """Refuse a command that needs a pair and was not given one, naming the choices."""
+    systems = corpus_systems(root, corpus)
+    raise InputError(f"{what} needs --sys1 and --sys2: two of the systems of corpus "
+                     f"'{corpus}': {', '.join(systems) or 'none'}")
 
 
 def pct(expr: str, digits: int = 2) -> str:
@@ -171,7 +201,7 @@ def unevaluated(root: Path, corpus: str, view: str, punct: bool,
     name = score_name(view, punct)
     rows = query_rows(root, f"select system, n_units, missing from scores where corpus = "
                             f"{sql_literal(corpus)} and view = {sql_literal(view)} and "
-                            f"punct = {str(punct).lower()} order by system")
+                            f"punct = {str(punct).lower()} order by natural_key(system)")
     if rows.is_empty():
         return []
     if not any(rows.column("n_units")):

@@ -8,10 +8,23 @@ from pathlib import Path
 from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.queries import query_rows
 from sysdiff.flows.render import to_text
-from sysdiff.flows.show.common import pair_summary, pct
+from sysdiff.flows.show.common import BY_PAIR, ONCE, pair_summary, pct
 from sysdiff.flows.show.unl import _unl_rows
 from sysdiff.schemas.errors import InputError
-from sysdiff.schemas.vocabulary import CRITERIA
+from sysdiff.schemas.vocabulary import COREF_METRICS, CRITERIA
+
+
+def metric_names(column: str) -> str:
+    """SQL: a coreference metric's code (``bcub``) as people read it (``B3``)."""
+    whens = " ".join(f"when {sql_literal(code)} then {sql_literal(name)}"
+                     for code, name in COREF_METRICS.items())
+    return f"case {column} {whens} else {column} end"
+
+
+def metric_order(column: str) -> str:
+    """SQL: the metrics in the usual order (MUC, B3, CEAF-m, CEAF-e, BLANC, LEA, CoNLL)."""
+    codes = ", ".join(sql_literal(code) for code in COREF_METRICS)
+    return f"list_position([{codes}], {column})"
 
 
 def _criterion(view: str | None) -> str:
@@ -29,22 +42,23 @@ def _domain_table(root: Path, table: str, corpus: str, view: str | None, sys1: s
     pair = "".join(f" and {col} = {sql_literal(s)}" for col, s in (("sys1", sys1),
                                                                    ("sys2", sys2)) if s)
     sql = {
-        "coref": f"select system, metric, {pct('recall')} as \"recall %\", "
-                 f"{pct('precision')} as \"precision %\", {pct('f1')} as \"F1 %\" "
-                 f"from coref_scores where corpus = {c} order by system, metric",
+        "coref": f"select system, {metric_names('metric')} as metric, "
+                 f"{pct('recall')} as \"recall %\", {pct('precision')} as \"precision %\", "
+                 f"{pct('f1')} as \"F1 %\" from coref_scores where corpus = {c} "
+                 f"order by natural_key(system), {metric_order('metric')}, metric",
         "arcs": f"select system, mtype, tp, fp, fn, wl, tn, {pct('precision')} as \"P %\", "
                 f"{pct('recall')} as \"R %\", {pct('f1')} as \"F1 %\" from arcs_scores "
-                f"where corpus = {c} and criterion = {crit} order by system, mtype",
+                f"where corpus = {c} and criterion = {crit} order by natural_key(system), mtype",
         "coref_pairs": f"select sys1, sys2, n_mentions, n_diff, {pct('diff')} as \"diff %\", "
                        f"corrections, new_errors, changed_errors from coref_pairs "
                        f"where corpus = {c} and criterion = {crit}{pair}"
-                       f"{'' if sys1 or sys2 else ' and sys1 < sys2'} order by sys1, sys2",
+                       f"{'' if sys1 or sys2 else f' and {ONCE}'} order by {BY_PAIR}",
         "coref_oracles": f"select systems, mtype, n, n_tp, {pct('n_tp / n')} as "
                          f"\"ARCS recall %\" from coref_oracles where corpus = {c} and "
                          f"criterion = {crit} and n > 0 order by len(systems), mtype",
         "agreement": f"select sys1 as as_key, sys2, {pct('f1')} as \"CoNLL F1 %\" from "
                      f"coref_agreement where corpus = {c} and metric = 'conll' "
-                     f"order by sys1, sys2",
+                     f"order by {BY_PAIR}",
     }[table]
     suffix = "" if table in ("coref", "agreement") else f", criterion {_criterion(view)}"
     return to_text(query_rows(root, sql), fmt, title=f"{table}: {corpus}{suffix}")

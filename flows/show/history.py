@@ -17,7 +17,7 @@ from sysdiff.schemas.vocabulary import DEP_VIEWS, score_name
 def history_names(root: Path, corpus: str) -> list[str]:
     """The NAMEs of the corpus' NAME@VERSION histories."""
     return query_rows(root, f"select distinct name from history where corpus = "
-                            f"{sql_literal(corpus)} order by name").column("name")
+                            f"{sql_literal(corpus)} order by natural_key(name)").column("name")
 
 
 def pick_history(root: Path, corpus: str, name: str | None) -> str:

@@ -7,9 +7,16 @@ from pathlib import Path
 
 from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.queries import query_rows
-from sysdiff.flows.render import p_value, points, to_text
+from sysdiff.flows.render import p_is, points, to_text
 from sysdiff.flows.rows import Rows
-from sysdiff.flows.show.common import check_span_type, pair_summary, pct, span_unevaluated
+from sysdiff.flows.show.common import (
+    BY_PAIR,
+    ONCE,
+    check_span_type,
+    pair_summary,
+    pct,
+    span_unevaluated,
+)
 from sysdiff.schemas.errors import InputError
 
 SPAN_LEGEND = ("Read 'a->b' as the unit's class under sys1 -> under sys2. Units: the key's "
@@ -36,16 +43,16 @@ def _span_table(root: Path, table: str, corpus: str, view: str, sys1: str | None
         "span_scores": f"select system, type, n_gold, n_pred, n_correct, "
                        f"{pct('precision')} as \"P %\", {pct('recall')} as \"R %\", "
                        f"{pct('f1')} as \"F1 %\" from span_scores where corpus = {c}{typed} "
-                       f"order by system, type != 'ALL', type",
+                       f"order by natural_key(system), type != 'ALL', type",
         "span_classes": f"select system, count(*) filter (where in_key) as key_spans, "
                         f"{classes} from span_classes where corpus = {c}{typed} "
-                        f"group by system order by system",
+                        f"group by system order by natural_key(system)",
         "span_pairs": f"select sys1, sys2, n_units, n_diff, {pct('diff')} as \"diff %\", "
                       f"corrections, new_errors, changed_errors, "
                       f"{pct('delta_f1')} as \"delta F1 (points)\", mcnemar_p, ar_p "
                       f"from span_pairs where corpus = {c}{pair}"
-                      f"{'' if sys1 or sys2 else ' and sys1 < sys2'} order by diff desc, "
-                      f"sys1, sys2",
+                      f"{'' if sys1 or sys2 else f' and {ONCE}'} order by diff desc, "
+                      f"{BY_PAIR}",
         "span_oracles": f"select systems, n_systems, type, n_correct, n_gold, "
                         f"{pct('recall')} as \"oracle recall %\", "
                         f"{pct('gain')} as \"gain (points)\" from span_oracles "
@@ -59,7 +66,8 @@ def _span_table(root: Path, table: str, corpus: str, view: str, sys1: str | None
     if table == "span_scores" and fmt in ("table", "markdown"):
         tags = query_rows(root, f"""select system, detected, n_tokens, n_tokens_correct,
             {pct('token_accuracy')} as "token accuracy %", n_spans, n_ill_formed
-            from span_tags where corpus = {c} order by system = '__key__' desc, system""")
+            from span_tags where corpus = {c}
+            order by system = '__key__' desc, natural_key(system)""")
         body += to_text(tags, fmt, title="tags: scheme detected, token accuracy (conlleval), "
                                          "ill-formed spans")
     return body
@@ -76,8 +84,8 @@ def _span_pair(root: Path, corpus: str, view: str, sys1: str, sys2: str, top: in
     r = p.row(0, named=True)
     head = pair_summary(r["n_diff"], r["n_units"], r["corrections"], r["new_errors"],
                         r["changed_errors"])
-    head += (f"Delta F1: {points(r['delta_f1'])}  McNemar p = {p_value(r['mcnemar_p'])}"
-             f"  AR p (F1, by sentence) = {p_value(r['ar_p'])}\n"
+    head += (f"Delta F1: {points(r['delta_f1'])}  McNemar p {p_is(r['mcnemar_p'])}"
+             f"  AR p (F1, by sentence) {p_is(r['ar_p'], randomization=True)}\n"
              + "".join(f"Not evaluated: {line}\n" for line in span_unevaluated(root, corpus))
              + SPAN_LEGEND)
     rows = query_rows(root, f"""select c1 || '->' || c2 as change, count,

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.queries import query_rows
-from sysdiff.flows.render import to_text
+from sysdiff.flows.render import p_is, to_text
 from sysdiff.flows.rows import Rows
-from sysdiff.flows.show.common import pair_summary, pct
+from sysdiff.flows.show.common import BY_PAIR, ONCE, pair_summary, pct
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import CLASSES, SRL_UNITS
 
@@ -65,7 +65,7 @@ def srl_headline(root: Path, corpus: str) -> Rows:
         select system, {of("precision", official)} as "P %", {of("recall", official)} as
           "R %", {of("f1", official)} as "{name} F1 %", {more}
         from srl_scores where corpus = {c} and role = 'ALL' and ppos is null
-        group by system order by system""")
+        group by system order by natural_key(system)""")
 
 
 def _srl_table(root: Path, table: str, corpus: str, view: str, sys1: str | None,
@@ -96,17 +96,18 @@ def _srl_table(root: Path, table: str, corpus: str, view: str, sys1: str | None,
     sql = {
         "srl_scores": f"select system, mode, coalesce(ppos, '') as ppos, n_gold, n_pred, "
                       f"n_correct, {prf} from srl_scores where corpus = {c} and {which} "
-                      f"order by system, list_position([{modes}, 'predicates_labeled', "
-                      f"'predicates_unlabeled'], mode), ppos nulls first",
+                      f"order by natural_key(system), list_position([{modes}, "
+                      f"'predicates_labeled', 'predicates_unlabeled'], mode), ppos nulls first",
         "srl_classes": f"select system, count(*) filter (where in_key) as key_units, "
                        f"{classes} from srl_classes where corpus = {c} and unit = "
-                       f"{sql_literal(unit)}{role_filter} group by system order by system",
+                       f"{sql_literal(unit)}{role_filter} group by system "
+                       f"order by natural_key(system)",
         "srl_pairs": f"select sys1, sys2, n_units, n_diff, {pct('diff')} as \"diff %\", "
                      f"corrections, new_errors, changed_errors, "
                      f"{pct('delta_f1')} as \"delta F1 (points)\", mcnemar_p, ar_p "
                      f"from srl_pairs where corpus = {c} and unit = {sql_literal(unit)}"
-                     f"{pair}{'' if sys1 or sys2 else ' and sys1 < sys2'} "
-                     f"order by diff desc, sys1, sys2",
+                     f"{pair}{'' if sys1 or sys2 else f' and {ONCE}'} "
+                     f"order by diff desc, {BY_PAIR}",
         "srl_oracles": f"select systems, n_systems, n_correct, n_gold, "
                        f"{pct('recall')} as \"oracle recall %\", "
                        f"{pct('gain')} as \"gain (points)\" from srl_oracles where "
@@ -141,8 +142,9 @@ def _srl_pair(root: Path, corpus: str, unit: str, role: str | None, sys1: str, s
         head = pair_summary(r["n_diff"], r["n_units"], r["corrections"], r["new_errors"],
                             r["changed_errors"])
         delta = "—" if r["delta_f1"] is None else f"{100 * r['delta_f1']:+.2f}"
-        head += (f"Delta F1: {delta} points  McNemar p = {r['mcnemar_p']:.3g}  AR p (units "
-                 f"right, by sentence) = {r['ar_p']:.3g}\n" + SRL_LEGEND)
+        head += (f"Delta F1: {delta} points  McNemar p {p_is(r['mcnemar_p'])}  AR p "
+                 f"(units right, by sentence) {p_is(r['ar_p'], randomization=True)}\n"
+                 + SRL_LEGEND)
     trans = query_rows(root, f"""select c1 || '->' || c2 as change, count,
         case when c1 in {OK} and c2 not in {OK} then 'new_error'
              when c2 in {OK} and c1 not in {OK} then 'correction'

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.queries import query, query_rows
-from sysdiff.flows.render import p_value, points, to_text
+from sysdiff.flows.render import p_is, points, to_text
 from sysdiff.flows.rows import Rows
-from sysdiff.flows.show.common import pair_summary, pct, unevaluated
+from sysdiff.flows.show.common import need_pair, pair_summary, pct, unevaluated
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import DEP_VIEWS
 
@@ -67,7 +67,7 @@ def _gains(root: Path, where: str, corpus: str, name: str, fmt: str) -> str:
 def _labels(root: Path, where: str, corpus: str, name: str, fmt: str) -> str:
     """Accuracy per gold label: one column per system (long form for CSV and JSON)."""
     long = query_rows(root, f"""select gold_label, system, n, {pct('accuracy')} as "{name} %"
-        from labels where {where} order by n desc, gold_label, system""")
+        from labels where {where} order by n desc, gold_label, natural_key(system)""")
     title = f"labels: {corpus}, {name} per gold label"
     if fmt in ("csv", "tsv", "json"):
         return to_text(long, fmt, title=title)
@@ -88,11 +88,11 @@ def _by_system(long: Rows) -> Rows:
                 [tuple(r) for r in wide.values()])
 
 
-def _labeldiff(root: Path, where: str, name: str, sys1: str | None, sys2: str | None,
-               top: int, fmt: str) -> str:
+def _labeldiff(root: Path, corpus: str, where: str, name: str, sys1: str | None,
+               sys2: str | None, top: int, fmt: str) -> str:
     """The paper's appendix table: labels with the largest accuracy difference for a pair."""
     if not (sys1 and sys2):
-        raise InputError("show labeldiff needs --sys1 and --sys2")
+        need_pair(root, corpus, "show labeldiff")
     rows = query_rows(root, f"""
         select a.gold_label, a.n, {pct('a.accuracy')} as "{sys1} %",
                {pct('b.accuracy')} as "{sys2} %",
@@ -109,7 +109,7 @@ def _labeldiff(root: Path, where: str, name: str, sys1: str | None, sys2: str | 
 def _changes(root: Path, corpus: str, view: str, punct: bool, name: str, where: str,
              pair: str, sys1: str | None, sys2: str | None, top: int, fmt: str) -> str:
     if not (sys1 and sys2):
-        raise InputError("show changes needs --sys1 and --sys2")
+        need_pair(root, corpus, "show changes")
     p = query_rows(root, f"select * from pairs where {where}{pair}")
     if p.is_empty():
         raise InputError(f"no pair {sys1} -> {sys2} for corpus '{corpus}', view '{view}'")
@@ -117,7 +117,7 @@ def _changes(root: Path, corpus: str, view: str, punct: bool, name: str, where: 
     head = (pair_summary(r["n_diff"], r["n_units"], r["corrections"], r["new_errors"],
                          r["changed_errors"]) +
             f"Delta accuracy: {points(r['delta_acc'])} ({name})  "
-            f"McNemar p = {p_value(r['mcnemar_p'])}  AR p = {p_value(r['ar_p'])}\n"
+            f"McNemar p {p_is(r['mcnemar_p'])}  AR p {p_is(r['ar_p'], randomization=True)}\n"
             + "".join(f"Not evaluated: {line}\n"
                       for line in unevaluated(root, corpus, view, punct, (sys1, sys2)))
             + LEGEND)

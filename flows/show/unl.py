@@ -15,4 +15,4 @@ def _unl_rows(root: Path, c: str) -> Rows:
         {pct('f1')} as "F %", {pct('rel_f1')} as "relations F %",
         {pct('uw_f1')} as "UWs F %", {pct('attr_f1')} as "attributes F %",
         {pct('word_f1')} as "words F %", options
-        from unl_scores where corpus = {c} order by system""")
+        from unl_scores where corpus = {c} order by natural_key(system)""")
