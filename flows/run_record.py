@@ -29,7 +29,9 @@ DEFAULT_TRIALS = 10_000
 
 def options_of(spec: RunSpec) -> dict[str, Any]:
     """The record of a run: its task and options (JSON values)."""
-    return {"task": spec.task, **{name: getattr(spec, name) for name in OPTIONS}}
+    from sysdiff.schemas.frozen import thaw
+
+    return {"task": spec.task, **{name: thaw(getattr(spec, name)) for name in OPTIONS}}
 
 
 def record(stage: Staging, spec: RunSpec) -> None:

@@ -70,6 +70,18 @@ def freeze(value: Any) -> Any:
     return value
 
 
+def thaw(value: Any) -> Any:
+    """A frozen value as plain JSON-ready values: mappings as dicts, tuples and sets as
+    lists (deeply; the inverse of :func:`freeze` up to the order of a set)."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [thaw(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((thaw(v) for v in value), key=repr)
+    return value
+
+
 class Opaque:
     """A frozen box for a task's in-memory inputs (an index, parsed sentences) so that
     neither Prefect nor Dask walks through them looking for futures (``prefect.quote`` is a
