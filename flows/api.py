@@ -42,12 +42,14 @@ def evaluate(key: str | Path, systems: Mapping[str, str | Path], task: str | Non
              fmt: str | None = None, mappings: Mapping[str, Mapping[str, str]] | None = None,
              versions: Mapping[str, list[str]] | None = None, ar_trials: int = 10_000,
              seed: int = 0, keep_going: bool = False, match: str | None = None,
-             singletons: str | None = None) -> Path:
+             singletons: str | None = None, bootstrap: int = 1_000,
+             confidence: float = 0.95) -> Path:
     """Evaluate ``systems`` (``{"NAME[@VERSION]": path}``) against ``key`` into the warehouse
     (default: as ``sysdiff run``; ``task`` defaults to the key format's, as there); returns
     the warehouse folder. ``match`` (exact, partial, head) and ``singletons`` (keep, drop):
     coreference matching (default: the CorefUD scorer's head/drop for CorefUD keys,
-    exact/keep otherwise). Bad input raises
+    exact/keep otherwise). ``bootstrap`` samples (0: none) and ``confidence``: the intervals
+    on every score and delta (METRICS 1.6b; seeded by ``seed``). Bad input raises
     :class:`~sysdiff.schemas.errors.InputError` and leaves the warehouse as it was."""
     import os
 
@@ -59,7 +61,7 @@ def evaluate(key: str | Path, systems: Mapping[str, str | Path], task: str | Non
                       mappings={k: dict(v) for k, v in (mappings or {}).items()},
                       versions={k: list(v) for k, v in (versions or {}).items()},
                       ar_trials=ar_trials, seed=seed, keep_going=keep_going, match=match,
-                      singletons=singletons)
+                      singletons=singletons, bootstrap=bootstrap, confidence=confidence)
     root = resolve_warehouse(None if warehouse is None else str(warehouse))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     spec, _skipped = preflight(spec, root)

@@ -49,7 +49,7 @@ from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.conllu import KIND_WORD, WordCheck, iter_conll
 from sysdiff.schemas.formats.stable import StableFile
 from sysdiff.schemas.vocabulary import TASK_VIEWS, VIEWS, score_name
-from sysdiff.transforms import conll18, reduce, tokens
+from sysdiff.transforms import bootstrap, conll18, reduce, tokens
 from sysdiff.transforms.alignment import (
     Text,
     align_words,
@@ -73,6 +73,8 @@ from sysdiff.transforms.tokens import (
 log = logging.getLogger("sysdiff")
 VOCAB_COLUMNS = ("upos", "xpos", "feats", "lemma", "head", "deprel")
 PAIR_TABLES = ("pairs", "changes", "bucket_pairs")
+#: The tables with bootstrap intervals: their ``options`` say how they were drawn.
+INTERVAL_TABLES = ("scores", "pairs")
 #: Pairs counted in one pass over the shards: bounds the change cells held in memory.
 PAIRS_PER_BLOCK = 256
 CORPUS_TABLES = ("oracles", "oracle_labels", "difficulty", "majority")
@@ -276,6 +278,8 @@ class CompareJob:
     key_blank: set[str]
     #: the task scores trees (dep): CoNLL 2018 counts UAS ... BLEX too
     tree: bool = True
+    #: count the per-sentence rows of the bootstrap intervals
+    per_sentence: bool = False
 
 
 def read_shard_words(path: str, shard: Shard, aligned: bool = False) -> pl.DataFrame:
@@ -310,7 +314,8 @@ def shard_compare(job: CompareJob, shard: Shard) -> dict:
         first_sent=shard.lo, n_sents=shard.hi - shard.lo,
         sent_lengths=shard_lengths(job.sents_path, shard), fmt=job.fmt,
         aligned=aligned_matrix(job, words, key.height))
-    out.update(tokens.shard_counts(mapped, job.views, job.vocab, job.pairs, job.with_corpus))
+    out.update(tokens.shard_counts(mapped, job.views, job.vocab, job.pairs, job.with_corpus,
+                                   job.per_sentence))
     return out
 
 
@@ -408,7 +413,8 @@ def compare_tokens(spec: RunSpec, stage: Staging, ingested: dict[str, Ingested])
     rows = sysdf.filter(pl.col("role") == "system")
     systems = rows["system"].to_list()
     shas = dict(zip(rows["system"], rows["sha256"], strict=True))
-    opts = (sorted(spec.mappings.items()), spec.ar_trials, spec.seed, spec.task)
+    opts = (sorted(spec.mappings.items()), spec.ar_trials, spec.seed, spec.task,
+            spec.intervals.options())
     sys_sig = {s: signature(key_row["sha256"], shas[s], opts) for s in systems}
     pair_sig = {(a, b): signature(key_row["sha256"], shas[a], shas[b], opts)
                 for i, a in enumerate(systems) for b in systems[i + 1:]}
@@ -442,7 +448,8 @@ def compare_tokens(spec: RunSpec, stage: Staging, ingested: dict[str, Ingested])
         by_chars=by_chars,
         segments={s: (n_tok, n_sent, n_word) for s, n_tok, n_sent, n_word in rows.select(
             "system", "n_tokens", "n_sents", "n_units").rows() if s not in by_chars},
-        key_blank=_absent_columns(vocab_rows).get(KEY_ID, set()), tree=spec.task == "dep")
+        key_blank=_absent_columns(vocab_rows).get(KEY_ID, set()), tree=spec.task == "dep",
+        per_sentence=spec.intervals.on)
     blocks = pair_blocks(job.pairs, PAIRS_PER_BLOCK)
     with PairWriter(stage, corpus, todo_pairs, pair_sig) as pair_out, \
             progress("compare", len(shards) * len(blocks)) as tick:
@@ -476,28 +483,39 @@ class Outputs:
         self.spec, self.stage, self.job, self.acc, self.missing = spec, stage, job, acc, missing
         self.corpus = spec.corpus
         self.tables: dict[str, list[pl.DataFrame]] = {}
+        ci = spec.intervals
+        samples = bootstrap.accuracy_samples(
+            {(v, p): acc[(v, p)].sentences for v in job.views
+             for p in VIEWS[v].punct_settings}, ci) if job.per_sentence else {}
         for view in job.views:
             for punct in VIEWS[view].punct_settings:
                 tables = tokens.view_tables(acc[(view, punct)], view, job.systems, job.vocab,
                                             spec.ar_trials, spec.seed, subset_ids=True,
-                                            missing=missing[view])
+                                            missing=missing[view],
+                                            samples=samples.get((view, punct)),
+                                            confidence=ci.confidence)
                 if not acc[(view, punct)].n_units and job.systems:
                     notice(f"{score_name(view, punct)}: the key has no evaluable unit"
                            f"{' (every word is punctuation)' if not punct else ''}; "
                            "not evaluated (NULL scores)")
                 for name, df in tables.items():
                     if df.height:
-                        self.tables.setdefault(name, []).append(self._tag(df, view, punct))
+                        self.tables.setdefault(name, []).append(
+                            self._tag(df, view, punct, name in INTERVAL_TABLES))
 
-    def _tag(self, df: pl.DataFrame, view: str, punct: bool) -> pl.DataFrame:
+    def _tag(self, df: pl.DataFrame, view: str, punct: bool, ci: bool = False
+             ) -> pl.DataFrame:
         return df.with_columns(
             pl.lit(self.corpus).alias("corpus"), pl.lit(view).alias("view"),
-            pl.lit(punct).alias("punct"), options=self._options(df, view, punct))
+            pl.lit(punct).alias("punct"), options=self._options(df, view, punct, ci))
 
-    def _options(self, df: pl.DataFrame, view: str, punct: bool) -> pl.Expr:
-        """The options of each row; ``align:characters`` in those of a system tokenised
-        otherwise (of a pair with one; of every row of a table over all systems)."""
-        plain = options_string(view, punct, self.spec.mappings)
+    def _options(self, df: pl.DataFrame, view: str, punct: bool, ci: bool = False
+                 ) -> pl.Expr:
+        """The options of each row (with the bootstrap settings when ``ci``: a table with
+        intervals); ``align:characters`` in those of a system tokenised otherwise (of a
+        pair with one; of every row of a table over all systems)."""
+        plain = options_string(view, punct, self.spec.mappings,
+                               self.spec.intervals.options() if ci else "")
         chars = self.job.by_chars
         if not chars:
             return pl.lit(plain)

@@ -13,6 +13,11 @@ S, I32, I64, F64, B = pa.string(), pa.int32(), pa.int64(), pa.float64(), pa.bool
 OWNER = [("corpus", S), ("system", S)]
 LIST_S = pa.list_(pa.string())
 VIEW_KEYS = [("corpus", S), ("view", S), ("punct", B)]
+# Bootstrap intervals (METRICS 1.6b): of the score before them, of the delta before them,
+# and the pair's bootstrap p; NULL without data or with --bootstrap 0.
+_CI = [("ci_low", F64), ("ci_high", F64)]
+_DELTA_CI = [("delta_ci_low", F64), ("delta_ci_high", F64)]
+_BOOT_P = ("bootstrap_p", F64)
 
 
 def _schema(*fields: tuple[str, pa.DataType]) -> pa.Schema:
@@ -54,7 +59,7 @@ TOKEN_TABLES: dict[str, pa.Schema] = {
     # has: scored, all wrong.
     "scores": _schema(
         *VIEW_KEYS, ("system", S), ("n_units", I64), ("n_correct", I64), ("accuracy", F64),
-        ("n_sents", I64), ("n_sents_exact", I64), ("sent_exact", F64), ("missing", B),
+        *_CI, ("n_sents", I64), ("n_sents_exact", I64), ("sent_exact", F64), ("missing", B),
         ("options", S),
     ),
     "labels": _schema(
@@ -64,7 +69,8 @@ TOKEN_TABLES: dict[str, pa.Schema] = {
     "pairs": _schema(
         *VIEW_KEYS, ("sys1", S), ("sys2", S), ("n_units", I64), ("n_diff", I64),
         ("corrections", I64), ("new_errors", I64), ("changed_errors", I64), ("diff", F64),
-        ("delta_acc", F64), ("mcnemar_p", F64), ("ar_p", F64), ("diff_head_only", I64),
+        ("delta_acc", F64), *_DELTA_CI, ("mcnemar_p", F64), ("ar_p", F64), _BOOT_P,
+        ("diff_head_only", I64),
         ("diff_label_only", I64), ("diff_both", I64), ("seg_diff", I64), ("options", S),
     ),
     "changes": _schema(
@@ -336,9 +342,9 @@ SRL_TABLES: dict[str, pa.Schema] = {
 HISTORY_TABLES: dict[str, pa.Schema] = {
     "history": _schema(
         ("corpus", S), ("task", S), ("view", S), ("punct", B), ("name", S), ("version", S),
-        ("position", I64), ("previous", S), ("score", F64), ("delta", F64),
-        ("corrections", I64), ("new_errors", I64), ("changed_errors", I64),
-        ("mcnemar_p", F64), ("best_version", S), ("best_score", F64), ("delta_best", F64),
+        ("position", I64), ("previous", S), ("score", F64), *_CI, ("delta", F64),
+        *_DELTA_CI, ("corrections", I64), ("new_errors", I64), ("changed_errors", I64),
+        ("mcnemar_p", F64), _BOOT_P, ("best_version", S), ("best_score", F64), ("delta_best", F64),
         ("mcnemar_p_best", F64),
     ),
 }
