@@ -178,15 +178,16 @@ UNL_TABLES: dict[str, pa.Schema] = {
     # *_f1 are micro-averaged 1 - D over summed counts.
     "unl_scores": _schema(
         *OWNER, ("task", S), ("options", S), ("n_expected", I64), ("n_returned", I64),
-        ("n_correct", I64), ("precision", F64), ("recall", F64), ("f1", F64), ("rel_f1", F64),
-        ("uw_f1", F64), ("attr_f1", F64), ("word_f1", F64),
+        ("n_correct", I64), ("precision", F64), ("recall", F64), ("f1", F64), *_CI,
+        ("rel_f1", F64), ("uw_f1", F64), ("attr_f1", F64), ("word_f1", F64),
     ),
-    # Ordered pairs of versions (sys1 -> sys2); ``oracle``: the pair's oracle.
+    # Ordered pairs of versions (sys1 -> sys2); ``oracle``: the pair's oracle; ``delta_f1``
+    # = F(sys2) - F(sys1).
     "unl_pairs": _schema(
         ("corpus", S), ("task", S), ("sys1", S), ("sys2", S), ("n_sentences", I64),
         ("n_correct1", I64), ("n_correct2", I64), ("n_changed", I64), ("corrections", I64),
         ("new_errors", I64), ("changed_errors", I64), ("diff", F64), ("oracle", F64),
-        ("mcnemar_p", F64),
+        ("delta_f1", F64), *_DELTA_CI, ("mcnemar_p", F64), _BOOT_P,
     ),
     # Oracle of every subset of versions (as ``oracles``): the share of sentences at least
     # one version of the subset gets CORRECT, its best version and the gain over it.
@@ -236,7 +237,7 @@ SPAN_TABLES: dict[str, pa.Schema] = {
     # Per system and type (``ALL``: micro average over every type).
     "span_scores": _schema(
         *OWNER, ("type", S), ("n_gold", I64), ("n_pred", I64), ("n_correct", I64),
-        ("precision", F64), ("recall", F64), ("f1", F64), ("scheme", S), ("options", S),
+        ("precision", F64), ("recall", F64), ("f1", F64), *_CI, ("scheme", S), ("options", S),
     ),
     # Span units of each system: every key span (in_key) with its class under the system
     # (correct, type, boundary, missed), and the system's spurious spans; ``pred_*``: the
@@ -250,7 +251,8 @@ SPAN_TABLES: dict[str, pa.Schema] = {
     "span_pairs": _schema(
         ("corpus", S), ("sys1", S), ("sys2", S), ("n_units", I64), ("n_diff", I64),
         ("corrections", I64), ("new_errors", I64), ("changed_errors", I64), ("diff", F64),
-        ("delta_f1", F64), ("mcnemar_p", F64), ("ar_p", F64), ("scheme", S), ("options", S),
+        ("delta_f1", F64), *_DELTA_CI, ("mcnemar_p", F64), ("ar_p", F64), _BOOT_P,
+        ("scheme", S), ("options", S),
     ),
     # Full class transition matrices (c1 under sys1 -> c2 under sys2) per type and ``ALL``.
     "span_transitions": _schema(
