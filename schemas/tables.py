@@ -130,20 +130,22 @@ COREF_TABLES: dict[str, pa.Schema] = {
     "coref_counts": _schema(*OWNER, ("doc", S), ("part", I32), ("metric", S), *_COREF_COUNTS),
     # ``options``: the mention matching and singletons of the run (``match:exact|singletons:
     # keep``); a unit of mention_classes matched to a key mention has the key's span.
-    "coref_scores": _schema(*OWNER, ("metric", S), *_COREF_COUNTS, *_PRF, ("options", S)),
+    "coref_scores": _schema(*OWNER, ("metric", S), *_COREF_COUNTS, *_PRF, *_CI,
+                            ("options", S)),
     "mention_classes": pa.schema([
         *OWNER, ("criterion", S), *_SPAN, ("mtype", S), ("word", S), ("in_key", B),
         ("in_resp", B), ("cls", S), ("options", S),
     ]),
     "arcs_scores": _schema(
         *OWNER, ("criterion", S), ("mtype", S), ("tp", I64), ("fp", I64), ("fn", I64),
-        ("wl", I64), ("tn", I64), ("precision", F64), ("recall", F64), ("f1", F64),
+        ("wl", I64), ("tn", I64), ("precision", F64), ("recall", F64), ("f1", F64), *_CI,
         ("options", S),
     ),
     "coref_pairs": _schema(
         ("corpus", S), ("criterion", S), ("sys1", S), ("sys2", S), ("n_mentions", I64),
         ("n_diff", I64), ("corrections", I64), ("new_errors", I64), ("changed_errors", I64),
-        ("diff", F64), ("mcnemar_p", F64), ("options", S),
+        ("diff", F64), ("delta_f1", F64), *_DELTA_CI, ("mcnemar_p", F64), _BOOT_P,
+        ("options", S),
     ),
     "coref_transitions": _schema(
         ("corpus", S), ("criterion", S), ("sys1", S), ("sys2", S), ("mtype", S), ("word", S),
@@ -296,7 +298,8 @@ SRL_TABLES: dict[str, pa.Schema] = {
     # where a count they divide by is 0.
     "srl_scores": _schema(
         *OWNER, ("mode", S), ("role", S), ("ppos", S), ("n_gold", I64), ("n_pred", I64),
-        ("n_correct", I64), ("precision", F64), ("recall", F64), ("f1", F64), ("options", S),
+        ("n_correct", I64), ("precision", F64), ("recall", F64), ("f1", F64), *_CI,
+        ("options", S),
     ),
     # Units of each system: ``unit`` argument (key arguments: correct, role, boundary,
     # missed; the system's spurious ones) or predicate (key predicates: correct, sense,
@@ -314,8 +317,8 @@ SRL_TABLES: dict[str, pa.Schema] = {
     "srl_pairs": _schema(
         ("corpus", S), ("mode", S), ("unit", S), ("sys1", S), ("sys2", S), ("n_units", I64),
         ("n_diff", I64), ("corrections", I64), ("new_errors", I64), ("changed_errors", I64),
-        ("diff", F64), ("delta_acc", F64), ("delta_f1", F64), ("mcnemar_p", F64),
-        ("ar_p", F64), ("options", S),
+        ("diff", F64), ("delta_acc", F64), ("delta_f1", F64), *_DELTA_CI, ("mcnemar_p", F64),
+        ("ar_p", F64), _BOOT_P, ("options", S),
     ),
     # Role->role change tables: (class, gold role, role under sys1, under sys2) over the
     # differing argument units (``<boundary>``, ``<missed>``, ``<absent>``: no role there;

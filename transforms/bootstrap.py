@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 import numpy as np
+import polars as pl
 
 K = TypeVar("K", bound=Hashable)
 DEFAULT_SAMPLES = 1_000
@@ -81,6 +82,26 @@ class UnitRows:
         if not self.pieces:
             return np.zeros((0, width or 0))
         return np.concatenate([self.pieces[k] for k in sorted(self.pieces)])
+
+
+def unit_matrix(rows: pl.DataFrame, units: pl.DataFrame, keys: Sequence[str],
+                values: Sequence[str]) -> tuple[np.ndarray, pl.DataFrame]:
+    """Long count rows (the unit's columns, those of ``units``; ``keys``; ``values``) as the
+    per-unit matrix of :func:`resample`: (n units in the order of ``units``) x (distinct
+    keys, sorted) x values, flattened to n x (keys x values); and the keys in that order.
+    Rows of a unit not in ``units`` are an error."""
+    on = list(units.columns)
+    index = units.with_row_index("_u")
+    found = rows.join(index, on=on, how="left", nulls_equal=True)
+    if found["_u"].null_count():
+        outside = found.filter(pl.col("_u").is_null()).select(on).unique().head(3).rows()
+        raise ValueError(f"count rows of units outside the corpus: {outside}")
+    groups = found.select(keys).unique().sort(list(keys), nulls_last=True)
+    found = found.join(groups.with_row_index("_k"), on=list(keys), nulls_equal=True)
+    out = np.zeros((units.height, groups.height, len(values)))
+    np.add.at(out, (found["_u"].to_numpy(), found["_k"].to_numpy()),
+              found.select(pl.col(list(values)).cast(pl.Float64).fill_null(0.0)).to_numpy())
+    return out.reshape(units.height, -1), groups
 
 
 # ------------------------------------------------------------------------------ samples
