@@ -59,6 +59,7 @@ from sysdiff.transforms.alignment import (
     token_at,
     token_count,
 )
+from sysdiff.transforms.bootstrap import UnitRows
 from sysdiff.transforms.plan import Shard, canonical, options_string, plan_shards
 from sysdiff.transforms.tokens import (
     BLANK,
@@ -308,6 +309,11 @@ def shard_compare(job: CompareJob, shard: Shard) -> dict:
     out: dict[Any, Any] = {}
     if job.conll18:
         out["conll18"] = conll18_of_shard(job, key, words)
+        if job.per_sentence:
+            gold = conll18.normalised_key(key)
+            out["conll18_sents"] = {s: UnitRows.of(shard.lo, conll18.sentence_counts(
+                key, words[s], gold, job.tree, shard.lo, shard.hi - shard.lo))
+                for s in job.conll18}
     mapped = ShardWords(
         key=apply_mapping(key, job.mappings.get("@key", {})),
         systems=[apply_mapping(words[s], job.mappings.get(s, {})) for s in job.systems],
@@ -356,6 +362,8 @@ def _merge(key: object, acc: Any, part: Any) -> Any:
     """Sum two shard results of one view setting, or of the CoNLL 2018 counts."""
     if key == "conll18":
         return {s: reduce_sum([acc[s], part[s]], ["metric"]) for s in acc}
+    if key == "conll18_sents":
+        return {s: acc[s].merge(part[s]) for s in acc}
     return acc.merge(part)
 
 
@@ -551,13 +559,28 @@ class Outputs:
                     append(piece)
 
     def conll18(self, sigs: dict[str, str]) -> None:
+        intervals = self._conll18_intervals()
         for s, counts in self.acc["conll18"].items():
             counts = pl.concat([conll18.segment_counts(*self.job.segments[s]), counts],
                                how="vertical_relaxed")
             df = conll18.task_rows(counts.join(conll18.conll18_scores(counts), on="metric"),
-                                   self.spec.task, self.job.key_blank).with_columns(
+                                   self.spec.task, self.job.key_blank, intervals.get(s)
+                                   ).with_columns(
                 pl.lit(self.corpus).alias("corpus"), pl.lit(s).alias("system"))
             self.stage.write("conll18", partition(self.corpus, s), sigs[s], df)
+
+    def _conll18_intervals(self) -> dict[str, pl.DataFrame]:
+        """system -> (metric, ci_low, ci_high) of the CoNLL 2018 F1s (one pass over the
+        bootstrap weights for every system); nothing without per-sentence rows."""
+        rows = self.acc.get("conll18_sents")
+        if not rows:
+            return {}
+        ci = self.spec.intervals
+        names = list(rows)
+        metrics = conll18.sentence_metrics(self.job.tree)
+        sums = bootstrap.resample([rows[s].matrix() for s in names], ci)
+        return {s: conll18.f1_intervals(x.reshape(ci.samples, len(metrics), 3), metrics,
+                                        ci.confidence) for s, x in zip(names, sums, strict=True)}
 
     def pair_rows(self, name: str) -> Iterator[pl.DataFrame]:
         """The rows of one pair table (pairs, changes, bucket_pairs) of this block's pairs."""

@@ -104,7 +104,8 @@ TOKEN_TABLES: dict[str, pa.Schema] = {
     "conll18": _schema(
         ("corpus", S), ("system", S), ("metric", S), ("correct", I64), ("gold_total", I64),
         ("system_total", I64), ("aligned_total", I64), ("precision", F64), ("recall", F64),
-        ("f1", F64), ("aligned_accuracy", F64),
+        ("f1", F64), *_CI, ("aligned_accuracy", F64),
+        # ci_low/ci_high: F1's bootstrap interval (NULL for a system tokenised otherwise)
         # false: a column the metric compares is '_' in every key word; the row is what the
         # official script prints, but it measures nothing (not shown by ``show conll18``)
         ("key_data", B),

@@ -58,6 +58,13 @@ def p_value(p: float | None) -> str:
     return NO_DATA if p is None or p != p else f'{p:.3g}<span class="sig">{stars(p)}</span>'
 
 
+def ci_text(low: float | None, high: float | None) -> str:
+    """An interval in percent, ``[83.90, 85.50]`` ('' without one)."""
+    if low is None or high is None or low != low or high != high:
+        return ""
+    return f"[{100 * low:.2f}, {100 * high:.2f}]"
+
+
 def td(content: str, cls: str = "") -> str:
     """A cell of already-escaped HTML."""
     return f'<td class="{cls}">{content}</td>' if cls else f"<td>{content}</td>"

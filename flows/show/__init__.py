@@ -28,7 +28,9 @@ from sysdiff.flows.show.common import (
     check_systems,
     check_view,
     corpus_task,
+    delta_ci,
     pct,
+    pct_ci,
     pick_corpus,
     span_unevaluated,
     unevaluated,
@@ -154,12 +156,13 @@ def show_table(root: Path, table: str, corpus: str | None, view: str | None, sys
     if table == "gains":
         return _gains(root, where, corpus, name, fmt)
     sql = {
-        "scores": f"select system, n_correct, n_units, {pct('accuracy')} as \"{name} %\", "
+        "scores": f"select system, n_correct, n_units, {pct_ci('accuracy', name + ' %')}, "
                   f"n_sents_exact, n_sents, {pct('sent_exact')} as \"sentence exact %\" "
                   f"from scores where {where} order by accuracy desc, system",
         "pairs": f"select sys1, sys2, n_units, n_diff, {pct('diff')} as \"diff %\", "
                  f"corrections, new_errors, changed_errors, "
-                 f"{pct('delta_acc')} as \"delta {name} (points)\", mcnemar_p, ar_p "
+                 f"{delta_ci(f'delta {name} (points)', 'delta_acc')}, mcnemar_p, ar_p, "
+                 f"bootstrap_p "
                  f"from pairs where {where}{pair} "
                  f"{'' if sys1 or sys2 else 'and sys1 < sys2'} order by diff desc, sys1, sys2",
         "oracles": f"select systems, n_systems, n_correct, n_units, "
@@ -170,7 +173,7 @@ def show_table(root: Path, table: str, corpus: str | None, view: str | None, sys
                       f"is null order by k_correct",
         "conll18": f"select system, 'CoNLL18 ' || metric as metric, "
                    f"{pct('precision')} as \"P %\", {pct('recall')} as \"R %\", "
-                   f"{pct('f1')} as \"F1 %\", {pct('aligned_accuracy')} as \"AligndAcc %\" "
+                   f"{pct_ci('f1', 'F1 %')}, {pct('aligned_accuracy')} as \"AligndAcc %\" "
                    f"from conll18 where corpus = {sql_literal(corpus)} and key_data "
                    f"order by system, list_position({CONLL18_ORDER}, metric)",
     }[table]
