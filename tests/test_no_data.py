@@ -133,12 +133,13 @@ def test_all_punctuation_key_stores_null_and_fails_every_gate(cli, tmp_path):
                              {"a": conllu(*PUNCT), "b": conllu(*PUNCT_B)}, ".conllu")
     assert code == 0, err
     assert "LAS (no punct): the key has no evaluable unit" in err
-    row = query(wh, "select n_units, accuracy, sent_exact from scores where view = 'las' and "
-                    "not punct and system = 'a'").row(0)
-    assert row == (0, None, None)
-    pair = query(wh, "select diff, delta_acc, mcnemar_p, ar_p from pairs where view = 'las' "
-                     "and not punct and sys1 = 'a'").row(0)
-    assert pair == (None, None, None, None)
+    row = query(wh, "select n_units, accuracy, sent_exact, ci_low, ci_high from scores where "
+                    "view = 'las' and not punct and system = 'a'").row(0)
+    assert row == (0, None, None, None, None)
+    pair = query(wh, "select diff, delta_acc, mcnemar_p, ar_p, delta_ci_low, delta_ci_high, "
+                     "bootstrap_p from pairs where view = 'las' and not punct and sys1 = 'a'"
+                 ).row(0)
+    assert pair == (None,) * 7
     cells = summary_cells(out, "b")
     assert cells["LAS (no punct) %"] == "—" and cells["LAS (punct) %"] == "66.67"
     code, shown, err = cli("show", "scores", "--view", "las", "-w", str(wh))
@@ -148,6 +149,10 @@ def test_all_punctuation_key_stores_null_and_fails_every_gate(cli, tmp_path):
     assert code == 0 and not has_zero(shown) and "—" in shown, err
     code, out, err = cli("check", "--view", "las", "--baseline", "a", "--candidate", "b",
                          "--min-delta", "0", "--max-new-errors", "0", "-w", str(wh))
+    assert code == 1 and not out
+    assert err.count("\n") == 1 and "FAILED: not evaluated: LAS (no punct)" in err
+    code, out, err = cli("check", "--view", "las", "--baseline", "a", "--candidate", "b",
+                         "--require-significant", "-w", str(wh))
     assert code == 1 and not out
     assert err.count("\n") == 1 and "FAILED: not evaluated: LAS (no punct)" in err
     code, out, _ = cli("check", "--view", "las", "--baseline", "a", "--candidate", "b",

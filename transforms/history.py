@@ -54,8 +54,10 @@ def history_table(scores: pl.DataFrame, pairs: pl.DataFrame, keys: Sequence[str]
     previous version (delta and its interval, corrections, new errors, changed errors,
     McNemar p, bootstrap p) and from the best version before it. ``scores`` has ``keys,
     system`` and :data:`SCORE_COLUMNS`; ``pairs`` has ``keys, sys1, sys2`` and
-    :data:`PAIR_COLUMNS` (both directions)."""
+    :data:`PAIR_COLUMNS` (both directions; the interval columns may be left out: NULL)."""
     orders = version_order(scores["system"].unique().to_list(), explicit)
+    scores, pairs = _with_optional(scores, ["ci_low", "ci_high"]), \
+        _with_optional(pairs, ["delta_ci_low", "delta_ci_high", "bootstrap_p"])
     rows = []
     for group, sc in scores.group_by(list(keys), maintain_order=True):
         score = dict(zip(sc["system"], sc["score"], strict=True))
@@ -67,6 +69,12 @@ def history_table(scores: pl.DataFrame, pairs: pl.DataFrame, keys: Sequence[str]
         for name, versions in sorted(orders.items()):
             rows += _history_rows(base, name, versions, score, ci, step)
     return pl.DataFrame(rows, schema=_schema(scores, keys), orient="row")
+
+
+def _with_optional(df: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
+    """``df`` with the interval columns it lacks as NULL (a run without intervals)."""
+    return df.with_columns(pl.lit(None, pl.Float64).alias(c) for c in columns
+                           if c not in df.columns)
 
 
 def _history_rows(base: dict, name: str, versions: list[tuple[str, str]],
