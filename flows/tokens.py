@@ -308,12 +308,14 @@ def shard_compare(job: CompareJob, shard: Shard) -> dict:
              for s in job.systems}
     out: dict[Any, Any] = {}
     if job.conll18:
-        out["conll18"] = conll18_of_shard(job, key, words)
-        if job.per_sentence:
-            gold = conll18.normalised_key(key)
-            out["conll18_sents"] = {s: UnitRows.of(shard.lo, conll18.sentence_counts(
-                key, words[s], gold, job.tree, shard.lo, shard.hi - shard.lo))
-                for s in job.conll18}
+        gold = conll18.normalised_key(key)
+        if job.per_sentence:  # the shard's counts are the sums of its sentences' rows
+            rows = {s: conll18.sentence_counts(key, words[s], gold, job.tree, shard.lo,
+                                               shard.hi - shard.lo) for s in job.conll18}
+            out["conll18"] = {s: conll18.sentence_totals(r, job.tree) for s, r in rows.items()}
+            out["conll18_sents"] = {s: UnitRows.of(shard.lo, r) for s, r in rows.items()}
+        else:
+            out["conll18"] = conll18_of_shard(job, key, words, gold)
     mapped = ShardWords(
         key=apply_mapping(key, job.mappings.get("@key", {})),
         systems=[apply_mapping(words[s], job.mappings.get(s, {})) for s in job.systems],
@@ -325,11 +327,11 @@ def shard_compare(job: CompareJob, shard: Shard) -> dict:
     return out
 
 
-def conll18_of_shard(job: CompareJob, key: pl.DataFrame, words: dict[str, pl.DataFrame]
-                     ) -> dict[str, pl.DataFrame]:
+def conll18_of_shard(job: CompareJob, key: pl.DataFrame, words: dict[str, pl.DataFrame],
+                     gold: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:
     """The CoNLL 2018 counts of the shard's systems of the key's tokenisation (the key
-    normalised once; a tagging task skips the tree's metrics)."""
-    gold = conll18.normalised_key(key)
+    normalised once, or given as ``gold``; a tagging task skips the tree's metrics)."""
+    gold = conll18.normalised_key(key) if gold is None else gold
     count = conll18.conll18_counts if job.tree else conll18.tag_counts
     return {s: count(key, words[s], gold) for s in job.conll18}
 

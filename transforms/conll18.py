@@ -292,6 +292,14 @@ def sentence_counts(key: pl.DataFrame, system: pl.DataFrame, gold: pl.DataFrame 
     return out.reshape(n_sents, -1)
 
 
+def sentence_totals(rows: np.ndarray, tree: bool) -> pl.DataFrame:
+    """The counts of :func:`conll18_counts` (:func:`tag_counts` without ``tree``) as the
+    sums of a shard's :func:`sentence_counts` rows: the words matched once for both."""
+    metrics = list(METRICS if tree else TAG_METRICS)
+    sums = rows.reshape(rows.shape[0], len(metrics) + 1, 3).sum(axis=0)[:-1].astype(np.int64)
+    return _count_frame(metrics, sums[:, 0].tolist(), sums[:, 1].tolist(), sums[:, 2].tolist())
+
+
 def sentence_metrics(tree: bool) -> list[str]:
     """The metrics of :func:`sentence_counts`' columns, in order (Words last)."""
     return [*(METRICS if tree else TAG_METRICS), "Words"]
