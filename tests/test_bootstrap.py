@@ -111,6 +111,31 @@ def test_per_sentence_token_rows_add_up_to_the_counts():
     assert list(c.sentences.pieces) == [10]
 
 
+@pytest.mark.parametrize("tree", [True, False])
+def test_per_sentence_conll18_rows_add_up_to_the_official_counts(tree):
+    """The CoNLL 2018 rows of the F1 bootstrap (the flow takes a shard's counts from their
+    sums) equal conll18_counts / tag_counts (which equal the official script's, see
+    test_conll18.py) on a real system; Words are all correct; a shard starts anywhere."""
+    from sysdiff.schemas.formats.conllu import read_conll
+    from sysdiff.transforms import conll18
+
+    key = read_conll(SEQUOIA / "key.conllu").words
+    system = read_conll(SEQUOIA / "fr_core_news_sm-3.8.0.conllu").words
+    lo, hi = 100, 160
+    key, system = (w.filter(pl.col("sent").is_between(lo, hi - 1)) for w in (key, system))
+    gold = conll18.normalised_key(key)
+    rows = conll18.sentence_counts(key, system, gold, tree, lo, hi - lo)
+    metrics = conll18.sentence_metrics(tree)
+    assert rows.shape == (hi - lo, 3 * len(metrics))
+    official = (conll18.conll18_counts if tree else conll18.tag_counts)(key, system, gold)
+    totals = conll18.sentence_totals(rows, tree)
+    assert totals.equals(official)
+    assert (official["correct"] < official["gold_total"]).any()  # real errors
+    words = rows.reshape(hi - lo, len(metrics), 3)[:, -1]
+    assert (words[:, 0] == words[:, 1]).all() and words[:, 0].sum() == key.height
+    assert (rows.reshape(hi - lo, len(metrics), 3)[:, :, 0].sum(axis=1) > 0).all()
+
+
 def test_no_number_without_data_no_interval_either():
     """A system that lacks the view's column: its score, its pairs' deltas, their intervals
     and bootstrap p are NULL; the other system keeps its interval."""
@@ -343,3 +368,27 @@ def test_settings_are_recorded_and_a_change_recomputes_only_the_intervals(tmp_pa
                          "--require-significant", "-w", str(root))
     assert code == 1 and not out and err.count("\n") == 1
     assert "FAILED: not evaluated: UPOS of b vs a has no bootstrap interval" in err
+
+
+@pytest.mark.parametrize(("line", "error"), [
+    ("bootstrap = 200\nconfidence = 0.9\nseed = 5", None),
+    ("bootstrap = -1", "'bootstrap' must be a non-negative integer, not the integer -1"),
+    ("confidence = 1.5", "'confidence' must be a number between 0 and 1, not the number 1.5"),
+    ("confidence = 95", "'confidence' must be a number between 0 and 1, not the integer 95"),
+    ("seed = -3", "--seed must be 0 or more, not -3"),
+])
+def test_run_file_keys_are_checked(tmp_path, line, error):
+    from sysdiff.flows.spec import load_config
+    from sysdiff.schemas.errors import InputError
+
+    (tmp_path / "k.conllu").write_text("1\ta\t_\tX\t_\t_\t0\troot\t_\t_\n\n", encoding="utf-8")
+    run = tmp_path / "run.toml"
+    run.write_text(f'corpus = "c"\ntask = "pos"\nkey = "k.conllu"\n{line}\n'
+                   '[systems]\na = "k.conllu"\n', encoding="utf-8")
+    if error is None:
+        spec = load_config(run)
+        assert (spec.bootstrap, spec.confidence, spec.seed) == (200, 0.9, 5)
+        assert spec.intervals.options() == "bootstrap:200|confidence:0.9|seed:5"
+        return
+    with pytest.raises(InputError, match=error.replace("(", r"\(").replace(")", r"\)")):
+        load_config(run)
