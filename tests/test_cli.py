@@ -103,8 +103,8 @@ RUN_FILES = {
                                  4),
     "unknown_key": ('corpus = "c"\ntask = "dep"\nkey = "k.conllu"\nar_trial = 5\n'
                     '[systems]\na = "a.conllu"\n', "unknown key 'ar_trial'; expected one of "
-                    "corpus, task, key, systems, format, ar_trials, seed, shard_sents, "
-                    "mappings, unl", 4),
+                    "corpus, task, key, systems, format, ar_trials, seed, bootstrap, "
+                    "confidence, shard_sents, mappings, unl", 4),
     "unknown_task": ('corpus = "c"\ntask = "parse"\nkey = "k.conllu"\n[systems]\n'
                      'a = "a.conllu"\n', "unknown task 'parse'; expected one of pos, dep, "
                      "coref, unl, nl", None),
