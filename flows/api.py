@@ -55,15 +55,18 @@ def evaluate(key: str | Path, systems: Mapping[str, str | Path], task: str | Non
              fmt: str | None = None, mappings: Mapping[str, Mapping[str, str]] | None = None,
              versions: Mapping[str, list[str]] | None = None, ar_trials: int = 10_000,
              seed: int = 0, keep_going: bool = False, match: str | None = None,
-             singletons: str | None = None, replace_key: bool = False,
+             singletons: str | None = None, bootstrap: int = 1_000,
+             confidence: float = 0.95, replace_key: bool = False,
              progress: bool | None = None, verbose: bool = False) -> Warehouse:
     """Evaluate ``systems`` (``{"NAME[@VERSION]": path}``) against ``key`` into the warehouse
     (default: as ``sysdiff run``; ``task`` defaults to the key format's, as there); returns
     the warehouse, open read-only (``wh.scores``: the run summary's table as a frame,
     ``wh.notes``: what the run noted, ``wh["pairs"]``, ``wh.sql(...)``). ``match`` (exact,
     partial, head) and ``singletons`` (keep, drop): coreference matching (default: the
-    CorefUD scorer's head/drop for CorefUD keys, exact/keep otherwise). ``replace_key``: the
-    corpus was evaluated against another key; start it over with this one.
+    CorefUD scorer's head/drop for CorefUD keys, exact/keep otherwise). ``bootstrap``
+    samples (0: none) and ``confidence``: the intervals on every score and delta (METRICS
+    1.6b; seeded by ``seed``). ``replace_key``: the corpus was evaluated against another
+    key; start it over with this one.
 
     The run is ``sysdiff run``'s flow, in this process, reporting to the same Prefect API
     (the background server, started when needed, never a temporary one unless
@@ -80,7 +83,8 @@ def evaluate(key: str | Path, systems: Mapping[str, str | Path], task: str | Non
                           mappings={k: dict(v) for k, v in (mappings or {}).items()},
                           versions={k: list(v) for k, v in (versions or {}).items()},
                           ar_trials=ar_trials, seed=seed, keep_going=keep_going, match=match,
-                          singletons=singletons, replace_key=replace_key)
+                          singletons=singletons, bootstrap=bootstrap,
+                          confidence=confidence, replace_key=replace_key)
         root = resolve_warehouse(None if warehouse is None else os.fspath(warehouse))
         spec, skipped = preflight(spec, root)
         for line in skipped:

@@ -197,6 +197,11 @@ def check(
         "CoNLL F1 (coreference), F-measure (UNL), arguments or predicates F1 (srl).")] = None,
     label: Annotated[str | None, typer.Option(
         help="Apply --min-delta to the accuracy on this gold label (token corpora).")] = None,
+    require_significant: Annotated[bool, typer.Option(
+        "--require-significant", help="Fail unless the bootstrap interval of candidate - "
+        "baseline excludes 0 (the pair's delta: accuracy (token), ARCS F1 of --view "
+        "(coreference), F-measure (UNL), span F1, arguments or predicates F1 (srl)); with "
+        "--min-delta 0, a significant gain.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
     warehouse: Warehouse = None,
     timeout: Timeout = None,
@@ -212,7 +217,7 @@ def check(
         if candidate is None:
             gates.need_candidate(root, corpus)
         result = gates.check(root, corpus, baseline, candidate, view, punct, max_new_errors,
-                             min_delta, label)
+                             min_delta, label, require_significant)
     failed = [g for g in result if not g.passed]
     if as_json:
         typer.echo(json.dumps(gates.as_json(result), indent=1))

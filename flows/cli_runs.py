@@ -112,8 +112,14 @@ def run(
         "and responses before matching). Default: drop for CorefUD keys, keep otherwise.")] = None,
     ar_trials: Annotated[int | None, typer.Option(
         min=1, help="Approximate randomization trials (default 10000).")] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed of the randomization test "
-                                             "(default 0).")] = None,
+    seed: Annotated[int | None, typer.Option(
+        min=0, help="Seed of the randomization test and of the bootstrap samples "
+        "(default 0).")] = None,
+    bootstrap: Annotated[int | None, typer.Option(
+        min=0, help="Bootstrap samples of the confidence intervals on every score and delta "
+        "(default 1000; 0: no intervals).")] = None,
+    confidence: Annotated[float | None, typer.Option(
+        help="Confidence level of the intervals, between 0 and 1 (default 0.95).")] = None,
     shard_sents: Annotated[int | None, typer.Option(
         min=1, help="Sentences per shard when a file has no documents (# newdoc; default "
         "5000).")] = None,
@@ -150,6 +156,7 @@ def run(
     from sysdiff.flows.spec import build_spec, load_config
 
     overrides = {k: v for k, v in (("ar_trials", ar_trials), ("seed", seed),
+                                   ("bootstrap", bootstrap), ("confidence", confidence),
                                    ("shard_sents", shard_sents), ("scheme", scheme),
                                    ("match", match), ("singletons", singletons))
                  if v is not None}

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 from prefect import task
 from prefect.cache_policies import NONE
@@ -41,6 +42,7 @@ from sysdiff.flows.warehouse import (
 from sysdiff.schemas.formats.stable import read_stable
 from sysdiff.schemas.frozen import FrozenMap
 from sysdiff.schemas.vocabulary import CRITERIA
+from sysdiff.transforms.bootstrap import Bootstrap
 from sysdiff.transforms.corefud import CorefOptions, default_options
 from sysdiff.transforms.plan import plan_ranges
 
@@ -176,9 +178,11 @@ def run_coref(spec: RunSpec, stage: Staging) -> None:
         log.warning("mention types are unavailable (UNKNOWN) for single-token mentions without "
                     "a POS tag (the POS column is '_'): %s", ", ".join(no_pos))
     spec = dataclasses.replace(spec, systems=[s for s in spec.systems if s.id in files])
+    docs = (pl.read_parquet(files[KEY_ID].tokens, glob=False)  # staged now, or live
+            .sort("line").select("doc", "part"))
     _coref_results(spec, stage, {s: f.mentions for s, f in files.items()},
                    {s: f.sha256 for s, f in files.items()},
-                   coref_run(spec, files[KEY_ID].fmt))
+                   coref_run(spec, files[KEY_ID].fmt), docs)
 
 
 def ingest_coref(spec: RunSpec, stage: Staging) -> dict[str, CorefFile]:
@@ -212,11 +216,13 @@ def _mentions_signature(sha: str, fmt: str, key_sha: str) -> str:
 @task(name="coref shard", task_run_name="coref shard {shard.index}", cache_policy=NONE,
       retries=2)
 def coref_shard(systems: tuple[str, ...], paths: Mapping[str, str], shard: DocShard,
-                score: tuple[str, ...], compare: bool, mtypes: tuple[str, ...], run: CorefRun
+                score: tuple[str, ...], compare: bool, mtypes: tuple[str, ...], run: CorefRun,
+                per_doc: bool = False
                 ) -> dict:
     """The map: per-document counts and mention classes of the ``score`` systems and, when
     ``compare``, the engine's comparison counts (per criterion) and the agreement counts of
-    all systems; every system's mentions matched with the key's once (``run.options``)."""
+    all systems; every system's mentions matched with the key's once (``run.options``).
+    With ``per_doc``, the per-document ARCS counts of the bootstrap intervals."""
     from sysdiff.transforms import arcs, coref, corefud
 
     key = read_shard_mentions(paths[KEY_ID], shard)
@@ -226,6 +232,10 @@ def coref_shard(systems: tuple[str, ...], paths: Mapping[str, str], shard: DocSh
     classes = {c: {s: arcs.mention_classes(*pair[s], c) for s in need} for c in CRITERIA}
     out: dict = {"counts": {s: coref.matched_counts(*pair[s], run.corefud) for s in score},
                  "classes": {c: {s: classes[c][s] for s in score} for c in CRITERIA}}
+    if per_doc:
+        out["arcs_docs"] = {s: arcs.document_counts(pl.concat(
+            [classes[c][s].with_columns(criterion=pl.lit(c)) for c in CRITERIA],
+            how="diagonal_relaxed")) for s in need}
     if compare:
         out["compare"] = {c: arcs.comparison_counts(classes[c], mtypes) for c in CRITERIA}
     if compare and len(systems) > 1:
@@ -235,15 +245,17 @@ def coref_shard(systems: tuple[str, ...], paths: Mapping[str, str], shard: DocSh
 
 
 def _coref_results(spec: RunSpec, stage: Staging, paths: dict[str, str],
-                   shas: dict[str, str], run: CorefRun) -> None:
-    """Map the stale work over document shards, then reduce and stage every table."""
+                   shas: dict[str, str], run: CorefRun, docs: pl.DataFrame) -> None:
+    """Map the stale work over document shards, then reduce and stage every table
+    (``docs``: the key's documents in file order, the units of the bootstrap)."""
     corpus = spec.corpus
     systems = [s.id for s in spec.systems]
-    sigs = {s: signature(shas[KEY_ID], shas[s], "coref", run.signature, run.corefud)
-            for s in systems}
+    ci = spec.intervals
+    sigs = {s: signature(shas[KEY_ID], shas[s], "coref", run.signature, run.corefud,
+                         ci.options()) for s in systems}
     score = [s for s in systems if not stage.has("coref_scores", partition(corpus, s), sigs[s])]
     all_sig = signature(shas[KEY_ID], sorted((s, shas[s]) for s in systems), "coref",
-                        run.signature, run.corefud)
+                        run.signature, run.corefud, ci.options())
     compare = bool(systems) and not stage.has("coref_oracles", corpus_partition(corpus), all_sig)
     if not (score or compare):
         return
@@ -252,48 +264,126 @@ def _coref_results(spec: RunSpec, stage: Staging, paths: dict[str, str],
     with progress("score", len(shards)) as tick:
         frozen = (tuple(systems), FrozenMap(paths))
         parts = map_collect(lambda sh: coref_shard.submit(*frozen, sh, tuple(score), compare,
-                                                          tuple(mtypes), run), shards, tick)
+                                                          tuple(mtypes), run, ci.on),
+                            shards, tick)
+    intervals = Intervals(ci, docs, run.signature)
     for s in score:
-        _stage_coref_system(stage, corpus, s, sigs[s], parts, run.signature)
+        _stage_coref_system(stage, corpus, s, sigs[s], parts, run.signature, intervals)
     if compare:
-        _stage_coref_compare(stage, corpus, systems, all_sig, parts, mtypes, run.signature)
+        _stage_coref_compare(stage, corpus, systems, all_sig, parts, mtypes, run.signature,
+                             intervals)
     stage_history(spec, stage, "coref", all_sig)
 
 
+@dataclass(frozen=True)
+class Intervals:
+    """The bootstrap of a coreference run: its settings, the key's documents in file order
+    (the units resampled) and the ``options`` of the tables with intervals."""
+
+    ci: Bootstrap
+    docs: pl.DataFrame
+    run_options: str
+
+    @property
+    def options(self) -> str:
+        return f"{self.run_options}|{self.ci.options()}"
+
+    def arcs_docs(self, parts: list[dict], s: str) -> pl.DataFrame:
+        """The per-document ARCS counts of system ``s`` over every shard."""
+        return pl.concat([p["arcs_docs"][s] for p in parts])
+
+    def arcs(self, parts: list[dict], s: str) -> tuple[pl.DataFrame, np.ndarray]:
+        """(criterion, mtype) keys and the (B x keys) ARCS F1 samples of system ``s``."""
+        from sysdiff.transforms import arcs
+
+        return arcs.f1_samples(self.arcs_docs(parts, s), self.docs, self.ci)
+
+
 def _stage_coref_system(stage: Staging, corpus: str, s: str, sig: str, parts: list[dict],
-                        options: str) -> None:
+                        options: str, intervals: Intervals) -> None:
     """Reduce: scores from the summed per-document counts, classes concatenated in
-    document order, ARCS scores counted over them."""
+    document order, ARCS scores counted over them; the bootstrap intervals of both scores
+    from the per-document counts."""
     from sysdiff.transforms import arcs, coref
 
     part = partition(corpus, s)
-    scores = coref.coref_scores(pl.concat([p["counts"][s] for p in parts]))
+    counts = pl.concat([p["counts"][s] for p in parts])
+    scores = coref.coref_scores(counts)
     cls = pl.concat([p["classes"][c][s] for c in CRITERIA for p in parts])
+    arcs_rows = arcs.arcs_scores(cls)
+    if intervals.ci.on:
+        ci = coref.score_intervals(coref.f1_samples(counts, intervals.docs, intervals.ci),
+                                   intervals.ci.confidence)
+        scores = scores.join(ci, on="metric", how="left", maintain_order="left")
+        keys, samples = intervals.arcs(parts, s)
+        arcs_rows = arcs_rows.join(arcs.interval_rows(keys, samples, intervals.ci.confidence),
+                                   on=["criterion", "mtype"], how="left", nulls_equal=True,
+                                   maintain_order="left")
+    scores, arcs_rows = (_no_number_without_data(df) for df in (scores, arcs_rows))
     lit = {"corpus": corpus, "system": s, "options": options}
-    stage.write("coref_scores", part, sig, with_literals(scores, **lit))
+    ci_lit = dict(lit, options=intervals.options)
+    stage.write("coref_scores", part, sig, with_literals(scores, **ci_lit))
     stage.write("mention_classes", part, sig, with_literals(cls, **lit))
-    stage.write("arcs_scores", part, sig, with_literals(arcs.arcs_scores(cls), **lit))
+    stage.write("arcs_scores", part, sig, with_literals(arcs_rows, **ci_lit))
+
+
+def _no_number_without_data(df: pl.DataFrame) -> pl.DataFrame:
+    """Interval columns (NULL when not computed), NULL where the F1 is NULL."""
+    return df.with_columns(
+        pl.when(pl.col("f1").is_not_null()).then(
+            pl.col(c) if c in df.columns else pl.lit(None, pl.Float64)).alias(c)
+        for c in ("ci_low", "ci_high"))
 
 
 def _stage_coref_compare(stage: Staging, corpus: str, systems: list[str], sig: str,
-                         parts: list[dict], mtypes: list[str], options: str) -> None:
-    """Reduce: oracles, pairs, transitions and agreement from the summed shard counts."""
+                         parts: list[dict], mtypes: list[str], options: str,
+                         intervals: Intervals) -> None:
+    """Reduce: oracles, pairs, transitions and agreement from the summed shard counts; the
+    pairs' delta ARCS F1 (ALL) with its bootstrap interval."""
     from sysdiff.transforms import arcs, coref
 
     part = corpus_partition(corpus)
     lit = {"corpus": corpus, "options": options}
+    f1, samples = _arcs_f1_of_all(parts, systems, intervals)
     done = [arcs.finish_comparison(arcs.merge_comparison([p["compare"][c] for p in parts]),
-                                   systems, c, mtypes) for c in CRITERIA]
+                                   systems, c, mtypes, f1.get(c), samples.get(c),
+                                   intervals.ci.confidence) for c in CRITERIA]
     stage.write("coref_oracles", part, sig,
                 with_literals(pl.concat([o for _, _, o in done]), **lit))
     if len(systems) < 2:
         return
-    stage.write("coref_pairs", part, sig,
-                with_literals(pl.concat([p for p, _, _ in done]), **lit))
+    stage.write("coref_pairs", part, sig, with_literals(
+        pl.concat([p for p, _, _ in done]), **dict(lit, options=intervals.options)))
     stage.write("coref_transitions", part, sig,
                 with_literals(pl.concat([t for _, t, _ in done]), **lit))
     agreement = coref.coref_scores(pl.concat([p["agreement"] for p in parts]))
     stage.write("coref_agreement", part, sig, with_literals(agreement, **lit))
+
+
+def _arcs_f1_of_all(parts: list[dict], systems: list[str], intervals: Intervals
+                    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Per criterion: every system's ARCS F1 (ALL) and its (B x N) bootstrap samples
+    (nothing when the bootstrap is off)."""
+    from sysdiff.transforms import arcs
+
+    if not intervals.ci.on:
+        return {}, {}
+    f1: dict[str, list] = {c: [] for c in CRITERIA}
+    samples: dict[str, list] = {c: [] for c in CRITERIA}
+    for s in systems:
+        keys, got = intervals.arcs(parts, s)
+        totals = intervals.arcs_docs(parts, s).group_by("criterion").agg(
+            pl.col(arcs.ARCS_COUNTS).sum())
+        for c in CRITERIA:
+            at = keys.with_row_index().filter((pl.col("criterion") == c)
+                                              & (pl.col("mtype") == "ALL"))["index"]
+            row = totals.filter(pl.col("criterion") == c)
+            f1[c].append(float(arcs.arcs_f1(*(row[x].to_numpy() for x in arcs.ARCS_COUNTS))[0])
+                         if row.height else np.nan)
+            samples[c].append(got[:, at[0]] if at.len() else np.full(intervals.ci.samples,
+                                                                     np.nan))
+    return ({c: np.array(v) for c, v in f1.items()},
+            {c: np.stack(v, axis=1) for c, v in samples.items()})
 
 
 def corpus_mention_types(paths: dict[str, str]) -> list[str]:

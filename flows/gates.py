@@ -15,9 +15,13 @@ restricts both to one entity type. SRL corpora count new errors over argument un
 compare the official arguments F1 (eval09.pl without senses, or srl-eval.pl's Overall; the
 predicates' F1, or one role's).
 
+``--require-significant``: the bootstrap interval (METRICS 1.6b) of the pair's delta must
+exclude 0: accuracy (token corpora, ``--view``), ARCS F1 (coreference, criterion
+``--view``), span F1 (all types), arguments or predicates F1 (srl), F-measure (UNL).
+
 No gate passes without data: when the figure gated is not evaluated (a view without an
-evaluable unit, a system that lacks the view's column, a key without entities, a NULL score
-or delta), every gate asked for fails with a one-line reason.
+evaluable unit, a system that lacks the view's column, a key without entities, a NULL score,
+delta or interval), every gate asked for fails with a one-line reason.
 """
 
 from __future__ import annotations
@@ -142,11 +146,13 @@ def previous_version(root: Path, corpus: str | None, candidate: str) -> tuple[st
 
 def check(root: Path, corpus: str | None, baseline: str | None, candidate: str,
           view: str | None, punct: bool | None, max_new_errors: int | None,
-          min_delta: float | None, label: str | None) -> list[Gate]:
+          min_delta: float | None, label: str | None, require_significant: bool = False
+          ) -> list[Gate]:
     """Evaluate the gates asked for; ``min_delta`` is in points (percent). Without a
     baseline, a NAME@VERSION candidate is gated against its previous version."""
-    if max_new_errors is None and min_delta is None:
-        raise InputError("no gate given; use --max-new-errors and/or --min-delta")
+    if max_new_errors is None and min_delta is None and not require_significant:
+        raise InputError("no gate given; use --max-new-errors, --min-delta and/or "
+                         "--require-significant")
     if baseline is None:
         corpus, baseline = previous_version(root, corpus, candidate)
     corpus = pick_pair_corpus(root, corpus, baseline, candidate)
@@ -166,6 +172,7 @@ def check(root: Path, corpus: str | None, baseline: str | None, candidate: str,
             blind = [f"ARCS ({view}): corpus '{corpus}' has no mention to compare"]
         errors = f"new errors (ARCS mentions, criterion {view})"
         metric = "CoNLL F1"
+        paired = f"ARCS F1 ({view})"
         sql = f"select f1 from coref_scores where corpus = {c} and metric = 'conll' and "
         sql += "system = {}"
     elif task in SPAN_TASKS:
@@ -175,14 +182,16 @@ def check(root: Path, corpus: str | None, baseline: str | None, candidate: str,
         blind = span_unevaluated(root, corpus, view)
         errors = "new errors (span units" + ("" if view == "ALL" else f", type {view}") + ")"
         metric = "span F1" + ("" if view == "ALL" else f" ({view})")
+        paired = "span F1 (all types)"
         sql = f"select f1 from span_scores where corpus = {c} and type = {sql_literal(view)} "
         sql += "and system = {}"
     elif task in SRL_TASKS:
         p, errors, metric, sql = _srl_gate(root, corpus, view, baseline, candidate)
+        paired = ("predicates" if view == "predicate" else "arguments") + " F1"
     elif task in UNL_TASKS:
         p = _pair(root, "unl_pairs", f"corpus = {c}", baseline, candidate)
         errors = "new errors (newly failed sentences)"
-        metric = "F-measure"
+        metric = paired = "F-measure"
         sql = f"select f1 from unl_scores where corpus = {c} and "
         sql += "system = {}"
     else:
@@ -191,6 +200,7 @@ def check(root: Path, corpus: str | None, baseline: str | None, candidate: str,
                                  f"{str(punct).lower()}", baseline, candidate)
         errors = f"new errors ({score_name(view, punct)})"
         metric, sql = score_name(view, punct), None
+        paired = metric
         blind = unevaluated(root, corpus, view, punct, (baseline, candidate))
     gates = []
     if max_new_errors is not None:
@@ -220,7 +230,32 @@ def check(root: Path, corpus: str | None, baseline: str | None, candidate: str,
             gates.append(Gate("min_delta", 100 * delta >= min_delta, 100 * delta, min_delta,
                               f"{what} of {candidate} vs {baseline}: {100 * delta:+.2f} "
                               f"points; at least {min_delta:+.2f} required"))
+    if require_significant:
+        gates.append(_significance(p, paired, baseline, candidate, blind))
     return gates
+
+
+def _significance(p: dict, what: str, baseline: str, candidate: str, blind: list[str]
+                  ) -> Gate:
+    """The gate ``--require-significant``: the pair's delta interval excludes 0."""
+    delta = next((p[k] for k in ("delta_acc", "delta_f1") if k in p), None)
+    low, high = p.get("delta_ci_low"), p.get("delta_ci_high")
+    if blind:
+        return _blind("require_significant", 0.0, blind[0])
+    if delta is None or low is None or high is None:
+        why = (f"{what} of {candidate} vs {baseline} has no bootstrap interval ("
+               + ("the delta is NULL: no data to score" if delta is None else
+                  "the run was made with --bootstrap 0") + ")")
+        return _blind("require_significant", 0.0, why)
+    shown = f"{100 * delta:+.2f} points [{100 * low:+.2f}, {100 * high:+.2f}]"
+    if low > 0 or high < 0:
+        kind = "gain" if low > 0 else "loss"
+        return Gate("require_significant", True, 100 * delta, 0.0,
+                    f"{what} of {candidate} vs {baseline}: {shown}, a significant {kind} "
+                    f"(the interval excludes 0; bootstrap p = {p_value(p.get('bootstrap_p'))})")
+    return Gate("require_significant", False, 100 * delta, 0.0,
+                f"{what} of {candidate} vs {baseline}: {shown}; the interval holds 0: not a "
+                f"significant difference (bootstrap p = {p_value(p.get('bootstrap_p'))})")
 
 
 def _blind(name: str, limit: float, why: str) -> Gate:

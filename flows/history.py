@@ -52,7 +52,7 @@ def stage_history(spec: RunSpec, stage: Staging, kind: str, corpus_sig: str) -> 
     keys = [score_view.alias("view"), *(p.alias("punct") for p in punct)]
     pair_keys = [pair_view.alias("view"), *(p.alias("punct") for p in punct)]
     history = history_table(
-        scores.select(*keys, "system", pl.col(column).alias("score")),
+        scores.select(*keys, "system", pl.col(column).alias("score"), "ci_low", "ci_high"),
         pairs.select(*pair_keys, "sys1", "sys2", *PAIR_COLUMNS), ["view", "punct"],
         spec.versions)
     if history.height:

@@ -41,9 +41,41 @@ def cell(value: object, column: str = "", numeric: bool = False) -> str:
     return str(value)
 
 
-def points(value: float | None) -> str:
-    """A difference of fractions in points (``+2.41 points``), :data:`NO_DATA` when NULL."""
-    return NO_DATA if value is None else f"{100 * value:+.2f} points"
+def points(value: float | None, low: float | None = None, high: float | None = None) -> str:
+    """A difference of fractions in points (``+2.41 points``), with its interval when given
+    (``+2.41 points [+1.60, +3.20]``); :data:`NO_DATA` when NULL."""
+    if value is None:
+        return NO_DATA
+    ci = f" [{100 * low:+.2f}, {100 * high:+.2f}]" if low is not None and high is not None \
+        else ""
+    return f"{100 * value:+.2f} points{ci}"
+
+
+#: Suffixes of the columns that hold the bounds of the interval of the column they extend
+#: (``LAS % ci_low``): a table prints the three as one cell, ``84.69 [83.90, 85.50]``.
+CI_LOW, CI_HIGH = " ci_low", " ci_high"
+
+
+def fold_intervals(columns: list[str], numeric: list[bool], rows: list[list[str]]
+                   ) -> tuple[list[str], list[bool], list[list[str]]]:
+    """Cells with each ``C ci_low``/``C ci_high`` pair of columns folded into column C:
+    ``84.69 [83.90, 85.50]`` (the value alone when the interval is not there)."""
+    at = {c: k for k, c in enumerate(columns)}
+    folds = {at[c]: (at[c + CI_LOW], at[c + CI_HIGH]) for c in columns
+             if c + CI_LOW in at and c + CI_HIGH in at}
+    if not folds:
+        return columns, numeric, rows
+    drop = {k for pair in folds.values() for k in pair}
+    keep = [k for k in range(len(columns)) if k not in drop]
+    out = []
+    for r in rows:
+        r = list(r)
+        for k, (lo, hi) in folds.items():
+            if r[lo] not in ("", NO_DATA) and r[hi] not in ("", NO_DATA) \
+                    and r[k] not in ("", NO_DATA):
+                r[k] = f"{r[k]} [{r[lo]}, {r[hi]}]"
+        out.append([r[k] for k in keep])
+    return [columns[k] for k in keep], [numeric[k] for k in keep], out
 
 
 #: Columns of approximate randomization p-values (their floor is 1 / (trials + 1)).
@@ -99,7 +131,9 @@ def is_p_value(column: str) -> bool:
 
 
 def is_percent(column: str) -> bool:
-    """A column of percents (``... %``) or of differences in points (``... (points)``)."""
+    """A column of percents (``... %``) or of differences in points (``... (points)``), or
+    the bounds of their interval."""
+    column = column.removesuffix(CI_LOW).removesuffix(CI_HIGH)
     return column.endswith("%") or column.endswith("(points)")
 
 
@@ -170,7 +204,9 @@ def to_text(df: pl.DataFrame | Rows, fmt: str, title: str | None = None) -> str:
 
 def _layout(columns: list[str], numeric: list[bool], rows: list[list[str]], fmt: str,
             title: str | None) -> str:
-    """Cells as a terminal table, Markdown or LaTeX."""
+    """Cells as a terminal table, Markdown or LaTeX (intervals folded into their value's
+    cell)."""
+    columns, numeric, rows = fold_intervals(columns, numeric, rows)
     if fmt == "markdown":
         head = "| " + " | ".join(columns) + " |"
         sep = "|" + "|".join("---" for _ in columns) + "|"
@@ -194,8 +230,11 @@ def terminal_table(columns: list[str], numeric: list[bool], rows: list[list[str]
     from rich.text import Text
 
     table = Table(title=Text(title) if title else None, show_lines=False)
-    for c, right in zip(columns, numeric, strict=True):  # Text: '[slept]' prints as it is
-        table.add_column(Text(c), justify="right" if right else "left")
+    folded = {k for r in rows for k, v in enumerate(r) if " [" in v and v.endswith("]")}
+    for k, (c, right) in enumerate(zip(columns, numeric, strict=True)):
+        # Text: '[slept]' prints as it is; an interval is never cut across lines
+        table.add_column(Text(c), justify="right" if right else "left",
+                         no_wrap=k in folded and right)
     for r in rows:
         table.add_row(*map(Text, r))
     buf = io.StringIO()

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 KEY = "corpora"
 #: The RunSpec fields that shape a corpus' tables (recorded as given, so that signatures
 #: computed from them again are the same).
-OPTIONS = ("mappings", "ar_trials", "seed", "shard_sents", "unl", "versions", "scheme",
-           "match", "singletons")
+OPTIONS = ("mappings", "ar_trials", "seed", "bootstrap", "confidence", "shard_sents", "unl",
+           "versions", "scheme", "match", "singletons")
 DEFAULT_TRIALS = 10_000
 
 

@@ -61,23 +61,25 @@ log = logging.getLogger("sysdiff")
 SPAN_READ = ["sent", "start", "end", "type", "text"]
 
 
-def options_string(spec: RunSpec, by_chars: bool = False) -> str:
-    """What produced a row: the scheme, ``align:characters`` for a system tokenised
-    otherwise than the key (or a pair with one), and the label mappings (as the token tables
-    say)."""
+def options_string(spec: RunSpec, by_chars: bool = False, ci: bool = False) -> str:
+    """What produced a row: the scheme, the bootstrap settings of its intervals (``ci``: a
+    table with intervals), ``align:characters`` for a system tokenised otherwise than the
+    key (or a pair with one), and the label mappings (as the token tables say)."""
     maps = ";".join(f"{s}:" + ",".join(f"{a}>{b}" for a, b in sorted(m.items()))
                     for s, m in sorted(spec.mappings.items()) if m)
+    intervals = f"|{spec.intervals.options()}" if ci else ""
     align = "|align:characters" if by_chars else ""
-    return f"scheme:{spec.scheme}{align}|map:{maps or 'none'}"
+    return f"scheme:{spec.scheme}{intervals}{align}|map:{maps or 'none'}"
 
 
 def _options(spec: RunSpec, by_chars: list[str], *columns: str) -> pl.Expr:
-    """The options of each row: aligned ones where a named system is placed by characters."""
-    plain = pl.lit(options_string(spec))
+    """The options of each row of a table with intervals: aligned ones where a named system
+    is placed by characters."""
+    plain = pl.lit(options_string(spec, ci=True))
     if not by_chars:
         return plain
     touched = pl.any_horizontal(pl.col(c).is_in(by_chars) for c in columns)
-    return pl.when(touched).then(pl.lit(options_string(spec, True))).otherwise(plain)
+    return pl.when(touched).then(pl.lit(options_string(spec, True, True))).otherwise(plain)
 
 
 @dataclass(frozen=True)
@@ -367,6 +369,8 @@ class SpanJob:
     #: and everyone's are compared by characters)
     by_chars: tuple[str, ...] = ()
     key_tokens: str | None = None
+    #: count the per-sentence rows of the bootstrap intervals
+    per_sentence: bool = False
 
     def __post_init__(self) -> None:
         freeze_fields(self)  # a task parameter: nothing in it can change
@@ -392,7 +396,7 @@ def span_shard(job: SpanJob, shard: Shard) -> tuple[T.SpanCounts, list[pl.DataFr
         key = A.char_positions(key, offsets)
         systems = [A.char_positions(s, offsets) for s in systems]
     return T.comparison_counts(key, systems, job.types, shard.lo, shard.hi - shard.lo,
-                               job.compare)
+                               job.compare, job.per_sentence)
 
 
 def corpus_types(paths: dict[str, str]) -> list[str]:
@@ -412,8 +416,9 @@ def compare_spans(spec: RunSpec, stage: Staging, files: dict[str, SpanFile]) -> 
     systems when any input or option changed."""
     corpus = spec.corpus
     systems = [s.id for s in spec.systems if s.id in files]
-    opts = (spec.ar_trials, spec.seed)
-    sigs = {s: signature(files[s].sig, "span-results") for s in systems}
+    opts = (spec.ar_trials, spec.seed, spec.intervals.options())
+    sigs = {s: signature(files[s].sig, "span-results", spec.intervals.options())
+            for s in systems}
     all_sig = signature(sorted((s, files[s].sig) for s in systems), opts, "span-compare")
     score = [s for s in systems if not stage.has("span_scores", partition(corpus, s), sigs[s])]
     compare = bool(systems) and not stage.has("span_oracles", corpus_partition(corpus), all_sig)
@@ -434,13 +439,15 @@ def _compute(spec: RunSpec, stage: Staging, files: dict[str, SpanFile], systems:
     _type_notice(systems, paths)
     by_chars = tuple(s for s in systems if files[s].by_chars)
     job = SpanJob(systems, paths, types, compare, by_chars,
-                  str(files[KEY_ID].tokens) if by_chars else None)
+                  str(files[KEY_ID].tokens) if by_chars else None, spec.intervals.on)
     with contextlib.ExitStack() as stack, progress("compare", len(shards)) as tick:
         fold = _Fold(systems, {s: stack.enter_context(stage.writer(
             "span_classes", partition(corpus, s), sigs[s])) for s in score}, corpus)
         map_fold(lambda sh: span_shard.submit(job, sh), shards, fold, tick)
     c = fold.total
-    scores = R.score_rows(c, systems, types).with_columns(
+    ci = spec.intervals
+    samples = R.f1_samples(c, ci) if ci.on else None
+    scores = R.score_rows(c, systems, types, samples, ci.confidence).with_columns(
         scheme=pl.lit(spec.scheme), options=_options(spec, list(by_chars), "system"))
     for s in score:
         stage.write("span_scores", partition(corpus, s), sigs[s],
@@ -453,7 +460,7 @@ def _compute(spec: RunSpec, stage: Staging, files: dict[str, SpanFile], systems:
                                                              **tag))
     if len(systems) < 2:
         return
-    pairs = R.pair_rows(c, systems, spec.ar_trials, spec.seed)
+    pairs = R.pair_rows(c, systems, spec.ar_trials, spec.seed, samples, ci.confidence)
     stage.write("span_pairs", part, all_sig, with_literals(pairs, **tag).with_columns(
         options=_options(spec, list(by_chars), "sys1", "sys2")))
     stage.write("span_transitions", part, all_sig,

@@ -7,11 +7,15 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sysdiff.flows.sniff import infer_task
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.frozen import FrozenMap, freeze
 from sysdiff.schemas.vocabulary import KEY_ID, MATCH_MODES, SINGLETON_MODES
+
+if TYPE_CHECKING:
+    from sysdiff.transforms.bootstrap import Bootstrap
 
 TASKS = ("pos", "dep", "coref", "unl", "nl", "ner", "srl")
 # Input formats of each task (``format`` in a run file, ``--format`` of ``sysdiff run``).
@@ -25,6 +29,7 @@ SCHEMES = ("auto", "iob1", "iob2", "bioes")
 ALL_SYSTEMS = "*"
 # The options a run file (and a watched corpus's corpus.toml) may set, and their types.
 OPTION_TYPES = {"format": "string", "ar_trials": "positive integer", "seed": "integer",
+                "bootstrap": "non-negative integer", "confidence": "number between 0 and 1",
                 "shard_sents": "positive integer", "mappings": "table", "unl": "table",
                 "versions": "table", "scheme": "string", "map": "string",
                 "match": "string", "singletons": "string"}
@@ -60,6 +65,9 @@ class RunSpec:
     mappings: Mapping[str, Mapping[str, str]] = field(default_factory=FrozenMap)
     ar_trials: int = 10_000
     seed: int = 0
+    # bootstrap intervals (METRICS 1.6b): samples (0: none) and confidence; seed: ``seed``
+    bootstrap: int = 1_000
+    confidence: float = 0.95
     shard_sents: int = 5000
     unl: Mapping = field(default_factory=FrozenMap)
     versions: Mapping[str, tuple[str, ...]] = field(default_factory=FrozenMap)
@@ -75,6 +83,16 @@ class RunSpec:
     def __post_init__(self) -> None:
         for name in ("systems", "mappings", "unl", "versions"):
             object.__setattr__(self, name, freeze(getattr(self, name)))
+        if isinstance(self.bootstrap, bool) or not isinstance(self.bootstrap, int) \
+                or self.bootstrap < 0:
+            raise InputError(f"--bootstrap must be a number of samples (0: no intervals), not "
+                             f"{self.bootstrap!r}")
+        if isinstance(self.confidence, bool) or not isinstance(self.confidence, int | float) \
+                or not 0 < self.confidence < 1:
+            raise InputError(f"--confidence must be a level between 0 and 1 (e.g. 0.95), not "
+                             f"{self.confidence!r}")
+        if self.seed < 0:
+            raise InputError(f"--seed must be 0 or more, not {self.seed}")
         for name, choices in (("match", MATCH_MODES), ("singletons", SINGLETON_MODES)):
             value = getattr(self, name)
             if value is not None and value not in choices:
@@ -88,6 +106,13 @@ class RunSpec:
         if self.scheme != "auto" and self.task != "ner":
             raise InputError(f"--scheme applies to task ner (span decoding), not to task "
                              f"{self.task}")
+
+    @property
+    def intervals(self) -> Bootstrap:
+        """The run's bootstrap settings (B, seed, confidence)."""
+        from sysdiff.transforms.bootstrap import Bootstrap
+
+        return Bootstrap(self.bootstrap, self.seed, float(self.confidence))
 
     @property
     def sources(self) -> tuple[tuple[Source, str], ...]:
@@ -195,7 +220,8 @@ def load_config(path: str | Path) -> RunSpec:
         legacy_2013 = false          # the older overall threshold (< 0.5)
         optional_attrs = ["@pl"]     # ignored besides @def and @indef
 
-    Also ``format``, ``ar_trials``, ``seed`` and ``shard_sents``; for task ner ``scheme``
+    Also ``format``, ``ar_trials``, ``seed``, ``bootstrap`` (samples of the confidence
+    intervals, 0: none), ``confidence`` (e.g. 0.95) and ``shard_sents``; for task ner ``scheme``
     (auto, iob1, iob2, bioes) and ``map`` (a file of OLD<TAB>NEW label lines applied to every
     system; ``[mappings.NAME]`` rules win); for task coref ``match`` (exact, partial, head)
     and ``singletons`` (keep, drop). Relative paths are relative to the TOML file.
@@ -297,6 +323,10 @@ def expect(cfg: dict, name: str, kind: str, p: Path, text: str) -> object:
         "integer": isinstance(value, int) and not isinstance(value, bool),
         "positive integer": isinstance(value, int) and not isinstance(value, bool)
         and value > 0,
+        "non-negative integer": isinstance(value, int) and not isinstance(value, bool)
+        and value >= 0,
+        "number between 0 and 1": isinstance(value, int | float)
+        and not isinstance(value, bool) and 0 < value < 1,
         "boolean": isinstance(value, bool),
         "table": isinstance(value, dict),
         "list of strings": isinstance(value, list) and all(isinstance(v, str) for v in value),

@@ -57,10 +57,11 @@ FORMAT_NAMES = {"conllu": "CoNLL-U (Universal PropBank)", "conll09": "CoNLL-2009
 
 
 def options_string(spec: RunSpec, mode: str) -> str:
-    """What produced a row: the argument mode and the role mappings."""
+    """What produced a row: the argument mode, the bootstrap settings of its intervals and
+    the role mappings (the srl tables with an ``options`` column all have intervals)."""
     maps = ";".join(f"{s}:" + ",".join(f"{a}>{b}" for a, b in sorted(m.items()))
                     for s, m in sorted(spec.mappings.items()) if m)
-    return f"mode:{mode}|map:{maps or 'none'}"
+    return f"mode:{mode}|{spec.intervals.options()}|map:{maps or 'none'}"
 
 
 @dataclass(frozen=True)
@@ -245,6 +246,8 @@ class SrlJob:
     vocab: T.Vocab
     compare: bool
     key_path: str
+    #: count the per-sentence score rows of the bootstrap intervals
+    per_sentence: bool = False
 
     def __post_init__(self) -> None:
         freeze_fields(self)  # a task parameter: nothing in it can change
@@ -275,7 +278,7 @@ def srl_shard(job: SrlJob, shard: Shard) -> tuple[T.SrlCounts, list[pl.DataFrame
                              ["sent", "id"]),
                        preds(KEY_ID), args(KEY_ID), [(preds(s), args(s)) for s in job.systems])
     try:
-        return T.comparison_counts(data, job.vocab, job.compare)
+        return T.comparison_counts(data, job.vocab, job.compare, job.per_sentence)
     except InputError as e:  # a cycle in the key's HEAD tree: name the key's file
         raise InputError(e.message, job.key_path, e.line) from None
 
@@ -301,8 +304,9 @@ def compare_srl(spec: RunSpec, stage: Staging, files: dict[str, SrlFile]) -> Non
     the run's systems when any input or option changed."""
     corpus = spec.corpus
     systems = [s.id for s in spec.systems if s.id in files]
-    opts = (spec.ar_trials, spec.seed)
-    sigs = {s: signature(files[s].sig, "srl-results") for s in systems}
+    opts = (spec.ar_trials, spec.seed, spec.intervals.options())
+    sigs = {s: signature(files[s].sig, "srl-results", spec.intervals.options())
+            for s in systems}
     all_sig = signature(sorted((s, files[s].sig) for s in systems), opts, "srl-compare")
     score = [s for s in systems if not stage.has("srl_scores", partition(corpus, s), sigs[s])]
     compare = bool(systems) and not stage.has("srl_oracles", corpus_partition(corpus), all_sig)
@@ -336,14 +340,18 @@ def _compute(spec: RunSpec, stage: Staging, files: dict[str, SrlFile], systems: 
     vocab = corpus_vocab(mode, files)
     job = SrlJob(mode, str(key.tokens), {s: str(files[s].preds) for s in [KEY_ID, *systems]},
                  {s: str(files[s].args) for s in [KEY_ID, *systems]}, systems, vocab, compare,
-                 str(spec.key.path))
+                 str(spec.key.path), spec.intervals.on)
     with contextlib.ExitStack() as stack, progress("compare", len(shards)) as tick:
         fold = _Fold(systems, {s: stack.enter_context(stage.writer(
             "srl_classes", partition(corpus, s), sigs[s])) for s in score}, corpus)
         map_fold(lambda sh: srl_shard.submit(job, sh), shards, fold, tick)
     c = fold.total
     options = options_string(spec, mode)
-    scores = R.scores_table(c, systems).with_columns(options=pl.lit(options))
+    ci = spec.intervals
+    samples = R.f1_samples(c, len(systems), key_sents.select("sent").sort("sent"), ci) \
+        if ci.on else None
+    scores = R.scores_table(c, systems, samples, ci.confidence).with_columns(
+        options=pl.lit(options))
     for s in score:
         stage.write("srl_scores", partition(corpus, s), sigs[s],
                     with_literals(scores.filter(pl.col("system") == s), corpus=corpus))
@@ -356,7 +364,8 @@ def _compute(spec: RunSpec, stage: Staging, files: dict[str, SrlFile], systems: 
     if len(systems) < 2:
         return
     stage.write("srl_pairs", part, all_sig, with_literals(
-        R.pair_rows(c, systems, spec.ar_trials, spec.seed), **tag, options=options))
+        R.pair_rows(c, systems, spec.ar_trials, spec.seed, samples, ci.confidence), **tag,
+        options=options))
     stage.write("srl_changes", part, all_sig,
                 with_literals(R.change_rows(c, systems, vocab), **tag))
     stage.write("srl_transitions", part, all_sig,

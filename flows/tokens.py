@@ -44,7 +44,8 @@ from sysdiff.schemas.formats.conllu import (
 )
 from sysdiff.schemas.frozen import freeze_fields
 from sysdiff.schemas.vocabulary import LABEL_FIELDS, TASK_VIEWS, VIEWS, score_name
-from sysdiff.transforms import conll18, reduce, tokens
+from sysdiff.transforms import bootstrap, conll18, reduce, tokens
+from sysdiff.transforms.bootstrap import UnitRows
 from sysdiff.transforms.engine import smallest_uint
 from sysdiff.transforms.plan import Shard, canonical, options_string, plan_shards
 from sysdiff.transforms.tokens import (
@@ -60,6 +61,8 @@ from sysdiff.transforms.tokens import (
 log = logging.getLogger("sysdiff")
 VOCAB_COLUMNS = ("upos", "xpos", "feats", "lemma", "head", "deprel")
 PAIR_TABLES = ("pairs", "changes", "bucket_pairs")
+#: The tables with bootstrap intervals: their ``options`` say how they were drawn.
+INTERVAL_TABLES = ("scores", "pairs")
 #: Pairs counted in one pass over the shards: bounds the change cells held in memory.
 PAIRS_PER_BLOCK = 256
 CORPUS_TABLES = ("oracles", "oracle_labels", "difficulty", "majority")
@@ -114,6 +117,8 @@ class CompareJob:
     key_blank: set[str]
     #: the task scores trees (dep): CoNLL 2018 counts UAS ... BLEX too
     tree: bool = True
+    #: count the per-sentence rows of the bootstrap intervals
+    per_sentence: bool = False
 
     def __post_init__(self) -> None:
         freeze_fields(self)  # a task parameter: nothing in it can change
@@ -176,7 +181,14 @@ def shard_compare(job: CompareJob, shard: Shard) -> dict:
              for s in job.systems}
     out: dict[Any, Any] = {}
     if job.conll18:
-        out["conll18"] = conll18_of_shard(job, key, words)
+        gold = conll18.normalised_key(key)
+        if job.per_sentence:  # the shard's counts are the sums of its sentences' rows
+            rows = {s: conll18.sentence_counts(key, words[s], gold, job.tree, shard.lo,
+                                               shard.hi - shard.lo) for s in job.conll18}
+            out["conll18"] = {s: conll18.sentence_totals(r, job.tree) for s, r in rows.items()}
+            out["conll18_sents"] = {s: UnitRows.of(shard.lo, r) for s, r in rows.items()}
+        else:
+            out["conll18"] = conll18_of_shard(job, key, words, gold)
     mapped = ShardWords(
         key=apply_mapping(key, job.mappings.get("@key", {})),
         systems=[lean_coded(words[s], job.dictionaries[s], job.vocab, job.mappings.get(s, {}))
@@ -185,15 +197,16 @@ def shard_compare(job: CompareJob, shard: Shard) -> dict:
         first_sent=shard.lo, n_sents=shard.hi - shard.lo,
         sent_lengths=shard_lengths(job.sents_path, shard), fmt=job.fmt,
         aligned=aligned_matrix(job, words, key.height))
-    out.update(tokens.shard_counts(mapped, job.views, job.vocab, job.pairs, job.with_corpus))
+    out.update(tokens.shard_counts(mapped, job.views, job.vocab, job.pairs, job.with_corpus,
+                                   job.per_sentence))
     return out
 
 
-def conll18_of_shard(job: CompareJob, key: pl.DataFrame, words: dict[str, pl.DataFrame]
-                     ) -> dict[str, pl.DataFrame]:
+def conll18_of_shard(job: CompareJob, key: pl.DataFrame, words: dict[str, pl.DataFrame],
+                     gold: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:
     """The CoNLL 2018 counts of the shard's systems of the key's tokenisation (the key
-    normalised once; a tagging task skips the tree's metrics)."""
-    gold = conll18.normalised_key(key)
+    normalised once, or given as ``gold``; a tagging task skips the tree's metrics)."""
+    gold = conll18.normalised_key(key) if gold is None else gold
     count = conll18.conll18_counts if job.tree else conll18.tag_counts
     return {s: count(key, lean_frame(words[s], job.dictionaries[s])
                      if job.layouts[s] == "lean" else words[s], gold) for s in job.conll18}
@@ -227,6 +240,8 @@ def _merge(key: object, acc: Any, part: Any) -> Any:
     """Sum two shard results of one view setting, or of the CoNLL 2018 counts."""
     if key == "conll18":
         return {s: reduce_sum([acc[s], part[s]], ["metric"]) for s in acc}
+    if key == "conll18_sents":
+        return {s: acc[s].merge(part[s]) for s in acc}
     return acc.merge(part)
 
 
@@ -284,7 +299,8 @@ def compare_tokens(spec: RunSpec, stage: Staging, ingested: dict[str, Ingested])
     rows = sysdf.filter(pl.col("role") == "system")
     systems = rows["system"].to_list()
     shas = dict(zip(rows["system"], rows["sha256"], strict=True))
-    opts = (sorted(spec.mappings.items()), spec.ar_trials, spec.seed, spec.task)
+    opts = (sorted(spec.mappings.items()), spec.ar_trials, spec.seed, spec.task,
+            spec.intervals.options())
     sys_sig = {s: signature(key_row["sha256"], shas[s], opts) for s in systems}
     pair_sig = {(a, b): signature(key_row["sha256"], shas[a], shas[b], opts)
                 for i, a in enumerate(systems) for b in systems[i + 1:]}
@@ -320,7 +336,8 @@ def compare_tokens(spec: RunSpec, stage: Staging, ingested: dict[str, Ingested])
         by_chars=by_chars,
         segments={s: (n_tok, n_sent, n_word) for s, n_tok, n_sent, n_word in rows.select(
             "system", "n_tokens", "n_sents", "n_units").rows() if s not in by_chars},
-        key_blank=_absent_columns(vocab_rows).get(KEY_ID, set()), tree=spec.task == "dep")
+        key_blank=_absent_columns(vocab_rows).get(KEY_ID, set()), tree=spec.task == "dep",
+        per_sentence=spec.intervals.on)
     blocks = pair_blocks(job.pairs, PAIRS_PER_BLOCK)
     with PairWriter(stage, corpus, todo_pairs, pair_sig) as pair_out, \
             progress("compare", len(shards) * len(blocks)) as tick:
@@ -381,28 +398,39 @@ class Outputs:
         self.spec, self.stage, self.job, self.acc, self.missing = spec, stage, job, acc, missing
         self.corpus = spec.corpus
         self.tables: dict[str, list[pl.DataFrame]] = {}
+        ci = spec.intervals
+        samples = bootstrap.accuracy_samples(
+            {(v, p): acc[(v, p)].sentences for v in job.views
+             for p in VIEWS[v].punct_settings}, ci) if job.per_sentence else {}
         for view in job.views:
             for punct in VIEWS[view].punct_settings:
                 tables = tokens.view_tables(acc[(view, punct)], view, job.systems, job.vocab,
                                             spec.ar_trials, spec.seed, subset_ids=True,
-                                            missing=missing[view])
+                                            missing=missing[view],
+                                            samples=samples.get((view, punct)),
+                                            confidence=ci.confidence)
                 if not acc[(view, punct)].n_units and job.systems:
                     notice(f"{score_name(view, punct)}: the key has no evaluable unit"
                            f"{' (every word is punctuation)' if not punct else ''}; "
                            "not evaluated (NULL scores)")
                 for name, df in tables.items():
                     if df.height:
-                        self.tables.setdefault(name, []).append(self._tag(df, view, punct))
+                        self.tables.setdefault(name, []).append(
+                            self._tag(df, view, punct, name in INTERVAL_TABLES))
 
-    def _tag(self, df: pl.DataFrame, view: str, punct: bool) -> pl.DataFrame:
+    def _tag(self, df: pl.DataFrame, view: str, punct: bool, ci: bool = False
+             ) -> pl.DataFrame:
         return df.with_columns(
             pl.lit(self.corpus).alias("corpus"), pl.lit(view).alias("view"),
-            pl.lit(punct).alias("punct"), options=self._options(df, view, punct))
+            pl.lit(punct).alias("punct"), options=self._options(df, view, punct, ci))
 
-    def _options(self, df: pl.DataFrame, view: str, punct: bool) -> pl.Expr:
-        """The options of each row; ``align:characters`` in those of a system tokenised
-        otherwise (of a pair with one; of every row of a table over all systems)."""
-        plain = options_string(view, punct, self.spec.mappings)
+    def _options(self, df: pl.DataFrame, view: str, punct: bool, ci: bool = False
+                 ) -> pl.Expr:
+        """The options of each row (with the bootstrap settings when ``ci``: a table with
+        intervals); ``align:characters`` in those of a system tokenised otherwise (of a
+        pair with one; of every row of a table over all systems)."""
+        plain = options_string(view, punct, self.spec.mappings,
+                               self.spec.intervals.options() if ci else "")
         chars = self.job.by_chars
         if not chars:
             return pl.lit(plain)
@@ -438,13 +466,28 @@ class Outputs:
                     append(piece)
 
     def conll18(self, sigs: dict[str, str]) -> None:
+        intervals = self._conll18_intervals()
         for s, counts in self.acc["conll18"].items():
             counts = pl.concat([conll18.segment_counts(*self.job.segments[s]), counts],
                                how="vertical_relaxed")
             df = conll18.task_rows(counts.join(conll18.conll18_scores(counts), on="metric"),
-                                   self.spec.task, self.job.key_blank).with_columns(
+                                   self.spec.task, self.job.key_blank, intervals.get(s)
+                                   ).with_columns(
                 pl.lit(self.corpus).alias("corpus"), pl.lit(s).alias("system"))
             self.stage.write("conll18", partition(self.corpus, s), sigs[s], df)
+
+    def _conll18_intervals(self) -> dict[str, pl.DataFrame]:
+        """system -> (metric, ci_low, ci_high) of the CoNLL 2018 F1s (one pass over the
+        bootstrap weights for every system); nothing without per-sentence rows."""
+        rows = self.acc.get("conll18_sents")
+        if not rows:
+            return {}
+        ci = self.spec.intervals
+        names = list(rows)
+        metrics = conll18.sentence_metrics(self.job.tree)
+        sums = bootstrap.resample([rows[s].matrix() for s in names], ci)
+        return {s: conll18.f1_intervals(x.reshape(ci.samples, len(metrics), 3), metrics,
+                                        ci.confidence) for s, x in zip(names, sums, strict=True)}
 
     def pair_rows(self, name: str) -> Iterator[pl.DataFrame]:
         """The rows of one pair table (pairs, changes, bucket_pairs) of this block's pairs."""

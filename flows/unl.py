@@ -188,10 +188,12 @@ def compare_shard(sentences: FrozenMap, first: int) -> dict:
     return compare_partials({name: rows.frame() for name, rows in sentences.items()})
 
 
-def compare_all(sentences: dict[str, pl.DataFrame], ranges: list[tuple[int, int]]
-                ) -> dict[str, pl.DataFrame]:
+def compare_all(sentences: dict[str, pl.DataFrame], ranges: list[tuple[int, int]],
+                f1: np.ndarray | None = None, samples: np.ndarray | None = None,
+                confidence: float = 0.95) -> dict[str, pl.DataFrame]:
     """Compare all versions shard by shard (rows are in sentence order; each task gets
-    the columns compared of its rows), then reduce."""
+    the columns compared of its rows), then reduce (with the versions' F-measures and their
+    bootstrap samples: the pairs' delta F)."""
     from sysdiff.transforms.unl import compared_columns, finish_compare
 
     compared = {name: compared_columns(df) for name, df in sentences.items()}
@@ -199,16 +201,17 @@ def compare_all(sentences: dict[str, pl.DataFrame], ranges: list[tuple[int, int]
         parts = map_collect(lambda r: compare_shard.submit(FrozenMap(
             (s, FrozenFrame.of(df.slice(r[0], r[1] - r[0]))) for s, df in compared.items()),
             r[0]), ranges, tick)
-        return finish_compare(parts)
+        return finish_compare(parts, f1, samples, confidence)
 
 
 def run_unl(spec: RunSpec, stage: Staging) -> None:
     """Index the files, score every version shard by shard, then compare all versions
     (pairs, oracle, moved sentences)."""
-    from sysdiff.transforms.unl import align_ids, unl_scores, warning_lines
+    from sysdiff.transforms.unl import align_ids, f1_samples, unl_scores, warning_lines
 
     corpus, options = spec.corpus, unl_options(spec)
     opt_sig = options.signature() if hasattr(options, "signature") else repr(options)
+    ci = spec.intervals
     expected, key_sha, key_stamp = read_sentences(spec.key, spec.task).value
     shas: dict[str, str] = {}
     stage_system(stage, spec, spec.key, "key", key_sha, key_stamp, len(expected))
@@ -224,25 +227,29 @@ def run_unl(spec: RunSpec, stage: Staging) -> None:
         versions[source.id] = Version.of(source, shas[source.id], actual, al, stamp)
     with progress("score", len(versions) * len(ranges)) as tick:
         scored = score_versions(expected, versions, ranges, spec.task, options, tick)
-    sentences: dict[str, pl.DataFrame] = {}
-    for name, v in versions.items():
-        source, df = v.source, scored["rows"][name]
+    sentences = {name: scored["rows"][name] for name in versions}
+    samples = f1_samples(sentences, ci) if ci.on and sentences else None
+    for k, (name, v) in enumerate(versions.items()):
+        source, df = v.source, sentences[name]
         if spec.task == "unl":
             for w in warning_lines(v.alignment, _ids(v.sentences), scored["parts"][""],
                                    scored["parts"][name]):
                 log.warning("%s: %s", source.path, w)
-        sig = signature(key_sha, v.sha, opt_sig, spec.task)
-        sentences[name] = df
+        sig = signature(key_sha, v.sha, opt_sig, spec.task, ci.options())
         if not stage.has("unl_sentences", partition(corpus, name), sig):
             stage_system(stage, spec, source, "system", v.sha, v.stamp, len(v.sentences), sig)
             stage.write("unl_sentences", partition(corpus, name), sig,
                         with_literals(df, corpus=corpus, system=name))
+            scores = unl_scores(df, None if samples is None else samples[:, k], ci.confidence
+                                ).with_columns(options=pl.col("options") + f"|{ci.options()}")
             stage.write("unl_scores", partition(corpus, name), sig,
-                        with_literals(unl_scores(df), corpus=corpus, system=name))
+                        with_literals(scores, corpus=corpus, system=name))
     check_some_left(spec, stage)
-    all_sig = signature(key_sha, sorted(shas.items()), opt_sig)
+    all_sig = signature(key_sha, sorted(shas.items()), opt_sig, ci.options())
     if len(sentences) > 1 and not stage.has("unl_oracle", f"corpus={corpus}", all_sig):
-        compared = compare_all(sentences, ranges)
+        f1 = np.array([unl_scores(df)["f1"].fill_null(np.nan)[0] for df in sentences.values()],
+                      np.float64)
+        compared = compare_all(sentences, ranges, f1, samples, ci.confidence)
         for name in ("pairs", "oracle", "moved"):
             if compared[name].height:
                 stage.write(f"unl_{name}", corpus_partition(corpus), all_sig,

@@ -14,6 +14,11 @@ U32 = pa.uint32()
 OWNER = [("corpus", S), ("system", S)]
 LIST_S = pa.list_(pa.string())
 VIEW_KEYS = [("corpus", S), ("view", S), ("punct", B)]
+# Bootstrap intervals (METRICS 1.6b): of the score before them, of the delta before them,
+# and the pair's bootstrap p; NULL without data or with --bootstrap 0.
+_CI = [("ci_low", F64), ("ci_high", F64)]
+_DELTA_CI = [("delta_ci_low", F64), ("delta_ci_high", F64)]
+_BOOT_P = ("bootstrap_p", F64)
 
 
 def _schema(*fields: tuple[str, pa.DataType]) -> pa.Schema:
@@ -67,7 +72,7 @@ TOKEN_TABLES: dict[str, pa.Schema] = {
     # has: scored, all wrong.
     "scores": _schema(
         *VIEW_KEYS, ("system", S), ("n_units", I64), ("n_correct", I64), ("accuracy", F64),
-        ("n_sents", I64), ("n_sents_exact", I64), ("sent_exact", F64), ("missing", B),
+        *_CI, ("n_sents", I64), ("n_sents_exact", I64), ("sent_exact", F64), ("missing", B),
         ("options", S),
     ),
     "labels": _schema(
@@ -77,7 +82,8 @@ TOKEN_TABLES: dict[str, pa.Schema] = {
     "pairs": _schema(
         *VIEW_KEYS, ("sys1", S), ("sys2", S), ("n_units", I64), ("n_diff", I64),
         ("corrections", I64), ("new_errors", I64), ("changed_errors", I64), ("diff", F64),
-        ("delta_acc", F64), ("mcnemar_p", F64), ("ar_p", F64), ("diff_head_only", I64),
+        ("delta_acc", F64), *_DELTA_CI, ("mcnemar_p", F64), ("ar_p", F64), _BOOT_P,
+        ("diff_head_only", I64),
         ("diff_label_only", I64), ("diff_both", I64), ("seg_diff", I64), ("options", S),
     ),
     "changes": _schema(
@@ -111,7 +117,8 @@ TOKEN_TABLES: dict[str, pa.Schema] = {
     "conll18": _schema(
         ("corpus", S), ("system", S), ("metric", S), ("correct", I64), ("gold_total", I64),
         ("system_total", I64), ("aligned_total", I64), ("precision", F64), ("recall", F64),
-        ("f1", F64), ("aligned_accuracy", F64),
+        ("f1", F64), *_CI, ("aligned_accuracy", F64),
+        # ci_low/ci_high: F1's bootstrap interval (NULL for a system tokenised otherwise)
         # false: a column the metric compares is '_' in every key word; the row is what the
         # official script prints, but it measures nothing (not shown by ``show conll18``)
         ("key_data", B),
@@ -137,20 +144,22 @@ COREF_TABLES: dict[str, pa.Schema] = {
     "coref_counts": _schema(*OWNER, ("doc", S), ("part", I32), ("metric", S), *_COREF_COUNTS),
     # ``options``: the mention matching and singletons of the run (``match:exact|singletons:
     # keep``); a unit of mention_classes matched to a key mention has the key's span.
-    "coref_scores": _schema(*OWNER, ("metric", S), *_COREF_COUNTS, *_PRF, ("options", S)),
+    "coref_scores": _schema(*OWNER, ("metric", S), *_COREF_COUNTS, *_PRF, *_CI,
+                            ("options", S)),
     "mention_classes": pa.schema([
         *OWNER, ("criterion", S), *_SPAN, ("mtype", S), ("word", S), ("in_key", B),
         ("in_resp", B), ("cls", S), ("options", S),
     ]),
     "arcs_scores": _schema(
         *OWNER, ("criterion", S), ("mtype", S), ("tp", I64), ("fp", I64), ("fn", I64),
-        ("wl", I64), ("tn", I64), ("precision", F64), ("recall", F64), ("f1", F64),
+        ("wl", I64), ("tn", I64), ("precision", F64), ("recall", F64), ("f1", F64), *_CI,
         ("options", S),
     ),
     "coref_pairs": _schema(
         ("corpus", S), ("criterion", S), ("sys1", S), ("sys2", S), ("n_mentions", I64),
         ("n_diff", I64), ("corrections", I64), ("new_errors", I64), ("changed_errors", I64),
-        ("diff", F64), ("mcnemar_p", F64), ("options", S),
+        ("diff", F64), ("delta_f1", F64), *_DELTA_CI, ("mcnemar_p", F64), _BOOT_P,
+        ("options", S),
     ),
     "coref_transitions": _schema(
         ("corpus", S), ("criterion", S), ("sys1", S), ("sys2", S), ("mtype", S), ("word", S),
@@ -185,15 +194,16 @@ UNL_TABLES: dict[str, pa.Schema] = {
     # *_f1 are micro-averaged 1 - D over summed counts.
     "unl_scores": _schema(
         *OWNER, ("task", S), ("options", S), ("n_expected", I64), ("n_returned", I64),
-        ("n_correct", I64), ("precision", F64), ("recall", F64), ("f1", F64), ("rel_f1", F64),
-        ("uw_f1", F64), ("attr_f1", F64), ("word_f1", F64),
+        ("n_correct", I64), ("precision", F64), ("recall", F64), ("f1", F64), *_CI,
+        ("rel_f1", F64), ("uw_f1", F64), ("attr_f1", F64), ("word_f1", F64),
     ),
-    # Ordered pairs of versions (sys1 -> sys2); ``oracle``: the pair's oracle.
+    # Ordered pairs of versions (sys1 -> sys2); ``oracle``: the pair's oracle; ``delta_f1``
+    # = F(sys2) - F(sys1).
     "unl_pairs": _schema(
         ("corpus", S), ("task", S), ("sys1", S), ("sys2", S), ("n_sentences", I64),
         ("n_correct1", I64), ("n_correct2", I64), ("n_changed", I64), ("corrections", I64),
         ("new_errors", I64), ("changed_errors", I64), ("diff", F64), ("oracle", F64),
-        ("mcnemar_p", F64),
+        ("delta_f1", F64), *_DELTA_CI, ("mcnemar_p", F64), _BOOT_P,
     ),
     # Oracle of every subset of versions (as ``oracles``): the share of sentences at least
     # one version of the subset gets CORRECT, its best version and the gain over it.
@@ -243,7 +253,7 @@ SPAN_TABLES: dict[str, pa.Schema] = {
     # Per system and type (``ALL``: micro average over every type).
     "span_scores": _schema(
         *OWNER, ("type", S), ("n_gold", I64), ("n_pred", I64), ("n_correct", I64),
-        ("precision", F64), ("recall", F64), ("f1", F64), ("scheme", S), ("options", S),
+        ("precision", F64), ("recall", F64), ("f1", F64), *_CI, ("scheme", S), ("options", S),
     ),
     # Span units of each system: every key span (in_key) with its class under the system
     # (correct, type, boundary, missed), and the system's spurious spans; ``pred_*``: the
@@ -257,7 +267,8 @@ SPAN_TABLES: dict[str, pa.Schema] = {
     "span_pairs": _schema(
         ("corpus", S), ("sys1", S), ("sys2", S), ("n_units", I64), ("n_diff", I64),
         ("corrections", I64), ("new_errors", I64), ("changed_errors", I64), ("diff", F64),
-        ("delta_f1", F64), ("mcnemar_p", F64), ("ar_p", F64), ("scheme", S), ("options", S),
+        ("delta_f1", F64), *_DELTA_CI, ("mcnemar_p", F64), ("ar_p", F64), _BOOT_P,
+        ("scheme", S), ("options", S),
     ),
     # Full class transition matrices (c1 under sys1 -> c2 under sys2) per type and ``ALL``.
     "span_transitions": _schema(
@@ -301,7 +312,8 @@ SRL_TABLES: dict[str, pa.Schema] = {
     # where a count they divide by is 0.
     "srl_scores": _schema(
         *OWNER, ("mode", S), ("role", S), ("ppos", S), ("n_gold", I64), ("n_pred", I64),
-        ("n_correct", I64), ("precision", F64), ("recall", F64), ("f1", F64), ("options", S),
+        ("n_correct", I64), ("precision", F64), ("recall", F64), ("f1", F64), *_CI,
+        ("options", S),
     ),
     # Units of each system: ``unit`` argument (key arguments: correct, role, boundary,
     # missed; the system's spurious ones) or predicate (key predicates: correct, sense,
@@ -319,8 +331,8 @@ SRL_TABLES: dict[str, pa.Schema] = {
     "srl_pairs": _schema(
         ("corpus", S), ("mode", S), ("unit", S), ("sys1", S), ("sys2", S), ("n_units", I64),
         ("n_diff", I64), ("corrections", I64), ("new_errors", I64), ("changed_errors", I64),
-        ("diff", F64), ("delta_acc", F64), ("delta_f1", F64), ("mcnemar_p", F64),
-        ("ar_p", F64), ("options", S),
+        ("diff", F64), ("delta_acc", F64), ("delta_f1", F64), *_DELTA_CI, ("mcnemar_p", F64),
+        ("ar_p", F64), _BOOT_P, ("options", S),
     ),
     # Role->role change tables: (class, gold role, role under sys1, under sys2) over the
     # differing argument units (``<boundary>``, ``<missed>``, ``<absent>``: no role there;
@@ -349,9 +361,9 @@ SRL_TABLES: dict[str, pa.Schema] = {
 HISTORY_TABLES: dict[str, pa.Schema] = {
     "history": _schema(
         ("corpus", S), ("task", S), ("view", S), ("punct", B), ("name", S), ("version", S),
-        ("position", I64), ("previous", S), ("score", F64), ("delta", F64),
-        ("corrections", I64), ("new_errors", I64), ("changed_errors", I64),
-        ("mcnemar_p", F64), ("best_version", S), ("best_score", F64), ("delta_best", F64),
+        ("position", I64), ("previous", S), ("score", F64), *_CI, ("delta", F64),
+        *_DELTA_CI, ("corrections", I64), ("new_errors", I64), ("changed_errors", I64),
+        ("mcnemar_p", F64), _BOOT_P, ("best_version", S), ("best_score", F64), ("delta_best", F64),
         ("mcnemar_p_best", F64),
     ),
 }

@@ -104,8 +104,8 @@ RUN_FILES = {
                                  4),
     "unknown_key": ('corpus = "c"\ntask = "dep"\nkey = "k.conllu"\nar_trial = 5\n'
                     '[systems]\na = "a.conllu"\n', "unknown key 'ar_trial'; expected one of "
-                    "corpus, task, key, systems, format, ar_trials, seed, shard_sents, "
-                    "mappings, unl", 4),
+                    "corpus, task, key, systems, format, ar_trials, seed, bootstrap, "
+                    "confidence, shard_sents, mappings, unl", 4),
     "unknown_task": ('corpus = "c"\ntask = "parse"\nkey = "k.conllu"\n[systems]\n'
                      'a = "a.conllu"\n', "unknown task 'parse'; expected one of pos, dep, "
                      "coref, unl, nl", None),
@@ -189,10 +189,11 @@ def test_show_changes_has_a_legend_and_points(mixed):
     code, out, err = run_cli("show", "changes", "--sys1", "seqsm@ud2.8", "--sys2",
                              "seqsm@ud2.16", "-w", str(mixed))
     assert code == 0, err
-    delta = query(mixed, "select delta_acc from pairs where corpus = 'sequoia' and view = "
-                         "'las' and not punct and sys1 = 'seqsm@ud2.8' and "
-                         "sys2 = 'seqsm@ud2.16'")[0, 0]
-    assert f"Delta accuracy: {100 * delta:+.2f} points (LAS (no punct))" in out
+    delta, low, high = query(mixed, "select delta_acc, delta_ci_low, delta_ci_high from pairs "
+                                    "where corpus = 'sequoia' and view = 'las' and not punct "
+                                    "and sys1 = 'seqsm@ud2.8' and sys2 = 'seqsm@ud2.16'").row(0)
+    assert (f"Delta accuracy: {100 * delta:+.2f} points [{100 * low:+.2f}, {100 * high:+.2f}] "
+            "(LAS (no punct))") in out
     assert "'A -> B'" in out and "'G -> A -> B'" in out and "gold -> sys1 -> sys2" in out
 
 
@@ -217,8 +218,15 @@ def test_rates_are_percent_with_named_scores(mixed):
     assert got["CoNLL18 LAS F1 %"] == f"{100 * f1:.2f}"
     assert len({got["LAS (no punct) %"], got["LAS (punct) %"], got["CoNLL18 LAS F1 %"]}) == 3
     code, out, _ = run_cli("show", "scores", "-w", str(mixed), "-f", "csv")
-    assert out.splitlines()[0] == ("system,n_correct,n_units,LAS (no punct) %,n_sents_exact,"
-                                   "n_sents,sentence exact %")
+    assert out.splitlines()[0] == ("system,n_correct,n_units,LAS (no punct) %,"
+                                   "LAS (no punct) % ci_low,LAS (no punct) % ci_high,"
+                                   "n_sents_exact,n_sents,sentence exact %")
+    low, high = query(mixed, f"select ci_low, ci_high from scores where corpus = 'sequoia' "
+                             f"and view = 'las' and not punct and system = '{MD}'").row(0)
+    row = next(line.split(",") for line in out.splitlines() if line.startswith(MD))
+    assert [float(x) for x in row[3:6]] == pytest.approx([100 * las[False], 100 * low,
+                                                          100 * high], abs=0.005)
+    assert float(row[4]) < float(row[3]) < float(row[5])
 
 
 def test_a_table_picks_the_one_corpus_it_applies_to(mixed):

@@ -288,7 +288,10 @@ def test_result_tables_fit_schemas(litbank):
     pairs, trans = coref_pairs(by_sys, "nom")
     frames = {
         "mention_classes": by_sys["sys1"].with_columns(system=pl.lit("sys1")),
-        "arcs_scores": arcs_scores(by_sys["sys1"]).with_columns(system=pl.lit("sys1")),
+        # (the flow adds the bootstrap interval: tests/test_bootstrap.py)
+        "arcs_scores": arcs_scores(by_sys["sys1"]).with_columns(
+            system=pl.lit("sys1"), ci_low=pl.lit(None, pl.Float64),
+            ci_high=pl.lit(None, pl.Float64)),
         "coref_pairs": pairs, "coref_transitions": trans,
         "coref_oracles": coref_oracles(by_sys, "nom"),
     }

@@ -108,7 +108,10 @@ def test_scores_fit_table_schema():
                                      read_coref(SHARED / "coref-refscorer" / "TC-B-1.response")))
     schema = TABLES["coref_scores"]
     table = full.with_columns(corpus=pl.lit("c"), system=pl.lit("s"),
-                              options=pl.lit("match:exact|singletons:keep")).select(schema.names)
+                              options=pl.lit("match:exact|singletons:keep"),
+                              # the flow adds the bootstrap interval: tests/test_bootstrap.py
+                              ci_low=pl.lit(None, pl.Float64), ci_high=pl.lit(None, pl.Float64)
+                              ).select(schema.names)
     assert table.to_arrow().cast(schema).num_rows == len(METRICS)
 
 

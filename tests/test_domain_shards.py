@@ -137,6 +137,7 @@ def partitions(root: Path) -> dict[tuple[str, str], tuple[str, pl.DataFrame]]:
 
 
 def assert_same_warehouse(a: Path, b: Path) -> None:
+    """Every partition equal, bootstrap intervals included (and not all NULL)."""
     pa_, pb = partitions(a), partitions(b)
     assert sorted(pa_) == sorted(pb)
     for key, (sig, df) in pa_.items():
@@ -144,6 +145,9 @@ def assert_same_warehouse(a: Path, b: Path) -> None:
         assert df.height > 0, key
         assert df.equals(pb[key][1]), key
         assert df.schema == pb[key][1].schema, key
+        for column in ("ci_low", "delta_ci_low"):
+            if column in df.columns:
+                assert df[column].null_count() < df.height, (key, column)
 
 
 def run(cli, corpus: str, tmp: Path, root: Path, *extra: str) -> None:

@@ -134,12 +134,13 @@ def test_all_punctuation_key_stores_null_and_fails_every_gate(cli, tmp_path):
                              {"a": conllu(*PUNCT), "b": conllu(*PUNCT_B)}, ".conllu")
     assert code == 0, err
     assert "LAS (no punct): the key has no evaluable unit" in err
-    row = query(wh, "select n_units, accuracy, sent_exact from scores where view = 'las' and "
-                    "not punct and system = 'a'").row(0)
-    assert row == (0, None, None)
-    pair = query(wh, "select diff, delta_acc, mcnemar_p, ar_p from pairs where view = 'las' "
-                     "and not punct and sys1 = 'a'").row(0)
-    assert pair == (None, None, None, None)
+    row = query(wh, "select n_units, accuracy, sent_exact, ci_low, ci_high from scores where "
+                    "view = 'las' and not punct and system = 'a'").row(0)
+    assert row == (0, None, None, None, None)
+    pair = query(wh, "select diff, delta_acc, mcnemar_p, ar_p, delta_ci_low, delta_ci_high, "
+                     "bootstrap_p from pairs where view = 'las' and not punct and sys1 = 'a'"
+                 ).row(0)
+    assert pair == (None,) * 7
     cells = summary_cells(out, "b")
     assert cells["LAS (no punct) %"] == "—" and cells["LAS (punct) %"] == "66.67"
     code, shown, err = cli("show", "scores", "--view", "las", "-w", str(wh))
@@ -155,6 +156,12 @@ def test_all_punctuation_key_stores_null_and_fails_every_gate(cli, tmp_path):
                                                 "punct)") for x in lines), err
     assert lines[0].endswith("no gate passes without data (--max-new-errors 0)")
     assert lines[1].endswith("no gate passes without data (--min-delta +0.00)")
+    code, out, err = cli("check", "--view", "las", "--baseline", "a", "--candidate", "b",
+                         "--require-significant", "-w", str(wh))
+    assert code == 1 and not out
+    lines = err.splitlines()
+    assert lines and all(x.startswith("sysdiff check: FAILED: not evaluated: LAS (no punct)")
+                         for x in lines), err
     code, out, _ = cli("check", "--view", "las", "--baseline", "a", "--candidate", "b",
                        "--min-delta", "0", "--max-new-errors", "0", "--json", "-w", str(wh))
     doc = json.loads(out)

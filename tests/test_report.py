@@ -401,6 +401,14 @@ def p2(x: float) -> str:
     return f"{100 * x:.2f}"
 
 
+def ci_shown(low: float | None, high: float | None) -> str:
+    """The visible text of an interval cell: ``[low, high]`` and its bar's title (percent;
+    '' without an interval)."""
+    if low is None or high is None:
+        return ""
+    return f"[{p2(low)}, {p2(high)}]{p2(low)} – {p2(high)}"
+
+
 def oriented_coref_pairs(warehouse: Path) -> set[tuple[str, str, str]]:
     """(criterion, S1, S2): each pair once, from the lower to the higher CoNLL F1."""
     return set(query(warehouse, f"""
@@ -485,19 +493,29 @@ def test_coref_scores_arcs_oracles_and_agreement_equal_the_tables(litbank, coref
     # standard scores: every cell, and the best of each column marked
     (_, inner), = tables_of(page, "coref-scores")
     cells = re.findall(r'<tr><td class="l">([^<]*)</td>(.*?)</tr>', inner, re.S)
-    shown, marked = {}, set()
+    shown, marked, tips = {}, set(), {}
     for system, row in cells:
-        for cls, metric, col, v in re.findall(r'<td class="([^"]*)" data-metric="(\w+)" '
-                                              r'data-col="(\w)">([^<]*)</td>', row):
+        for cls, metric, col, tip, v in re.findall(
+                r'<td class="([^"]*)" data-metric="(\w+)" data-col="(\w)"(?: title="([^"]*)")?>'
+                r'([^<]*)</td>', row):
             shown[(htmllib.unescape(system), metric, col)] = v
+            tips[(htmllib.unescape(system), metric, col)] = tip
             if "best" in cls.split():
                 marked.add((htmllib.unescape(system), metric, col))
-    sql = query(litbank, f"select system, metric, recall, precision, f1 from coref_scores "
-                f"where corpus = '{LITBANK}'")
+    sql = query(litbank, f"select system, metric, recall, precision, f1, ci_low, ci_high "
+                f"from coref_scores where corpus = '{LITBANK}'")
     assert len(shown) == 3 * sql.height
-    for system, metric, *vals in sql.rows():
+    for system, metric, *vals, low, high in sql.rows():
         for col, v in zip("rpf", vals, strict=True):
             assert shown[(system, metric, col)] == p2(v)
+        # F1's interval as the cell's title (and the CoNLL F1's as a column of bars)
+        assert tips[(system, metric, "f")] == f"[{p2(low)}, {p2(high)}]"
+        assert tips[(system, metric, "r")] == tips[(system, metric, "p")] == ""
+    bars = [text_of(c) for c in re.findall(r'<td class="ci">(.*?)</td>', inner, re.S)]
+    conll = query(litbank, f"select ci_low, ci_high from coref_scores where corpus = "
+                           f"'{LITBANK}' and metric = 'conll'")
+    assert sorted(bars) == sorted(ci_shown(lo, hi) for lo, hi in conll.rows())
+    assert len(set(bars)) == conll.height > 1
     best = query(litbank, f"""
         with s as (unpivot (select system, metric, recall as r, precision as p, f1 as f
                             from coref_scores where corpus = '{LITBANK}')
@@ -514,10 +532,11 @@ def test_coref_scores_arcs_oracles_and_agreement_equal_the_tables(litbank, coref
             vals = [text_of(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)][2:]
             arcs[(attrs["criterion"], htmllib.unescape(system), htmllib.unescape(mtype))] = vals
     sql = query(litbank, f"select criterion, system, mtype, tp, fp, fn, wl, tn, precision, "
-                f"recall, f1 from arcs_scores where corpus = '{LITBANK}'")
+                f"recall, f1, ci_low, ci_high from arcs_scores where corpus = '{LITBANK}'")
     assert len(arcs) == sql.height
-    for crit, system, mtype, *counts, p, r, f in sql.rows():
-        assert arcs[(crit, system, mtype)] == [*map(str, counts), p2(p), p2(r), p2(f)]
+    for crit, system, mtype, *counts, p, r, f, low, high in sql.rows():
+        assert arcs[(crit, system, mtype)] == [*map(str, counts), p2(p), p2(r), p2(f),
+                                               ci_shown(low, high)]
     # upper bounds: the oracle of each subset, its best member and the gain
     expected = {}
     for crit, systems, mtype, n, tp, best in query(litbank, f"""
@@ -667,6 +686,9 @@ def unl_frames() -> dict[str, pl.DataFrame]:
         scores.append({"corpus": corpus, "system": v, "task": "unlization", "options": "o",
                        "n_expected": n, "n_returned": n - 2, "n_correct": c,
                        "precision": c / (n - 2), "recall": c / n, "f1": 2 * c / (2 * n - 2),
+                       # v3&: no interval (e.g. --bootstrap 0)
+                       "ci_low": None if v == "v3&" else c / (2 * n - 2),
+                       "ci_high": None if v == "v3&" else 3 * c / (2 * n - 2),
                        "rel_f1": 0.5, "uw_f1": 0.75, "attr_f1": None, "word_f1": None})
     for a, b in itertools.permutations(versions, 2):
         rows = []
@@ -721,11 +743,12 @@ def assert_unl_section(got: str, db, corpus: str) -> list[tuple[str, str, str, s
     (_, inner), = tables_of(got, "unl-scores")
     extra = [k for k in ("rel_f1", "uw_f1", "attr_f1", "word_f1")
              if db(f"select count({k}) from unl_scores where corpus = {c}").item()]
-    sql = db(f"select system, n_expected, n_returned, n_correct, precision, recall, f1"
-             f"{''.join(', ' + k for k in extra)} from unl_scores where corpus = {c} "
-             "order by task, f1 desc, system")
-    assert body_rows(inner) == [[s, str(e), str(r), str(n), *map(p2, xs)]
-                                for s, e, r, n, *xs in sql.rows()]
+    sql = db(f"select system, n_expected, n_returned, n_correct, precision, recall, f1, "
+             f"ci_low, ci_high{''.join(', ' + k for k in extra)} from unl_scores where "
+             f"corpus = {c} order by task, f1 desc, system")
+    assert body_rows(inner) == [[s, str(e), str(r), str(n), p2(p), p2(r_), p2(f),
+                                 ci_shown(lo, hi), *map(p2, xs)]
+                                for s, e, r, n, p, r_, f, lo, hi, *xs in sql.rows()]
     # pairs: each pair once, from fewer to more correct sentences
     (_, inner), = tables_of(got, "unl-pairs")
     rows = body_rows(inner)

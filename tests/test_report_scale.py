@@ -251,12 +251,15 @@ def test_history_table_and_section(many, tmp_path):
             assert len(tips) == mine.height == 3
             for tip, r in zip(tips, mine.iter_rows(named=True), strict=True):
                 assert tip.startswith(f"{name}@{r['version']}: {score_name(view)} "
-                                      f"{100 * r['score']:.2f}%")
+                                      f"{100 * r['score']:.2f}% [{100 * r['ci_low']:.2f}, "
+                                      f"{100 * r['ci_high']:.2f}]")
                 if r["previous"]:
-                    assert (f"vs {r['previous']}: {100 * r['delta']:+.2f} points, McNemar p = "
-                            f"{p_value(r['mcnemar_p'])}") in tip  # as everywhere: 1.64e-4
+                    assert (f"vs {r['previous']}: {100 * r['delta']:+.2f} points "
+                            f"[{100 * r['delta_ci_low']:.2f}, {100 * r['delta_ci_high']:.2f}], "
+                            f"McNemar p = {p_value(r['mcnemar_p'])}") in tip  # as everywhere
                     assert (f"{r['corrections']} corrections, {r['new_errors']} new errors, "
                             f"{r['changed_errors']} changed errors") in tip
+            assert line.count('<path class="ci"') == mine.height  # an error bar each
             sig = mine.filter(pl.col("mcnemar_p") < 0.05)
             assert line.count('class="step up"') == sig.filter(pl.col("delta") > 0).height
             assert line.count('class="step down"') == sig.filter(pl.col("delta") < 0).height

@@ -60,10 +60,14 @@ def all_tables(root: Path) -> dict[str, pl.DataFrame]:
 
 
 def assert_same_tables(a: Path, b: Path) -> None:
+    """Every token table equal, bootstrap intervals included (and there are some)."""
     ta, tb = all_tables(a), all_tables(b)
     for name in ta:
         assert ta[name].height > 0 or name == "bucket_pairs", name
         assert ta[name].equals(tb[name]), name
+    for name, column in (("scores", "ci_low"), ("pairs", "delta_ci_low"),
+                         ("conll18", "ci_low")):
+        assert ta[name][column].null_count() < ta[name].height, name
 
 
 @pytest.fixture(scope="module")

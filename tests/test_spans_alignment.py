@@ -44,6 +44,10 @@ B_SYS = [[("I", "O"), ("visited", "O"), ("New", "B-LOC"), ("-York", "O"), ("and"
 SAME = [KEY[0], [("Smith", "O"), *KEY[1][1:]]]
 
 
+# options of span_scores and span_pairs (with the settings of their bootstrap intervals)
+PLACED_OPTIONS = "scheme:auto|bootstrap:1000|confidence:0.95|seed:0|align:characters|map:none"
+SAME_OPTIONS = "scheme:auto|bootstrap:1000|confidence:0.95|seed:0|map:none"
+
 def write_tags(path: Path, sentences: list[list[tuple[str, str]]]) -> Path:
     path.write_text("".join("".join(f"{w}\t{t}\n" for w, t in s) + "\n" for s in sentences),
                     encoding="utf-8")
@@ -97,7 +101,7 @@ def test_a_rerun_with_one_file_changed_keeps_the_placed_systems(hand, tmp_path, 
     assert got == {"a": 2, "b": 2, "same": 4}
     pair = query(root, """select n_units, corrections, new_errors, options from span_pairs
         where sys1 = 'same' and sys2 = 'b'""").rows()
-    assert pair == [(5, 0, 3, "scheme:auto|align:characters|map:none")]
+    assert pair == [(5, 0, 3, PLACED_OPTIONS)]
 
 
 def test_hand_worked_scores(hand):
@@ -115,8 +119,8 @@ def test_hand_worked_scores(hand):
     assert got["a"]["f1"] == pytest.approx(4 / 7)
     assert got["b"]["precision"] == pytest.approx(2 / 5)
     assert got["b"]["f1"] == pytest.approx(4 / 9)
-    assert got["a"]["options"] == "scheme:auto|align:characters|map:none"
-    assert got["same"]["options"] == "scheme:auto|map:none"
+    assert got["a"]["options"] == PLACED_OPTIONS
+    assert got["same"]["options"] == SAME_OPTIONS
 
 
 def test_hand_worked_token_accuracy(hand):
@@ -157,7 +161,7 @@ def test_hand_worked_classes_and_pairs(hand):
         0, named=True)
     assert (pair["n_units"], pair["n_diff"], pair["corrections"], pair["new_errors"],
             pair["changed_errors"]) == (5, 5, 2, 3, 0)
-    assert pair["options"] == "scheme:auto|align:characters|map:none"
+    assert pair["options"] == PLACED_OPTIONS
     oracle = query(hand, """select n_gold, n_correct from span_oracles where type = 'ALL'
         and n_systems = 2 and list_sort(systems) = ['a', 'b']""").rows()
     assert oracle == [(4, 4)]

@@ -25,6 +25,8 @@ import numpy as np
 import polars as pl
 
 from sysdiff.schemas.vocabulary import ARCS_CLASSES, ARCS_CORRECT, CRITERIA
+from sysdiff.transforms import bootstrap
+from sysdiff.transforms.bootstrap import Bootstrap
 from sysdiff.transforms.coref import coref_counts, coref_scores
 from sysdiff.transforms.corefud import UNIT, CorefOptions, matched
 from sysdiff.transforms.engine import (
@@ -35,7 +37,7 @@ from sysdiff.transforms.engine import (
     pair_counts,
     transition_counts,
 )
-from sysdiff.transforms.reduce import mcnemar_column, nulls, oracle_correct, ratio
+from sysdiff.transforms.reduce import mcnemar_column, nulls, oracle_correct, pair_ci, ratio
 
 NOMINAL = "NOUN"
 PRONOUNS = ["PRP", "PRP$", "WP", "WP$", "PRON"]
@@ -181,6 +183,49 @@ def arcs_scores(classes: pl.DataFrame) -> pl.DataFrame:
         *by, pl.col("mtype") != "ALL", "mtype")
 
 
+# ------------------------------------------------------------------------ intervals
+
+ARCS_COUNTS = ("tp", "fp", "fn", "wl")
+
+
+def document_counts(classes: pl.DataFrame) -> pl.DataFrame:
+    """TP, FP, FN and WL per document (doc, part) and mention type (and criterion, when
+    present): the per-document rows of the ARCS scores' bootstrap intervals."""
+    by = _present(classes, ["criterion"])
+    return classes.group_by(*by, "doc", "part", "mtype").agg(
+        (pl.col("cls") == c.upper()).sum().cast(pl.Int64).alias(c) for c in ARCS_COUNTS)
+
+
+def arcs_f1(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, wl: np.ndarray) -> np.ndarray:
+    """F1 as :func:`arcs_scores` computes it, over arrays (NaN: NULL)."""
+    tp = np.asarray(tp, np.float64)
+    p = np.divide(tp, tp + fp + wl, out=np.full(tp.shape, np.nan), where=tp + fp + wl > 0)
+    r = np.divide(tp, tp + fn + wl, out=np.full(tp.shape, np.nan), where=tp + fn + wl > 0)
+    both = np.divide(2 * r * p, r + p, out=np.zeros(tp.shape), where=(r + p) != 0)
+    return np.where(np.isnan(r), np.nan, np.where(np.isnan(p), 0.0, both))
+
+
+def f1_samples(docs_counts: pl.DataFrame, docs: pl.DataFrame, opts: Bootstrap
+               ) -> tuple[pl.DataFrame, np.ndarray]:
+    """Bootstrap samples over documents (``docs``: doc, part in corpus order) of the ARCS F1
+    of one system per criterion and mention type, ``ALL`` included (``docs_counts``:
+    :func:`document_counts` rows with a criterion): (criterion, mtype) keys and their
+    (B x keys) samples."""
+    typed = docs_counts.with_columns(pl.col("mtype").cast(pl.String))
+    rows = pl.concat([typed, typed.with_columns(mtype=pl.lit("ALL"))])
+    matrix, keys = bootstrap.unit_matrix(rows, docs, ["criterion", "mtype"], ARCS_COUNTS)
+    (sums,) = bootstrap.resample([matrix], opts)
+    sums = sums.reshape(opts.samples, keys.height, len(ARCS_COUNTS))
+    return keys, arcs_f1(*(sums[:, :, k] for k in range(len(ARCS_COUNTS))))
+
+
+def interval_rows(keys: pl.DataFrame, samples: np.ndarray, confidence: float
+                  ) -> pl.DataFrame:
+    """``keys`` with the percentile interval (ci_low, ci_high) of each key's samples."""
+    low, high = bootstrap.interval(samples, confidence)
+    return keys.with_columns(ci_low=pl.Series(low), ci_high=pl.Series(high)).fill_nan(None)
+
+
 # ------------------------------------------------------------------------ many responses
 
 _CORRECT = np.array([c in ARCS_CORRECT for c in ARCS_CLASSES])
@@ -296,14 +341,20 @@ def merge_comparison(parts: list[dict]) -> dict:
     return total
 
 
-def finish_comparison(total: dict, names: list[str], criterion: str, mtypes: list[str]
+def finish_comparison(total: dict, names: list[str], criterion: str, mtypes: list[str],
+                      f1: np.ndarray | None = None, samples: np.ndarray | None = None,
+                      confidence: float = 0.95
                       ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """(coref_pairs, coref_transitions, coref_oracles) of one criterion from summed counts."""
+    """(coref_pairs, coref_transitions, coref_oracles) of one criterion from summed counts;
+    with each system's ARCS F1 (``ALL``, in ``names`` order), the pairs' delta F1, with its
+    bootstrap interval and p from the (B x N) ``samples`` of those F1s."""
     pc = total["pairs"]
     i = np.array([p[0] for p in pc.pairs], np.int64)
     j = np.array([p[1] for p in pc.pairs], np.int64)
     n_diff, fix, brk, changed = (pc.classes[:, k] for k in range(4))
     arr = np.array(names, dtype=object)
+    f1 = np.full(len(names), np.nan) if f1 is None else np.asarray(f1, np.float64)
+    ci = pair_ci(samples, i, j, f1[j] - f1[i], confidence)
     pairs = nulls(pl.DataFrame({
         "criterion": [criterion] * (2 * i.size),
         "sys1": np.concatenate([arr[i], arr[j]]).tolist(),
@@ -312,7 +363,9 @@ def finish_comparison(total: dict, names: list[str], criterion: str, mtypes: lis
         "corrections": np.concatenate([fix, brk]), "new_errors": np.concatenate([brk, fix]),
         "changed_errors": np.tile(changed, 2),
         "diff": np.tile(ratio(n_diff, pc.n_units), 2),
-        "mcnemar_p": np.tile(mcnemar_column(fix, brk), 2),
+        "delta_f1": np.concatenate([f1[j] - f1[i], f1[i] - f1[j]]),
+        "delta_ci_low": ci.low, "delta_ci_high": ci.high,
+        "mcnemar_p": np.tile(mcnemar_column(fix, brk), 2), "bootstrap_p": ci.p,
     }, schema_overrides={"criterion": pl.String, "sys1": pl.String, "sys2": pl.String}))
     transitions = _transitions(total, arr, i, j, criterion, mtypes)
     return pairs, transitions, _oracle_rows(total, names, criterion, mtypes)

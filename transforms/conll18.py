@@ -22,6 +22,7 @@ import polars as pl
 
 from sysdiff.schemas.errors import InputError
 from sysdiff.transforms.alignment import Text, span_matches
+from sysdiff.transforms.bootstrap import interval
 
 # The official script's relation and feature sets.
 CONTENT_DEPRELS = (
@@ -57,17 +58,41 @@ METRIC_COLUMNS = {
 RATIO_COLUMNS = ("precision", "recall", "f1", "aligned_accuracy")
 
 
-def task_rows(scores: pl.DataFrame, task: str, key_blank: set[str]) -> pl.DataFrame:
+def task_rows(scores: pl.DataFrame, task: str, key_blank: set[str],
+              intervals: pl.DataFrame | None = None) -> pl.DataFrame:
     """The rows of the metrics ``task`` reports, each with ``key_data``: false when a column
     it compares is ``_`` in every key word (``key_blank``). Such a metric keeps the figure
     the official script prints, except when the key has no HEAD: the script cannot read such
-    a key, and every metric of the tree (UAS ... BLEX) is NULL (no number without data)."""
+    a key, and every metric of the tree (UAS ... BLEX) is NULL (no number without data).
+    ``intervals``: (metric, ci_low, ci_high) of F1 (NULL without, and where F1 is)."""
     blank = [m for m, cols in METRIC_COLUMNS.items() if set(cols) & key_blank]
     treeless = [m for m, cols in METRIC_COLUMNS.items() if "head" in cols and "head" in key_blank]
     no_tree = pl.col("metric").is_in(treeless)
-    return scores.filter(pl.col("metric").is_in(TASK_METRICS[task])).with_columns(
+    if intervals is None:
+        intervals = pl.DataFrame(schema={"metric": pl.String, "ci_low": pl.Float64,
+                                         "ci_high": pl.Float64})
+    rows = scores.filter(pl.col("metric").is_in(TASK_METRICS[task])).with_columns(
         *(pl.when(no_tree).then(None).otherwise(pl.col(c)).alias(c) for c in RATIO_COLUMNS),
         key_data=~pl.col("metric").is_in(blank))
+    return rows.join(intervals, on="metric", how="left", maintain_order="left").with_columns(
+        pl.when(pl.col("f1").is_not_null()).then(pl.col(c)).alias(c)
+        for c in ("ci_low", "ci_high"))
+
+
+def f1_intervals(rows: np.ndarray, metrics: list[str], confidence: float) -> pl.DataFrame:
+    """(metric, ci_low, ci_high) of each metric's F1 = 2 correct / (gold + system) from the
+    bootstrap sums (B x metrics x 3) of :func:`sentence_counts` rows; Tokens and Sentences
+    take Words' (all correct: 1)."""
+    f1 = 2 * rows[:, :, 0] / np.where(rows[:, :, 1] + rows[:, :, 2] > 0,
+                                      rows[:, :, 1] + rows[:, :, 2], np.nan)
+    f1 = np.where(rows[:, :, 1] > 0, f1, np.nan)
+    low, high = interval(f1, confidence)
+    names = [*metrics, "Tokens", "Sentences"]
+    words = metrics.index("Words")
+    return pl.DataFrame({"metric": names, "ci_low": [*low, low[words], low[words]],
+                         "ci_high": [*high, high[words], high[words]]},
+                        schema={"metric": pl.String, "ci_low": pl.Float64,
+                                "ci_high": pl.Float64}).fill_nan(None)
 COUNT_COLUMNS = ("correct", "gold_total", "system_total", "aligned_total")
 
 _UNIT_COLUMNS = ("sent", "id", "head", "lemma", "upos", "xpos", "feats", "deprel")
@@ -229,6 +254,55 @@ def tag_counts(key: pl.DataFrame, system: pl.DataFrame,
     n = key.height
     return _count_frame(list(TAG_METRICS), [correct[m] for m in TAG_METRICS],
                         [n] * len(TAG_METRICS), [n] * len(TAG_METRICS))
+
+
+def sentence_counts(key: pl.DataFrame, system: pl.DataFrame, gold: pl.DataFrame | None,
+                    tree: bool, first: int, n_sents: int) -> np.ndarray:
+    """Per sentence of a shard (sentences ``first`` ..), for a system of the key's words:
+    (sentences x :data:`METRICS` (or :data:`TAG_METRICS` without ``tree``) and Words) x
+    (correct, gold_total, system_total), flattened: the per-sentence rows of the F1
+    bootstrap. Words are all correct (and so are Tokens and Sentences: their F1 is 1 in
+    every sample); each metric adds up to :func:`conll18_counts` over the sentences."""
+    if tree:
+        m = conll18_matches(key, system, gold)
+        metrics = list(METRICS)
+    else:
+        _check_same_words(key, system)
+        g = _normalised(key) if gold is None else gold.lazy()
+        both = pl.concat([g.select("sent", "upos", "xpos", "ufeats", "lemma"),
+                          _normalised(system).select(pl.col("upos", "xpos", "ufeats", "lemma")
+                                                     .name.suffix("_sys"))],
+                         how="horizontal")
+        m = both.select("sent", *_tag_matches()).with_columns(
+            pl.exclude("sent").fill_null(False)).with_columns(
+            AllTags=pl.col("UPOS") & pl.col("XPOS") & pl.col("UFeats")).collect()
+        m = m.with_columns(gold_content=pl.lit(False), system_content=pl.lit(False))
+        metrics = list(TAG_METRICS)
+    sent = m["sent"].to_numpy().astype(np.int64) - first
+    out = np.zeros((n_sents, len(metrics) + 1, 3), np.int64)
+    words = np.bincount(sent, minlength=n_sents)
+    gold_content = np.bincount(sent, weights=m["gold_content"].to_numpy(), minlength=n_sents)
+    sys_content = np.bincount(sent, weights=m["system_content"].to_numpy(), minlength=n_sents)
+    for k, metric in enumerate(metrics):
+        out[:, k, 0] = np.bincount(sent, weights=m[metric].to_numpy(), minlength=n_sents)
+        content = metric in CONTENT_METRICS
+        out[:, k, 1] = gold_content if content else words
+        out[:, k, 2] = sys_content if content else words
+    out[:, -1] = words[:, None]
+    return out.reshape(n_sents, -1)
+
+
+def sentence_totals(rows: np.ndarray, tree: bool) -> pl.DataFrame:
+    """The counts of :func:`conll18_counts` (:func:`tag_counts` without ``tree``) as the
+    sums of a shard's :func:`sentence_counts` rows: the words matched once for both."""
+    metrics = list(METRICS if tree else TAG_METRICS)
+    sums = rows.reshape(rows.shape[0], len(metrics) + 1, 3).sum(axis=0)[:-1].astype(np.int64)
+    return _count_frame(metrics, sums[:, 0].tolist(), sums[:, 1].tolist(), sums[:, 2].tolist())
+
+
+def sentence_metrics(tree: bool) -> list[str]:
+    """The metrics of :func:`sentence_counts`' columns, in order (Words last)."""
+    return [*(METRICS if tree else TAG_METRICS), "Words"]
 
 
 def normalised_key(key: pl.DataFrame) -> pl.DataFrame:

@@ -27,6 +27,8 @@ from scipy.optimize import linear_sum_assignment
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from sysdiff.transforms import bootstrap
+from sysdiff.transforms.bootstrap import Bootstrap
 from sysdiff.transforms.corefud import CorefOptions, matched
 from sysdiff.transforms.corefud import drop_singletons as drop_singletons  # re-exported
 
@@ -393,6 +395,56 @@ def _blanc(sums: pl.DataFrame, by: list[str]) -> pl.DataFrame:
 
     return j.select(*by, metric=pl.lit("blanc"), recall=pick("recall"),
                     precision=pick("precision"), f1=pick("f1"))
+
+
+# ------------------------------------------------------------------------------ intervals
+
+
+def _f1_np(r: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """:func:`_f1` over arrays (NaN: NULL)."""
+    both = np.divide(2 * r * p, r + p, out=np.zeros(r.shape), where=(r + p) != 0)
+    return np.where(np.isnan(r), np.nan, np.where(np.isnan(p), 0.0, both))
+
+
+def _ratio_np(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    return np.divide(num, den, out=np.full(num.shape, np.nan), where=den != 0)
+
+
+def f1_samples(counts: pl.DataFrame, docs: pl.DataFrame, opts: Bootstrap
+               ) -> dict[str, np.ndarray]:
+    """Bootstrap samples over documents (``docs``: doc, part in corpus order) of every
+    metric's F1 of one system (``counts``: its :func:`coref_counts` rows), recomputed from
+    each sample's summed numerators and denominators as :func:`coref_scores` does (BLANC
+    from both link kinds, CoNLL the mean of MUC, B3 and CEAF-e): metric -> (B,)."""
+    matrix, keys = bootstrap.unit_matrix(counts, docs, ["metric"], _NUMS)
+    (sums,) = bootstrap.resample([matrix], opts)
+    sums = sums.reshape(opts.samples, keys.height, len(_NUMS))
+    out, blanc = {}, {}
+    for k, metric in enumerate(keys["metric"].to_list()):
+        rn, rd, pn, pd = (sums[:, k, x] for x in range(len(_NUMS)))
+        r, p = _ratio_np(rn, rd), _ratio_np(pn, pd)
+        if metric.startswith("blanc"):
+            r, p = np.nan_to_num(r, nan=0.0), np.nan_to_num(p, nan=0.0)
+            blanc[metric] = (_f1_np(r, p), rd != 0)
+        else:
+            out[metric] = _f1_np(r, p)
+    if len(blanc) == 2:
+        (fc, has_c), (fn, has_n) = blanc["blanc_c"], blanc["blanc_n"]
+        out["blanc"] = np.where(has_c & has_n, (fc + fn) / 2,
+                                np.where(has_c, fc, np.where(has_n, fn, np.nan)))
+    if {"muc", "bcub", "ceafe"} <= out.keys():
+        out["conll"] = (out["muc"] + out["bcub"] + out["ceafe"]) / 3
+    return out
+
+
+def score_intervals(samples: dict[str, np.ndarray], confidence: float) -> pl.DataFrame:
+    """(metric, ci_low, ci_high) of each metric's samples."""
+    names = list(samples)
+    low, high = bootstrap.interval(np.stack([samples[m] for m in names], axis=1),
+                                   confidence) if names else ([], [])
+    return pl.DataFrame({"metric": names, "ci_low": low, "ci_high": high},
+                        schema={"metric": pl.String, "ci_low": pl.Float64,
+                                "ci_high": pl.Float64}).fill_nan(None)
 
 
 def score_response(key: pl.DataFrame, resp: pl.DataFrame, keep_singletons: bool = True,

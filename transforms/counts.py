@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sysdiff.transforms.bootstrap import UnitRows
+
 # ------------------------------------------------------------------------------ sparse sums
 
 
@@ -147,6 +149,8 @@ class Counts:
     pairs: PairCounts | None
     oracle: OracleCounts | None
     majority: MajorityCounts | None
+    #: per sentence (bootstrap intervals): units, then correct units of each system
+    sentences: UnitRows | None = None
 
     def merge(self, other: Counts) -> Counts:
         """Add ``other`` to these counts (in place) and return self."""
@@ -159,7 +163,7 @@ class Counts:
         for name in self.bucket_units:
             self.bucket_units[name] += other.bucket_units[name]
             self.bucket_correct[name] += other.bucket_correct[name]
-        for part in ("pairs", "oracle", "majority"):
+        for part in ("pairs", "oracle", "majority", "sentences"):
             mine = getattr(self, part)
             if mine is not None:
                 mine.merge(getattr(other, part))

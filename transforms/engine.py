@@ -20,6 +20,7 @@ from itertools import combinations
 
 import numpy as np
 
+from sysdiff.transforms.bootstrap import UnitRows
 from sysdiff.transforms.counts import (
     _OFFSET,
     Counts,
@@ -298,10 +299,13 @@ def bucket_system_counts(m: LabelMatrix, wrong_sent: np.ndarray
 
 
 def shard_counts(m: LabelMatrix, pairs: Sequence[tuple[int, int]] | None,
-                 with_oracle: bool = True, with_majority: bool = True) -> Counts:
+                 with_oracle: bool = True, with_majority: bool = True,
+                 first_sent: int | None = None) -> Counts:
     """Every additive count of one shard. ``pairs`` are the pairs to compare (None: none);
     the oracle and the majority vote need every system (and, for the vote, every pair's
-    agreements, which are counted whatever ``pairs`` holds)."""
+    agreements, which are counted whatever ``pairs`` holds). With ``first_sent`` (the
+    shard's first sentence in the corpus), also the per-sentence rows of the bootstrap
+    intervals (:func:`sentence_rows`)."""
     correct, exact, labels, wrong_sent = system_counts(m)
     bucket_units, bucket_correct = bucket_system_counts(m, wrong_sent)
     votes = None
@@ -317,7 +321,19 @@ def shard_counts(m: LabelMatrix, pairs: Sequence[tuple[int, int]] | None,
         gold_n=np.bincount(m.gold, minlength=m.n_groups).astype(np.int64), labels=labels,
         bucket_units=bucket_units, bucket_correct=bucket_correct, pairs=pair_part,
         oracle=_oracle(m, wanted) if with_oracle else None,
-        majority=majority_counts(m, votes) if votes is not None else None)
+        majority=majority_counts(m, votes) if votes is not None else None,
+        sentences=None if first_sent is None else UnitRows.of(
+            first_sent, sentence_rows(m, wrong_sent)))
+
+
+def sentence_rows(m: LabelMatrix, wrong_sent: np.ndarray) -> np.ndarray:
+    """(sentences x 1 + N): evaluated units of each sentence, then each system's correct
+    units in it (what an accuracy's bootstrap samples sum)."""
+    units = sentence_units(m)
+    out = np.empty((m.n_sents, 1 + m.n_systems), np.int32)
+    out[:, 0] = units
+    out[:, 1:] = (units[None, :] - wrong_sent).T
+    return out
 
 
 def _oracle(m: LabelMatrix, counted: list[tuple[int, int]]) -> OracleCounts:

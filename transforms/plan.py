@@ -43,11 +43,15 @@ def plan_shards(key_sents: pl.DataFrame, shard_sents: int) -> list[Shard]:
             for i, (lo, hi) in enumerate(plan_ranges(ends - starts, shard_sents))]
 
 
-def options_string(view: str, punct: bool, mappings: Mapping[str, Mapping[str, str]]) -> str:
-    """What produced a row: view, punctuation policy and label mappings (sacreBLEU-style)."""
+def options_string(view: str, punct: bool, mappings: Mapping[str, Mapping[str, str]],
+                   intervals: str = "") -> str:
+    """What produced a row: view, punctuation policy, the bootstrap settings of its
+    intervals (``intervals``, on the tables that have some) and label mappings
+    (sacreBLEU-style; the mappings last: their labels may hold ``|``)."""
     maps = ";".join(f"{s}:" + ",".join(f"{a}>{b}" for a, b in sorted(m.items()))
                     for s, m in sorted(mappings.items()) if m)
-    return f"view:{view}|punct:{'incl' if punct else 'excl'}|map:{maps or 'none'}"
+    extra = f"|{intervals}" if intervals else ""
+    return f"view:{view}|punct:{'incl' if punct else 'excl'}{extra}|map:{maps or 'none'}"
 
 
 def canonical(df: pl.DataFrame) -> pl.DataFrame:

@@ -18,6 +18,7 @@ import numpy as np
 import polars as pl
 
 from sysdiff.schemas.vocabulary import CLASSES
+from sysdiff.transforms import bootstrap
 from sysdiff.transforms.counts import (
     Counts,
     OracleCounts,
@@ -61,17 +62,42 @@ def missing_mask(names: Sequence[str], missing: Collection[str] = ()) -> np.ndar
     return np.array([s in missing for s in names], bool).reshape(len(names))
 
 
-def scores_frame(c: Counts, names: Sequence[str], missing: Collection[str] = ()
+def score_intervals(samples: np.ndarray | None, n: int, confidence: float,
+                    gone: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) of each system's score from its (B x N) bootstrap samples; NaN (NULL)
+    without samples (bootstrap off) and for the systems flagged ``gone``."""
+    if samples is None:
+        return np.full(n, np.nan), np.full(n, np.nan)
+    low, high = bootstrap.interval(samples, confidence)
+    if gone is not None:
+        low, high = without(low, gone), without(high, gone)
+    return low, high
+
+
+def pair_ci(samples: np.ndarray | None, i: np.ndarray, j: np.ndarray, observed: np.ndarray,
+            confidence: float) -> bootstrap.PairIntervals:
+    """The delta intervals and bootstrap p of both directions of pairs (i, j) (observed
+    delta j - i; NaN: not evaluated); NULL without samples."""
+    if samples is None:
+        return bootstrap.no_pair_intervals(len(i))
+    return bootstrap.pair_intervals(samples, i, j, confidence, observed)
+
+
+def scores_frame(c: Counts, names: Sequence[str], missing: Collection[str] = (),
+                 samples: np.ndarray | None = None, confidence: float = 0.95
                  ) -> pl.DataFrame:
     """Accuracy and sentence exact match per system (METRICS 1.2); NULL for a system that
     lacks the view's column (``missing``) and when the view has no evaluable unit (a sentence
-    without one counts as exact, but a corpus without one is not evaluated)."""
+    without one counts as exact, but a corpus without one is not evaluated). ``samples``:
+    (B x N) bootstrap samples of the accuracies, for its interval (METRICS 1.6b)."""
     n = len(names)
     gone = missing_mask(names, missing)
     exact = ratio(c.exact, c.n_sents) if c.n_units else np.full(n, np.nan)
+    low, high = score_intervals(samples, n, confidence, gone)
     return nulls(pl.DataFrame({
         "system": list(names), "n_units": np.full(n, c.n_units, np.int64),
         "n_correct": c.correct, "accuracy": without(ratio(c.correct, c.n_units), gone),
+        "ci_low": low, "ci_high": high,
         "n_sents": np.full(n, c.n_sents, np.int64), "n_sents_exact": c.exact,
         "sent_exact": without(exact, gone), "missing": gone,
     }, schema_overrides={"system": pl.String}))
@@ -112,12 +138,13 @@ def majority_frame(c: Counts, names: Sequence[str]) -> pl.DataFrame:
 
 
 def pair_rows(pc: PairCounts, names: Sequence[str], correct: np.ndarray, n_units: int,
-              trials: int = AR_TRIALS, seed: int = 0, missing: Collection[str] = ()
-              ) -> pl.DataFrame:
+              trials: int = AR_TRIALS, seed: int = 0, missing: Collection[str] = (),
+              samples: np.ndarray | None = None, confidence: float = 0.95) -> pl.DataFrame:
     """The ``pairs`` table: both directions of every pair, with diff, delta accuracy,
-    McNemar and approximate randomization p-values (METRICS 1.3-1.6). Without an evaluable
-    unit, or with a system that lacks the view's column, the delta and its p-values are
-    NULL (and the diff without a unit)."""
+    McNemar and approximate randomization p-values (METRICS 1.3-1.6) and the delta's
+    bootstrap interval and p from the accuracies' (B x N) ``samples`` (1.6b). Without an
+    evaluable unit, or with a system that lacks the view's column, the delta and its
+    p-values and interval are NULL (and the diff without a unit)."""
     i = np.array([p[0] for p in pc.pairs], np.int64)
     j = np.array([p[1] for p in pc.pairs], np.int64)
     n_diff, fix, brk, changed = (pc.classes[:, k] for k in range(4))
@@ -127,6 +154,7 @@ def pair_rows(pc: PairCounts, names: Sequence[str], correct: np.ndarray, n_units
     ar = np.array(map_cores(lambda s: randomization_from_histogram(
         *decode_sentence_differences(s), trials, seed), pc.sent_diffs), np.float64)
     mcnemar, ar = np.where(tested, mcnemar, np.nan), np.where(tested, ar, np.nan)
+    ci = pair_ci(samples, i, j, np.where(tested, acc[j] - acc[i], np.nan), confidence)
     decomposition = pc.decomposition
     cols = {
         "sys1": _names(names, i, j), "sys2": _names(names, j, i),
@@ -135,7 +163,8 @@ def pair_rows(pc: PairCounts, names: Sequence[str], correct: np.ndarray, n_units
         "changed_errors": np.tile(changed, 2),
         "diff": np.tile(ratio(n_diff, pc.n_units), 2),
         "delta_acc": np.concatenate([acc[j] - acc[i], acc[i] - acc[j]]),
-        "mcnemar_p": np.tile(mcnemar, 2), "ar_p": np.tile(ar, 2),
+        "delta_ci_low": ci.low, "delta_ci_high": ci.high,
+        "mcnemar_p": np.tile(mcnemar, 2), "ar_p": np.tile(ar, 2), "bootstrap_p": ci.p,
         "seg_diff": np.tile(pc.segmentation, 2),
     }
     for k, name in enumerate(("diff_head_only", "diff_label_only", "diff_both")):

@@ -11,13 +11,16 @@ import numpy as np
 import polars as pl
 
 from sysdiff.schemas.vocabulary import SPAN_CLASSES
+from sysdiff.transforms import bootstrap
 from sysdiff.transforms.counts import Sparse
 from sysdiff.transforms.reduce import (
     mcnemar_column,
     nulls,
     oracle_correct,
     oracle_subsets,
+    pair_ci,
     ratio,
+    score_intervals,
 )
 from sysdiff.transforms.significance import map_cores
 from sysdiff.transforms.spans import _D, SPURIOUS, SpanCounts
@@ -37,9 +40,25 @@ def prf(correct: np.ndarray, gold: np.ndarray, pred: np.ndarray
     return p, r, np.where(np.asarray(gold) > 0, np.nan_to_num(f, nan=0.0), np.nan)
 
 
-def score_rows(c: SpanCounts, names: Sequence[str], types: Sequence[str]) -> pl.DataFrame:
+def f1_samples(c: SpanCounts, opts: bootstrap.Bootstrap) -> np.ndarray:
+    """(B, N, 1 + T) bootstrap samples of every system's F1: micro (``ALL``), then per type
+    (from the per-sentence rows of :func:`~sysdiff.transforms.spans.sentence_rows`)."""
+    t_n, n = c.gold.size, c.pred.shape[0]
+    (sums,) = bootstrap.resample([c.sentences.matrix()], opts)
+    gold = sums[:, :t_n]
+    rest = sums[:, t_n:].reshape(opts.samples, n, 2, t_n)
+
+    def with_all(x: np.ndarray) -> np.ndarray:
+        return np.concatenate([x.sum(axis=-1, keepdims=True), x], axis=-1)
+
+    return bootstrap.f1(with_all(rest[:, :, 1]), with_all(gold)[:, None, :],
+                        with_all(rest[:, :, 0]))
+
+
+def score_rows(c: SpanCounts, names: Sequence[str], types: Sequence[str],
+               samples: np.ndarray | None = None, confidence: float = 0.95) -> pl.DataFrame:
     """``span_scores``: per system the micro average (``ALL``) and every type with a key or
-    a predicted span."""
+    a predicted span, with F1's bootstrap interval from ``samples`` (:func:`f1_samples`)."""
     rows = []
     for i, name in enumerate(names):
         gold = np.r_[c.gold.sum(), c.gold]
@@ -47,11 +66,16 @@ def score_rows(c: SpanCounts, names: Sequence[str], types: Sequence[str]) -> pl.
         right = np.r_[c.correct[i].sum(), c.correct[i]]
         keep = np.r_[True, (c.gold + c.pred[i]) > 0]
         p, r, f = prf(right, gold, pred)
+        low, high = score_intervals(None if samples is None else samples[:, i, keep],
+                                    int(keep.sum()), confidence)
+        low, high = np.where(np.isnan(f[keep]), np.nan, low), \
+            np.where(np.isnan(f[keep]), np.nan, high)
         rows.append(pl.DataFrame({
             "system": [name] * int(keep.sum()),
             "type": [ALL, *(t for t, k in zip(types, keep[1:], strict=True) if k)],
             "n_gold": gold[keep], "n_pred": pred[keep], "n_correct": right[keep],
-            "precision": p[keep], "recall": r[keep], "f1": f[keep]},
+            "precision": p[keep], "recall": r[keep], "f1": f[keep], "ci_low": low,
+            "ci_high": high},
             schema_overrides={"system": pl.String, "type": pl.String}).pipe(nulls))
     return pl.concat(rows) if rows else pl.DataFrame()
 
@@ -62,10 +86,12 @@ def f1_of(c: SpanCounts) -> np.ndarray:
                c.pred.sum(axis=1))[2]
 
 
-def pair_rows(c: SpanCounts, names: Sequence[str], trials: int, seed: int) -> pl.DataFrame:
+def pair_rows(c: SpanCounts, names: Sequence[str], trials: int, seed: int,
+              samples: np.ndarray | None = None, confidence: float = 0.95) -> pl.DataFrame:
     """``span_pairs``: both directions of every pair: units (key spans and the spurious spans
-    of either system), differing units, change classes, diff, delta F1 (sys2 - sys1), exact
-    McNemar p over the units and the paired approximate randomization p of F1 by sentence."""
+    of either system), differing units, change classes, diff, delta F1 (sys2 - sys1) with
+    its bootstrap interval and p (``samples``: :func:`f1_samples`), exact McNemar p over
+    the units and the paired approximate randomization p of F1 by sentence."""
     pc = c.pairs
     i = np.array([p[0] for p in pc.pairs], np.int64)
     j = np.array([p[1] for p in pc.pairs], np.int64)
@@ -84,6 +110,8 @@ def pair_rows(c: SpanCounts, names: Sequence[str], trials: int, seed: int) -> pl
     tested = ~np.isnan(f1[i] - f1[j]) & (pc.n_units > 0)
     mcnemar = np.where(tested, mcnemar_column(fix, brk), np.nan)
     ar = np.where(tested, ar, np.nan)
+    ci = pair_ci(None if samples is None else samples[:, :, 0], i, j,
+                 np.where(tested, f1[j] - f1[i], np.nan), confidence)
     arr = np.array(names, dtype=object)
     return nulls(pl.DataFrame({
         "sys1": np.concatenate([arr[i], arr[j]]).tolist(),
@@ -93,7 +121,8 @@ def pair_rows(c: SpanCounts, names: Sequence[str], trials: int, seed: int) -> pl
         "changed_errors": np.tile(changed, 2), "diff": np.tile(
             np.where(pc.n_units > 0, ratio(n_diff, pc.n_units), np.nan), 2),
         "delta_f1": np.concatenate([f1[j] - f1[i], f1[i] - f1[j]]),
-        "mcnemar_p": np.tile(mcnemar, 2), "ar_p": np.tile(ar, 2),
+        "delta_ci_low": ci.low, "delta_ci_high": ci.high,
+        "mcnemar_p": np.tile(mcnemar, 2), "ar_p": np.tile(ar, 2), "bootstrap_p": ci.p,
     }, schema_overrides={"sys1": pl.String, "sys2": pl.String}))
 
 

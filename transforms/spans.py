@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 
 from sysdiff.schemas.vocabulary import SPAN_CLASSES, SPAN_CORRECT
+from sysdiff.transforms.bootstrap import UnitRows
 from sysdiff.transforms.counts import Sparse
 from sysdiff.transforms.engine import (
     MAX_ALL_SUBSETS,
@@ -125,7 +126,8 @@ class SpanCounts:
     per system; ``classes`` (N, T, 6) class counts per type (units of each system); and when
     compared: ``pairs`` (engine pair counts), ``typed`` (P, T, 6, 6) transitions over each
     pair's units, ``oracle`` (over key spans: some member correct) and ``sent_f1`` (per pair,
-    sentences by their (TP, predicted) differences, for the randomization test)."""
+    sentences by their (TP, predicted) differences, for the randomization test); for the
+    bootstrap, ``sentences`` (:func:`sentence_rows`)."""
 
     gold: np.ndarray
     pred: np.ndarray
@@ -135,10 +137,13 @@ class SpanCounts:
     typed: np.ndarray | None = None
     oracle: object | None = None
     sent_f1: list[Sparse] | None = None
+    sentences: UnitRows | None = None
 
     def merge(self, other: SpanCounts) -> SpanCounts:
         for name in ("gold", "pred", "correct", "classes"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        if self.sentences is not None:
+            self.sentences.merge(other.sentences)
         if self.pairs is not None:
             self.pairs.merge(other.pairs)
             self.typed = self.typed + other.typed
@@ -195,10 +200,12 @@ def span_matrix(key: pl.DataFrame, classes: Sequence[pl.DataFrame],
 
 def comparison_counts(key: pl.DataFrame, systems: Sequence[pl.DataFrame],
                       types: Sequence[str], first_sent: int, n_sents: int,
-                      compare: bool = True) -> tuple[SpanCounts, list[pl.DataFrame]]:
+                      compare: bool = True, per_sentence: bool = False
+                      ) -> tuple[SpanCounts, list[pl.DataFrame]]:
     """The additive counts of a shard (key and system spans of its sentences, sorted), and
     each system's ``span_classes`` rows. With ``compare``, also every pair's engine counts,
-    transitions, F1 randomization histogram and the oracle."""
+    transitions, F1 randomization histogram and the oracle; with ``per_sentence``, the
+    per-sentence rows of the bootstrap intervals."""
     t_n, n = len(types), len(systems)
     found = [classify(key, s) for s in systems]
     classes = [c for c, _ in found]
@@ -216,10 +223,34 @@ def comparison_counts(key: pl.DataFrame, systems: Sequence[pl.DataFrame],
                                   ).reshape(t_n, N_CLASSES)
         by_class[i, :, SPURIOUS] = np.bincount(type_codes(sp, types), minlength=t_n)
     counts = SpanCounts(gold, pred, correct, by_class)
+    if per_sentence:
+        counts.sentences = UnitRows.of(first_sent, sentence_rows(
+            key, systems, classes, types, first_sent, n_sents))
     rows = [class_rows(c, sp) for c, sp in zip(classes, spurious, strict=True)]
     if compare:
         _compare(counts, key, systems, classes, spurious, types, first_sent, n_sents)
     return counts, rows
+
+
+def sentence_rows(key: pl.DataFrame, systems: Sequence[pl.DataFrame],
+                  classes: Sequence[pl.DataFrame], types: Sequence[str], first_sent: int,
+                  n_sents: int) -> np.ndarray:
+    """(sentences x T (1 + 2N)) per sentence of the shard: key spans per type, then for
+    each system its spans and its correct spans per type (what F1's bootstrap samples
+    sum)."""
+    t_n = len(types)
+
+    def per_sentence(spans: pl.DataFrame, keep: np.ndarray | None = None) -> np.ndarray:
+        sent = spans["sent"].to_numpy().astype(np.int64) - first_sent
+        code = type_codes(spans, types)
+        if keep is not None:
+            sent, code = sent[keep], code[keep]
+        return np.bincount(sent * t_n + code, minlength=n_sents * t_n).reshape(n_sents, t_n)
+
+    cols = [per_sentence(key)]
+    for s, c in zip(systems, classes, strict=True):
+        cols += [per_sentence(s), per_sentence(key, c["cls"].to_numpy() == CORRECT)]
+    return np.concatenate(cols, axis=1).astype(np.int32)
 
 
 def _compare(counts: SpanCounts, key: pl.DataFrame, systems: Sequence[pl.DataFrame],

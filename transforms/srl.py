@@ -251,16 +251,20 @@ class SrlCounts:
     (``scores``: a frame with ``system``), class counts per system and group (argument
     units by role (N, R, 6), predicate units by PPOS (N, P, 5)), official predicted counts
     (``found``: (N, 2) arguments, predicates) and, when compared, the engine's counts of
-    each unit type."""
+    each unit type; for the bootstrap, the score counts per sentence (``sentences``: frames
+    with ``system`` and ``sent``)."""
 
     scores: list[pl.DataFrame]
     arg_classes: np.ndarray
     pred_classes: np.ndarray
     found: np.ndarray
     units: dict[str, UnitCounts] = field(default_factory=dict)
+    sentences: list[pl.DataFrame] | None = None
 
     def merge(self, other: SrlCounts) -> SrlCounts:
         self.scores = [_sum_scores(self.scores + other.scores)]
+        if self.sentences is not None:
+            self.sentences = self.sentences + other.sentences
         self.arg_classes = self.arg_classes + other.arg_classes
         self.pred_classes = self.pred_classes + other.pred_classes
         self.found = self.found + other.found
@@ -320,10 +324,11 @@ def _matched_args(mode: str, kp: pl.DataFrame, sp: pl.DataFrame, sa: pl.DataFram
     return sa.join(same, on=pk, how="semi"), sa.join(same, on=pk, how="anti")
 
 
-def comparison_counts(data: ShardData, vocab: Vocab, compare: bool = True
-                      ) -> tuple[SrlCounts, list[pl.DataFrame]]:
+def comparison_counts(data: ShardData, vocab: Vocab, compare: bool = True,
+                      per_sentence: bool = False) -> tuple[SrlCounts, list[pl.DataFrame]]:
     """The additive counts of a shard and each system's ``srl_classes`` rows (see the
-    module); with ``compare``, also every pair's engine counts of both unit types."""
+    module); with ``compare``, also every pair's engine counts of both unit types; with
+    ``per_sentence``, the score counts of each sentence (bootstrap intervals)."""
     mode, n = data.mode, len(data.systems)
     tree = key_tree(data.key_tokens) if mode == "head" else None
     not_v = pl.col("role") != "V" if mode == "span" else pl.lit(True)
@@ -332,7 +337,7 @@ def comparison_counts(data: ShardData, vocab: Vocab, compare: bool = True
     arg_classes = np.zeros((n, r_n, len(SRL_CLASSES)), np.int64)
     pred_classes = np.zeros((n, p_n, len(PRED_CLASSES)), np.int64)
     found = np.zeros((n, 2), np.int64)
-    scores, rows, arg_found, pred_found = [], [], [], []
+    scores, rows, arg_found, pred_found, sentences = [], [], [], [], []
     pos_of = data.key_tokens.select("sent", pred="id", group=pl.col("pos").fill_null("_"))
     key_role = codes(key_args["role"], vocab.roles)
     key_pos = codes(data.key_preds.join(pos_of, on=["sent", "pred"], how="left",
@@ -341,6 +346,10 @@ def comparison_counts(data: ShardData, vocab: Vocab, compare: bool = True
     for i, (sp, sa) in enumerate(data.systems):
         scores.append(score_counts(mode, data.key_preds, data.key_args, sp, sa,
                                    data.n_sents).with_columns(system=pl.lit(str(i))))
+        if per_sentence:
+            sentences.append(score_counts(mode, data.key_preds, data.key_args, sp, sa,
+                                          data.n_sents, ("sent",), data.lo
+                                          ).with_columns(system=pl.lit(str(i))))
         matched, other = _matched_args(mode, data.key_preds, sp, sa.filter(not_v))
         a_cls, a_sp = classify_args(mode, key_args, matched, tree)
         a_sp = pl.concat([a_sp, other])
@@ -356,7 +365,8 @@ def comparison_counts(data: ShardData, vocab: Vocab, compare: bool = True
         found[i] = (matched.height, sp.height)
         rows.append(pl.concat([class_rows("argument", a_cls, a_sp),
                                class_rows("predicate", p_cls, p_sp)]))
-    counts = SrlCounts(scores, arg_classes, pred_classes, found)
+    counts = SrlCounts(scores, arg_classes, pred_classes, found,
+                       sentences=sentences if per_sentence else None)
     if compare:
         counts.units["argument"] = _arg_units(data, vocab, key_args, arg_found)
         counts.units["predicate"] = _pred_units(data, vocab, pos_of, pred_found)

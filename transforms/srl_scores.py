@@ -25,6 +25,8 @@ the script's) counts propositions found with the right verb.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import polars as pl
 
@@ -34,78 +36,113 @@ COUNT_SCHEMA = {"mode": pl.String, "role": pl.String, "ppos": pl.String, "n_gold
 
 
 def _rows(mode: str, frame: pl.DataFrame | None = None, *, role: str | pl.Expr = ALL,
-          ppos: str | pl.Expr | None = None, **counts: int | pl.Expr) -> pl.DataFrame:
-    """Count rows of one mode (from ``frame``'s columns, or one row of literals)."""
+          ppos: str | pl.Expr | None = None, by: Sequence[str] = (),
+          **counts: int | pl.Expr) -> pl.DataFrame:
+    """Count rows of one mode (from ``frame``'s columns, or one row of literals), with the
+    ``by`` columns of ``frame`` first (per-sentence counts: ``sent``)."""
     cols = {"mode": pl.lit(mode), "role": role if isinstance(role, pl.Expr) else pl.lit(role),
             "ppos": ppos if isinstance(ppos, pl.Expr) else pl.lit(ppos, pl.String)}
     for name in ("n_gold", "n_pred", "n_correct"):
         value = counts.get(name)
         cols[name] = value if isinstance(value, pl.Expr) else pl.lit(value, pl.Int64)
     base = frame if frame is not None else pl.DataFrame({"_": [0]})
-    return base.select(**cols).cast(COUNT_SCHEMA)
+    return base.select(*by, **cols).cast(COUNT_SCHEMA)
 
 
 def _by(frame: pl.DataFrame, keys: list[str], name: str) -> pl.DataFrame:
+    if not keys:
+        return frame.select(pl.len().cast(pl.Int64).alias(name))
     return frame.group_by(keys).agg(pl.len().cast(pl.Int64).alias(name))
 
 
 def _outer(frames: list[pl.DataFrame], keys: list[str]) -> pl.DataFrame:
-    """Join count frames on ``keys`` (missing counts 0)."""
+    """Join count frames on ``keys`` (missing counts 0; without keys, side by side)."""
+    if not keys:
+        return pl.concat(frames, how="horizontal")
     out = frames[0]
     for f in frames[1:]:
         out = out.join(f, on=keys, how="full", coalesce=True, nulls_equal=True)
     return out.fill_null(0) if out.height else out
 
 
+def _scalar(frames: list[pl.DataFrame], by: list[str], names: list[str]) -> pl.DataFrame:
+    """Counts of whole frames (one row) or, with ``by``, per ``by`` group (0 where a frame
+    has none): the totals of the modes without a role or PPOS."""
+    return _outer([_by(f, by, n) for f, n in zip(frames, names, strict=True)], by)
+
+
 # ------------------------------------------------------------------------------ head mode
 
 
 def head_counts(kp: pl.DataFrame, ka: pl.DataFrame, sp: pl.DataFrame, sa: pl.DataFrame,
-                n_sents: int) -> pl.DataFrame:
+                n_sents: int, by: Sequence[str] = (), first: int = 0) -> pl.DataFrame:
     """``eval09.pl``'s counts of one system over some sentences (key and system predicates
-    ``sent, pred, sense_key, pos``; arguments ``sent, pred, start, role``)."""
+    ``sent, pred, sense_key, pos``; arguments ``sent, pred, start, role``). With ``by`` =
+    ``("sent",)``, the same counts per sentence (sentences ``first .. first + n_sents - 1``):
+    they add up to the counts over all of them."""
+    by = list(by)
     pk = ["sent", "pred"]
     both = kp.join(sp.select(*pk, s_key="sense_key"), on=pk)
     sense_ok = both.filter(pl.col("sense_key") == pl.col("s_key"))
-    preds = _outer([_by(kp, ["pos"], "g"), _by(sp, ["pos"], "p"),
-                    _by(both, ["pos"], "u"), _by(sense_ok, ["pos"], "l")], ["pos"])
+    preds = _outer([_by(kp, ["pos", *by], "g"), _by(sp, ["pos", *by], "p"),
+                    _by(both, ["pos", *by], "u"), _by(sense_ok, ["pos", *by], "l")],
+                   ["pos", *by])
     ka = ka.join(kp.select(*pk, "pos"), on=pk, how="left")
     sa = sa.join(sp.select(*pk, "pos"), on=pk, how="left")
     ak = [*pk, "start", "role"]
     right = ka.join(sa.select(ak), on=ak)
-    args = _outer([_by(ka, ["pos", "role"], "g"), _by(sa, ["pos", "role"], "p"),
-                   _by(right, ["pos", "role"], "c")], ["pos", "role"])
+    args = _outer([_by(ka, ["pos", "role", *by], "g"), _by(sa, ["pos", "role", *by], "p"),
+                   _by(right, ["pos", "role", *by], "c")], ["pos", "role", *by])
     at = [*pk, "start"]
     unl = _by(ka, at, "g").join(_by(sa, at, "s"), on=at)
-    coru = int(unl.select(pl.min_horizontal("g", "s").sum()).item() or 0)
     per_prop = _outer([_by(ka, pk, "g"), _by(sa, pk, "s"), _by(right, pk, "c")], pk)
     full = sense_ok.select(pk).join(per_prop, on=pk, how="left").fill_null(0).filter(
-        (pl.col("g") == pl.col("s")) & (pl.col("s") == pl.col("c"))).height
+        (pl.col("g") == pl.col("s")) & (pl.col("s") == pl.col("c")))
     per_sent = _outer([_by(kp, ["sent"], "tp"), _by(sp, ["sent"], "pp"),
                        _by(sense_ok, ["sent"], "lp"), _by(ka, ["sent"], "ta"),
                        _by(sa, ["sent"], "pa"), _by(right, ["sent"], "ca")], ["sent"])
     bad = per_sent.filter((pl.col("tp") != pl.col("lp")) | (pl.col("pp") != pl.col("lp"))
                           | (pl.col("ta") != pl.col("ca")) | (pl.col("pa") != pl.col("ca")))
+    if by:  # every sentence, also one without a predicate (exact_semantic_match)
+        sents = pl.DataFrame({"sent": pl.int_range(first, first + n_sents, eager=True)
+                              .cast(kp.schema["sent"])})
+        coru = unl.group_by(by).agg(n=pl.min_horizontal("g", "s").sum().cast(pl.Int64))
+        totals = sents.join(_scalar([ka, sa, kp, sp, full], by,
+                                    ["ka", "sa", "kp", "sp", "full"]), on=by, how="left")
+        totals = totals.join(coru, on=by, how="left").join(
+            _by(bad, by, "bad"), on=by, how="left").fill_null(0)
+    else:
+        coru = unl.select(n=pl.min_horizontal("g", "s").sum().cast(pl.Int64))
+        totals = pl.concat([_scalar([ka, sa, kp, sp, full], by,
+                                    ["ka", "sa", "kp", "sp", "full"]), coru,
+                            _by(bad, by, "bad")], how="horizontal")
+    c = pl.col
     return pl.concat([
-        _rows("predicates_labeled", preds, ppos=pl.col("pos"), n_gold=pl.col("g"),
-              n_pred=pl.col("p"), n_correct=pl.col("l")),
-        _rows("predicates_unlabeled", preds, ppos=pl.col("pos"), n_gold=pl.col("g"),
-              n_pred=pl.col("p"), n_correct=pl.col("u")),
-        _rows("args_labeled", args, role=pl.col("role"), ppos=pl.col("pos"),
-              n_gold=pl.col("g"), n_pred=pl.col("p"), n_correct=pl.col("c")),
-        _rows("args_unlabeled", n_gold=ka.height, n_pred=sa.height, n_correct=coru),
-        _rows("proposition", n_gold=kp.height, n_pred=sp.height, n_correct=full),
-        _rows("exact_semantic_match", n_gold=n_sents, n_correct=n_sents - bad.height),
+        _rows("predicates_labeled", preds, ppos=c("pos"), by=by, n_gold=c("g"),
+              n_pred=c("p"), n_correct=c("l")),
+        _rows("predicates_unlabeled", preds, ppos=c("pos"), by=by, n_gold=c("g"),
+              n_pred=c("p"), n_correct=c("u")),
+        _rows("args_labeled", args, role=c("role"), ppos=c("pos"), by=by,
+              n_gold=c("g"), n_pred=c("p"), n_correct=c("c")),
+        _rows("args_unlabeled", totals, by=by, n_gold=c("ka"), n_pred=c("sa"),
+              n_correct=c("n").fill_null(0)),
+        _rows("proposition", totals, by=by, n_gold=c("kp"), n_pred=c("sp"),
+              n_correct=c("full")),
+        _rows("exact_semantic_match", totals, by=by,
+              n_gold=pl.lit(1 if by else n_sents, pl.Int64),
+              n_correct=pl.lit(1 if by else n_sents, pl.Int64) - c("bad")),
     ])
 
 
 # ------------------------------------------------------------------------------ span mode
 
 
-def span_counts(kp: pl.DataFrame, ka: pl.DataFrame, sp: pl.DataFrame, sa: pl.DataFrame
-                ) -> pl.DataFrame:
+def span_counts(kp: pl.DataFrame, ka: pl.DataFrame, sp: pl.DataFrame, sa: pl.DataFrame,
+                by: Sequence[str] = ()) -> pl.DataFrame:
     """``srl-eval.pl``'s counts of one system (predicates ``sent, pred, sense_key`` (the
-    verb); arguments ``sent, pred, pieces, role``, ``V`` included)."""
+    verb); arguments ``sent, pred, pieces, role``, ``V`` included); with ``by`` =
+    ``("sent",)``, per sentence (sentences with a predicate or argument)."""
+    by = list(by)
     pk = ["sent", "pred"]
     matched = kp.join(sp.select(*pk, s_key="sense_key"), on=pk).filter(
         pl.col("sense_key") == pl.col("s_key")).select(pk)
@@ -114,35 +151,42 @@ def span_counts(kp: pl.DataFrame, ka: pl.DataFrame, sp: pl.DataFrame, sa: pl.Dat
     ok = ka.join(sa.select(labelled), on=labelled, how="semi")
     missed = ka.join(sa.select(labelled), on=labelled, how="anti")
     excess = sa.join(ka.select(labelled), on=labelled, how="anti")
-    per_role = _outer([_by(ok, ["role"], "ok"), _by(missed, ["role"], "ms"),
-                       _by(excess, ["role"], "op")], ["role"])
+    per_role = _outer([_by(ok, ["role", *by], "ok"), _by(missed, ["role", *by], "ms"),
+                       _by(excess, ["role", *by], "op")], ["role", *by])
     per_role = per_role.with_columns(g=pl.col("ok") + pl.col("ms"),
                                      p=pl.col("ok") + pl.col("op"))
     is_v = pl.col("role") == "V"
     at = [*pk, "pieces"]
     pairs = ka.select(*at, g_role="role").join(sa.select(*at, s_role="role"), on=at)
-    uok = pairs.filter((pl.col("g_role") != "V") & (pl.col("s_role") != "V")).height
-    ums = ka.filter(~is_v).join(sa.select(at), on=at, how="anti").height
-    uop = sa.filter(~is_v).join(ka.select(at), on=at, how="anti").height
-    bad = pl.concat([missed.filter(~is_v).select(pk), excess.filter(~is_v).select(pk)]).unique()
+    uok = pairs.filter((pl.col("g_role") != "V") & (pl.col("s_role") != "V"))
+    ums = ka.filter(~is_v).join(sa.select(at), on=at, how="anti")
+    uop = sa.filter(~is_v).join(ka.select(at), on=at, how="anti")
+    bad = pl.concat([missed.filter(~is_v).select(pk), excess.filter(~is_v).select(pk)]
+                    ).unique().join(kp.select(pk), on=pk, how="semi")
+    totals = _scalar([uok, ums, uop, kp, bad, sp, matched], by,
+                     ["uok", "ums", "uop", "kp", "bad", "sp", "matched"])
+    c = pl.col
     return pl.concat([
-        _rows("span", per_role.filter(~is_v), role=pl.col("role"), n_gold=pl.col("g"),
-              n_pred=pl.col("p"), n_correct=pl.col("ok")),
-        _rows("span_v", per_role.filter(is_v), role=pl.col("role"), n_gold=pl.col("g"),
-              n_pred=pl.col("p"), n_correct=pl.col("ok")),
-        _rows("span_unlabeled", n_gold=uok + ums, n_pred=uok + uop, n_correct=uok),
-        _rows("perfect_props", n_gold=kp.height,
-              n_correct=kp.height - bad.join(kp.select(pk), on=pk, how="semi").height),
-        _rows("predicates", n_gold=kp.height, n_pred=sp.height, n_correct=matched.height),
+        _rows("span", per_role.filter(~is_v), role=c("role"), by=by, n_gold=c("g"),
+              n_pred=c("p"), n_correct=c("ok")),
+        _rows("span_v", per_role.filter(is_v), role=c("role"), by=by, n_gold=c("g"),
+              n_pred=c("p"), n_correct=c("ok")),
+        _rows("span_unlabeled", totals, by=by, n_gold=c("uok") + c("ums"),
+              n_pred=c("uok") + c("uop"), n_correct=c("uok")),
+        _rows("perfect_props", totals, by=by, n_gold=c("kp"), n_correct=c("kp") - c("bad")),
+        _rows("predicates", totals, by=by, n_gold=c("kp"), n_pred=c("sp"),
+              n_correct=c("matched")),
     ])
 
 
 def score_counts(mode: str, kp: pl.DataFrame, ka: pl.DataFrame, sp: pl.DataFrame,
-                 sa: pl.DataFrame, n_sents: int) -> pl.DataFrame:
-    """One system's additive score counts over some sentences, in the run's mode."""
+                 sa: pl.DataFrame, n_sents: int, by: Sequence[str] = (), first: int = 0
+                 ) -> pl.DataFrame:
+    """One system's additive score counts over some sentences, in the run's mode (with
+    ``by`` = ``("sent",)``: per sentence, the first being ``first``)."""
     if mode == "head":
-        return head_counts(kp, ka, sp, sa, n_sents)
-    return span_counts(kp, ka, sp, sa)
+        return head_counts(kp, ka, sp, sa, n_sents, by, first)
+    return span_counts(kp, ka, sp, sa, by)
 
 
 def sum_counts(parts: list[pl.DataFrame], keys: tuple[str, ...] = ()) -> pl.DataFrame:
@@ -161,7 +205,13 @@ def score_rows(counts: pl.DataFrame) -> pl.DataFrame:
     (``system`` column): the per-PPOS rows as counted, per-role and ``ALL`` sums, the pooled
     official ``semantic_*`` figures, and P / R / F1 (null where a count is 0: no number
     without data; ``exact_semantic_match`` and ``perfect_props`` have a recall only)."""
-    keys = ["system"]
+    return with_ratios(derived_counts(counts, ["system"])).sort(
+        "system", "mode", "role", "ppos", nulls_last=False)
+
+
+def derived_counts(counts: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """The count rows of :func:`score_rows` (by ``keys``, e.g. system, or system and
+    sentence): those counted, and the per-role, ``ALL`` and pooled ``semantic_*`` sums."""
     per_tag = counts.filter(pl.col("ppos").is_not_null())
     plain = counts.filter(pl.col("ppos").is_null())
     derived = [plain, per_tag]
@@ -184,7 +234,7 @@ def score_rows(counts: pl.DataFrame) -> pl.DataFrame:
             rows = pl.concat([rows, _sum(pooled, keys).with_columns(
                 mode=pl.lit(name), role=pl.lit(ALL), ppos=pl.lit(None, pl.String)
             ).select(rows.columns)])
-    return with_ratios(rows).sort(*keys, "mode", "role", "ppos", nulls_last=False)
+    return rows
 
 
 def _null_sum(name: str) -> pl.Expr:
@@ -198,13 +248,21 @@ def _sum(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
         pl.col("n_gold").sum(), _null_sum("n_pred"), pl.col("n_correct").sum())
 
 
-def with_ratios(rows: pl.DataFrame) -> pl.DataFrame:
-    """Precision, recall and F1 (fractions) from the counts; null where undefined."""
-    g, p, c = (rows[k].cast(pl.Float64).to_numpy() for k in ("n_gold", "n_pred", "n_correct"))
+def prf(g: np.ndarray, p: np.ndarray, c: np.ndarray
+        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Precision, recall and F1 of count arrays (NaN where undefined; ``p`` NaN: a mode
+    without predicted counts)."""
     prec, rec = _nullable(c, p), _nullable(c, g)
     both = prec + rec
     f1 = _nullable(2 * prec * rec, both)
     f1[(prec == 0) & (rec == 0)] = 0.0  # both defined and zero: F1 is 0, not undefined
+    return prec, rec, f1
+
+
+def with_ratios(rows: pl.DataFrame) -> pl.DataFrame:
+    """Precision, recall and F1 (fractions) from the counts; null where undefined."""
+    g, p, c = (rows[k].cast(pl.Float64).to_numpy() for k in ("n_gold", "n_pred", "n_correct"))
+    prec, rec, f1 = prf(g, p, c)
     return rows.with_columns(precision=pl.Series(prec), recall=pl.Series(rec),
                              f1=pl.Series(f1)).with_columns(
         pl.col(c).fill_nan(None) for c in ("precision", "recall", "f1"))
@@ -218,4 +276,4 @@ def _nullable(num, den):
     return out
 
 
-__all__ = ["ALL", "score_counts", "score_rows", "sum_counts"]
+__all__ = ["ALL", "derived_counts", "prf", "score_counts", "score_rows", "sum_counts"]

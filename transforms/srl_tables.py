@@ -7,13 +7,21 @@ transitions, and oracle recall of every subset.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from sysdiff.schemas.vocabulary import PRED_CLASSES, SRL_CLASSES, SRL_CORRECT
+from sysdiff.transforms import bootstrap
 from sysdiff.transforms.counts import decode_sentence_differences
-from sysdiff.transforms.reduce import change_blocks, mcnemar_column, oracle_correct, ratio
+from sysdiff.transforms.reduce import (
+    change_blocks,
+    mcnemar_column,
+    oracle_correct,
+    pair_ci,
+    ratio,
+)
 from sysdiff.transforms.significance import map_cores, randomization_from_histogram
 from sysdiff.transforms.srl import (
     CORRECT,
@@ -24,18 +32,85 @@ from sysdiff.transforms.srl import (
     UnitCounts,
     Vocab,
 )
-from sysdiff.transforms.srl_scores import score_rows
+from sysdiff.transforms.srl_scores import derived_counts, prf, score_rows
 
 ALL = "ALL"
 UNIT_CLASSES = {"argument": SRL_CLASSES, "predicate": PRED_CLASSES}
 
 
-def scores_table(c: SrlCounts, names: Sequence[str]) -> pl.DataFrame:
-    """``srl_scores`` rows of every system (``system`` by name)."""
+#: The srl_scores row (mode of each argument mode, role ALL, every PPOS) whose F1 a pair's
+#: ``delta_f1`` compares, per unit type: the official arguments F1, or the predicates'.
+PAIR_MODES = {"argument": ("args_labeled", "span"),
+              "predicate": ("predicates_labeled", "predicates")}
+SCORE_KEYS = ["mode", "role", "ppos"]
+
+
+def scores_table(c: SrlCounts, names: Sequence[str], samples: F1Samples | None = None,
+                 confidence: float = 0.95) -> pl.DataFrame:
+    """``srl_scores`` rows of every system (``system`` by name), with the bootstrap
+    interval of each row's F1 (``samples``: :func:`f1_samples`; NULL without)."""
     counts = pl.concat(c.scores)
-    rows = score_rows(counts)
-    return rows.with_columns(system=pl.col("system").cast(pl.Int64).map_elements(
-        lambda i: names[i], return_dtype=pl.String))
+    rows = score_rows(counts).with_columns(system=pl.col("system").cast(pl.Int64)
+                                           .map_elements(lambda i: names[i],
+                                                         return_dtype=pl.String))
+    ci = samples.intervals(names, confidence) if samples is not None else \
+        pl.DataFrame(schema={"system": pl.String, **dict.fromkeys(SCORE_KEYS, pl.String),
+                             "ci_low": pl.Float64, "ci_high": pl.Float64})
+    rows = rows.join(ci, on=["system", *SCORE_KEYS], how="left", nulls_equal=True,
+                     maintain_order="left")
+    return rows.with_columns(pl.when(pl.col("f1").is_not_null()).then(pl.col(c)).alias(c)
+                             for c in ("ci_low", "ci_high"))
+
+
+@dataclass(frozen=True)
+class F1Samples:
+    """Bootstrap samples over sentences of every srl_scores F1 of every system: ``keys``
+    (mode, role, ppos) of each system and its (B x keys) samples."""
+
+    keys: list[pl.DataFrame]
+    samples: list[np.ndarray]
+
+    def intervals(self, names: Sequence[str], confidence: float) -> pl.DataFrame:
+        """(system, mode, role, ppos, ci_low, ci_high) of every row with samples."""
+        frames = []
+        for name, keys, got in zip(names, self.keys, self.samples, strict=True):
+            low, high = bootstrap.interval(got, confidence) if keys.height else ([], [])
+            frames.append(keys.with_columns(system=pl.lit(name, pl.String),
+                                            ci_low=pl.Series(low, dtype=pl.Float64),
+                                            ci_high=pl.Series(high, dtype=pl.Float64)))
+        return pl.concat(frames).select("system", *SCORE_KEYS, "ci_low", "ci_high"
+                                        ).fill_nan(None)
+
+    def of_unit(self, unit: str) -> np.ndarray:
+        """(B x N) samples of the F1 a pair of ``unit`` compares (NaN: no such row)."""
+        out = []
+        for keys, got in zip(self.keys, self.samples, strict=True):
+            at = keys.with_row_index().filter(
+                pl.col("mode").is_in(PAIR_MODES[unit]) & (pl.col("role") == ALL)
+                & pl.col("ppos").is_null())["index"]
+            out.append(got[:, at[0]] if at.len() else np.full(got.shape[0], np.nan))
+        return np.stack(out, axis=1)
+
+
+def f1_samples(c: SrlCounts, n_systems: int, units: pl.DataFrame, opts: bootstrap.Bootstrap
+               ) -> F1Samples:
+    """The bootstrap samples (over the sentences ``units``: sent, in corpus order) of every
+    F1 of ``srl_scores``, from the per-sentence score counts (``c.sentences``), derived as
+    :func:`~sysdiff.transforms.srl_scores.score_rows` derives them."""
+    per_sent = pl.concat(c.sentences)
+    keys, matrices = [], []
+    for i in range(n_systems):
+        rows = derived_counts(per_sent.filter(pl.col("system") == str(i)), ["system", "sent"])
+        matrix, k = bootstrap.unit_matrix(rows.drop("system"), units, SCORE_KEYS,
+                                          ["n_gold", "n_pred", "n_correct"])
+        keys.append(k)
+        matrices.append(matrix)
+    sums = bootstrap.resample(matrices, opts)
+    samples = []
+    for k, x in zip(keys, sums, strict=True):
+        x = x.reshape(opts.samples, k.height, 3)
+        samples.append(prf(x[:, :, 0], x[:, :, 1], x[:, :, 2])[2])
+    return F1Samples(keys, samples)
 
 
 def unit_totals(c: SrlCounts, unit: str) -> tuple[np.ndarray, np.ndarray, int]:
@@ -56,21 +131,25 @@ def f1_of(tp: np.ndarray, found: np.ndarray, gold: int) -> np.ndarray:
     return np.divide(2 * tp, den, out=np.full(tp.shape, np.nan), where=den > 0)
 
 
-def pair_rows(c: SrlCounts, names: Sequence[str], trials: int, seed: int) -> pl.DataFrame:
+def pair_rows(c: SrlCounts, names: Sequence[str], trials: int, seed: int,
+              samples: F1Samples | None = None, confidence: float = 0.95) -> pl.DataFrame:
     """``srl_pairs``: both directions of every pair, per unit type: units (key units and
     the spurious units of either system), differing units, change classes, diff, delta
     accuracy over the pair's units (from its class transitions), delta F1 (the official
     figure), McNemar p, and the paired approximate randomization over sentences of the
     units' accuracy (METRICS 1.6: the engine's exact test of the per-sentence differences
-    of right units)."""
+    of right units); the delta F1's bootstrap interval and p (``samples``)."""
     frames = []
     for unit, uc in c.units.items():
-        frames.append(_unit_pairs(c, uc, unit, names, trials, seed))
+        frames.append(_unit_pairs(c, uc, unit, names, trials, seed,
+                                  None if samples is None else samples.of_unit(unit),
+                                  confidence))
     return pl.concat(frames) if frames else pl.DataFrame()
 
 
 def _unit_pairs(c: SrlCounts, uc: UnitCounts, unit: str, names: Sequence[str], trials: int,
-                seed: int) -> pl.DataFrame:
+                seed: int, samples: np.ndarray | None = None, confidence: float = 0.95
+                ) -> pl.DataFrame:
     pc = uc.pairs
     i = np.array([p[0] for p in pc.pairs], np.int64)
     j = np.array([p[1] for p in pc.pairs], np.int64)
@@ -85,6 +164,7 @@ def _unit_pairs(c: SrlCounts, uc: UnitCounts, unit: str, names: Sequence[str], t
 
     ar = np.array(map_cores(lambda d: randomization_from_histogram(
         *decode_sentence_differences(d), trials, seed), pc.sent_diffs), np.float64)
+    ci = pair_ci(samples, i, j, f1[j] - f1[i], confidence)
     arr = np.array(names, dtype=object)
     return pl.DataFrame({
         "unit": [unit] * (2 * len(pc.pairs)),
@@ -95,9 +175,12 @@ def _unit_pairs(c: SrlCounts, uc: UnitCounts, unit: str, names: Sequence[str], t
         "changed_errors": np.tile(changed, 2), "diff": np.tile(ratio(n_diff, pc.n_units), 2),
         "delta_acc": np.concatenate([delta, -delta]),
         "delta_f1": np.concatenate([f1[j] - f1[i], f1[i] - f1[j]]),
+        "delta_ci_low": ci.low, "delta_ci_high": ci.high,
         "mcnemar_p": np.tile(mcnemar_column(fix, brk), 2), "ar_p": np.tile(ar, 2),
+        "bootstrap_p": ci.p,
     }, schema_overrides={"unit": pl.String, "sys1": pl.String, "sys2": pl.String}
-    ).with_columns(pl.col("delta_f1").fill_nan(None))
+    ).with_columns(pl.col("delta_f1", "delta_ci_low", "delta_ci_high", "bootstrap_p")
+                   .fill_nan(None))
 
 
 def groups_of(unit: str, vocab: Vocab) -> tuple[list[str], list[str | None]]:

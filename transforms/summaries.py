@@ -22,12 +22,14 @@ ALPHA = 0.05
 # ----------------------------------------------------------------------------- systems
 
 def leaderboard(scores: pl.DataFrame) -> pl.DataFrame:
-    """Per system: rank (1 = best; ties share a rank), accuracy and sentence exact match,
-    best first (ties by name); a system without a score (NULL: not evaluated) has no rank
-    and comes last."""
+    """Per system: rank (1 = best; ties share a rank), accuracy and sentence exact match
+    (and the accuracy's interval, when the scores have one), best first (ties by name); a
+    system without a score (NULL: not evaluated) has no rank and comes last."""
+    ci = [c for c in ("ci_low", "ci_high") if c in scores.columns]
     return scores.select(
         pl.col("accuracy").rank("min", descending=True).cast(pl.Int64).alias("rank"),
         "system", "n_correct", "n_units", "accuracy", "n_sents_exact", "n_sents", "sent_exact",
+        *ci,
     ).sort(["accuracy", "system"], descending=[True, False], nulls_last=True)
 
 

@@ -25,7 +25,8 @@ from sysdiff.schemas.formats.conllu import PTB_PUNCT
 from sysdiff.schemas.formats.fast_words import FastWords
 from sysdiff.schemas.frozen import FrozenMap
 from sysdiff.schemas.vocabulary import KEY_ID, LABEL_FIELDS, VIEWS, view
-from sysdiff.transforms import engine, reduce
+from sysdiff.transforms import bootstrap, engine, reduce
+from sysdiff.transforms.bootstrap import Bootstrap
 from sysdiff.transforms.counts import Counts
 from sysdiff.transforms.engine import Bucketing, LabelMatrix, smallest_uint
 from sysdiff.transforms.significance import AR_TRIALS
@@ -322,11 +323,11 @@ ViewKey = tuple[str, bool]
 
 
 def shard_counts(words: ShardWords, views: Sequence[str], vocab: Vocab,
-                 pairs: Sequence[tuple[int, int]] | None, with_corpus: bool
-                 ) -> dict[ViewKey, Counts]:
+                 pairs: Sequence[tuple[int, int]] | None, with_corpus: bool,
+                 per_sentence: bool = False) -> dict[ViewKey, Counts]:
     """Engine counts of one shard for every view and punctuation setting. ``pairs`` are
     the system pairs to compare; ``with_corpus`` adds what needs every system (oracles,
-    difficulty, majority vote)."""
+    difficulty, majority vote); ``per_sentence`` the per-sentence rows of the bootstrap."""
     words = words.coded(vocab)
     punct = punct_mask(words.key, words.fmt, vocab)
     out = {}
@@ -334,26 +335,30 @@ def shard_counts(words: ShardWords, views: Sequence[str], vocab: Vocab,
         m = view_matrix(name, words, vocab)
         for with_punct in VIEWS[name].punct_settings:
             sub = m if with_punct else m.select(~punct)
-            out[(name, with_punct)] = engine.shard_counts(sub, pairs, with_corpus, with_corpus)
+            out[(name, with_punct)] = engine.shard_counts(
+                sub, pairs, with_corpus, with_corpus,
+                words.first_sent if per_sentence else None)
     return out
 
 
 def view_tables(c: Counts, view: str, names: Sequence[str], vocab: Vocab,
                 trials: int, seed: int, subset_ids: bool = False,
-                missing: Collection[str] = ()) -> dict[str, pl.DataFrame]:
+                missing: Collection[str] = (), samples: np.ndarray | None = None,
+                confidence: float = 0.95) -> dict[str, pl.DataFrame]:
     """The tables of one view setting from the counts of the whole corpus (without their
     corpus/view/punct/options columns); pair tables only for the pairs counted, corpus
     tables (oracles, difficulty, majority) only when they were counted. ``subset_ids``:
     see :func:`~sysdiff.transforms.reduce.oracle_frames`; ``missing``: the systems whose
-    column of the view is all ``_`` (their scores are NULL, flagged ``missing``)."""
+    column of the view is all ``_`` (their scores are NULL, flagged ``missing``);
+    ``samples``: the (B x N) bootstrap samples of the accuracies (intervals)."""
     labels = vocab.labels[VIEWS[view].label]
     names = list(names)
-    out = {"scores": reduce.scores_frame(c, names, missing),
+    out = {"scores": reduce.scores_frame(c, names, missing, samples, confidence),
            "labels": reduce.labels_frame(c, names, labels, missing)}
     out["buckets"], out["bucket_pairs"] = _buckets(c, names, len(labels), missing)
     if c.pairs is not None and c.pairs.pairs:
         out["pairs"] = reduce.pair_rows(c.pairs, names, c.correct, c.n_units, trials, seed,
-                                        missing)
+                                        missing, samples, confidence)
     if c.oracle is not None:
         union = None
         if c.oracle.masks is None:
@@ -389,10 +394,12 @@ def _buckets(c: Counts, names: list[str], n_labels: int, missing: Collection[str
 
 def evaluate_words(key: pl.DataFrame, systems: Mapping[str, pl.DataFrame],
                    views: Sequence[str], mappings: Mapping[str, Mapping[str, str]] | None = None,
-                   trials: int = AR_TRIALS, seed: int = 0, fmt: str = "conllu"
+                   trials: int = AR_TRIALS, seed: int = 0, fmt: str = "conllu",
+                   intervals: Bootstrap | None = None
                    ) -> dict[ViewKey, dict[str, pl.DataFrame]]:
     """Every table of ``views`` for words in memory (one shard; the key's and each system's
-    words in the same order, with the reader's columns): for notebooks and tests."""
+    words in the same order, with the reader's columns): for notebooks and tests. With
+    ``intervals``, the bootstrap intervals too (METRICS 1.6b)."""
     mappings = mappings or {}
     names = list(systems)
     rank = key["sent"].rank("dense").cast(pl.Int32) - 1
@@ -408,11 +415,17 @@ def evaluate_words(key: pl.DataFrame, systems: Mapping[str, pl.DataFrame],
         sent_lengths=np.bincount(rank.to_numpy()).astype(np.int64), fmt=fmt)
     pairs = engine.all_pairs(len(names))
     blank = {s: blank_columns(counts, s) for s in [KEY_ID, *names]}
+    on = intervals is not None and intervals.on
+    view_counts = shard_counts(words, views, vocab, pairs, True, per_sentence=on)
+    samples = bootstrap.accuracy_samples({k: c.sentences for k, c in view_counts.items()},
+                                         intervals) if on else {}
     out = {}
-    for key_, c in shard_counts(words, views, vocab, pairs, True).items():
+    for key_, c in view_counts.items():
         columns = set(VIEWS[key_[0]].columns)  # flagged where the key has labels
         missing = {s for s in names if columns & blank[s] and not columns & blank[KEY_ID]}
-        tables = view_tables(c, key_[0], names, vocab, trials, seed, missing=missing)
+        tables = view_tables(c, key_[0], names, vocab, trials, seed, missing=missing,
+                             samples=samples.get(key_),
+                             confidence=intervals.confidence if on else 0.95)
         blocks = list(change_blocks(c, key_[0], names, vocab))
         tables["changes"] = pl.concat(blocks) if blocks else pl.DataFrame()
         out[key_] = tables

@@ -25,6 +25,52 @@ def ticks(top: float, n: int = 4) -> list[float]:
     return [round(float(step * k), 10) for k in range(count + 1)]
 
 
+def interval_axis(lows: list[float | None], highs: list[float | None]
+                  ) -> tuple[float, float] | None:
+    """The shared axis (fractions) of a column of interval bars: the bounds' range, padded;
+    None when no row has an interval."""
+    lo = [x for x in lows if x is not None and x == x]
+    hi = [x for x in highs if x is not None and x == x]
+    if not lo or not hi:
+        return None
+    a, b = min(lo), max(hi)
+    pad = max((b - a) * 0.05, 0.0005)
+    return a - pad, b + pad
+
+
+def interval_svg(value: float | None, low: float | None, high: float | None,
+                 axis: tuple[float, float] | None, width: int = 120) -> str:
+    """An inline bar of one bootstrap interval on a column's shared ``axis``: the interval
+    as a bar, the score as a tick; '' without an interval (NULL: no data, or --bootstrap
+    0)."""
+    if axis is None or low is None or high is None or low != low or high != high:
+        return ""
+    a, b = axis
+
+    def x(v: float) -> float:
+        return 2 + (width - 4) * (v - a) / (b - a)
+
+    tip = f"{100 * low:.2f} – {100 * high:.2f}"
+    mark = "" if value is None or value != value else (
+        f'<line x1="{x(value):.1f}" y1="1" x2="{x(value):.1f}" y2="11" stroke="#0b2e59" '
+        'stroke-width="2"/>')
+    return (f'<svg class="ci" width="{width}" height="12" role="img"><title>{tip}</title>'
+            f'<line x1="2" y1="6" x2="{width - 2}" y2="6" stroke="#eee"/>'
+            f'<rect x="{x(low):.1f}" y="3" width="{max(x(high) - x(low), 1):.1f}" height="6" '
+            f'fill="#9dbbe0"/>{mark}</svg>')
+
+
+def interval_cells(rows: list[dict], value: str = "f1") -> list[str]:
+    """One cell per row: its interval ``[low, high]`` (percent) and its bar, all bars of the
+    column on one axis (rows with ``ci_low``/``ci_high``; '' where there is none)."""
+    from sysdiff.flows.report.html import ci_text, td
+
+    axis = interval_axis([r.get("ci_low") for r in rows], [r.get("ci_high") for r in rows])
+    return [td(f'<span class="ci-num">{ci_text(r.get("ci_low"), r.get("ci_high"))}</span>'
+               + interval_svg(r.get(value), r.get("ci_low"), r.get("ci_high"), axis), "ci")
+            for r in rows]
+
+
 def heatmap(order: list[str], matrix: np.ndarray, systems: list[str],
             p_values: np.ndarray | None = None, title: str = "pairwise diff (%)") -> str:
     """The pair heatmap of ``matrix`` (fractions), rows and columns in ``order``: a canvas

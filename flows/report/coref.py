@@ -8,10 +8,11 @@ from collections.abc import Iterable
 import numpy as np
 import polars as pl
 
-from sysdiff.flows.report.charts import CLASS_NAMES, class_bars_svg, heatmap
+from sysdiff.flows.report.charts import CLASS_NAMES, class_bars_svg, heatmap, interval_cells
 from sysdiff.flows.report.data import TOP_WORDS, CorefData, Read, load_coref
 from sysdiff.flows.report.html import (
     NO_DATA,
+    ci_text,
     esc,
     mix,
     pct,
@@ -40,6 +41,13 @@ def coref_scores_html(scores: pl.DataFrame, systems: list[str]) -> str:
         sorted(set(scores["metric"]) - set(COREF_METRICS))
     val = {(s, m): (r, p, f) for s, m, r, p, f in
            scores.select("system", "metric", "recall", "precision", "f1").rows()}
+    ci = {(s, m): (lo, hi) for s, m, lo, hi in scores.select(
+        "system", "metric", *(c if c in scores.columns else pl.lit(None).alias(c)
+                              for c in ("ci_low", "ci_high"))).rows()}
+    conll = [{"f1": val.get((s, "conll"), (None,) * 3)[2],
+              "ci_low": ci.get((s, "conll"), (None, None))[0],
+              "ci_high": ci.get((s, "conll"), (None, None))[1]} for s in systems]
+    bars = interval_cells(conll) if "conll" in metrics else [""] * len(systems)
     best = {}
     for m in metrics:
         for i in range(3):
@@ -48,10 +56,12 @@ def coref_scores_html(scores: pl.DataFrame, systems: list[str]) -> str:
     head = ('<thead><tr><th class="l" rowspan="2">system</th>'
             + "".join(f'<th colspan="3" class="grp">{esc(COREF_METRICS.get(m, m))}</th>'
                       for m in metrics)
+            + ('<th class="grp" rowspan="2">CoNLL F1 interval</th>' if "conll" in metrics
+               else "")
             + "</tr><tr>" + "".join('<th class="grp">R</th><th>P</th><th>F1</th>'
                                     for _ in metrics) + "</tr></thead>")
     body = []
-    for s in systems:
+    for s, bar in zip(systems, bars, strict=True):
         cells = [td(esc(s), "l")]
         for m in metrics:
             v = val.get((s, m), (None, None, None))
@@ -59,9 +69,11 @@ def coref_scores_html(scores: pl.DataFrame, systems: list[str]) -> str:
                 cls = " ".join(filter(None, ["grp" if i == 0 else "",
                                              "best" if x is not None and x == best[(m, i)]
                                              else ""]))
+                lo, hi = ci.get((s, m), (None, None)) if i == 2 else (None, None)
+                tip = f' title="{ci_text(lo, hi)}"' if ci_text(lo, hi) else ""
                 cells.append(f'<td class="{cls}" data-metric="{esc(m)}" data-col="{"rpf"[i]}"'
-                             f'>{pct(x)}</td>')
-        body.append("<tr>" + "".join(cells) + "</tr>")
+                             f'{tip}>{pct(x)}</td>')
+        body.append("<tr>" + "".join(cells) + bar + "</tr>")
     return (f'<table class="coref-scores">{head}<tbody>{"".join(body)}</tbody></table>')
 
 
@@ -75,7 +87,7 @@ def arcs_html(arcs: pl.DataFrame, criterion: str, systems: list[str]) -> str:
         part.sort(key=lambda r: rank.get(r["system"], len(rank)))
         f1s = [r["f1"] for r in part if r["f1"] is not None]
         top = max(f1s) if len(f1s) > 1 and min(f1s) < max(f1s) else None
-        for i, r in enumerate(part):
+        for i, (r, bar) in enumerate(zip(part, interval_cells(part), strict=True)):
             first = "grp" if i == 0 else ""
             rows.append(
                 f'<tr class="{first}" data-system="{esc(r["system"])}" '
@@ -84,9 +96,10 @@ def arcs_html(arcs: pl.DataFrame, criterion: str, systems: list[str]) -> str:
                 + "".join(td(str(r[k])) for k in ("tp", "fp", "fn", "wl", "tn"))
                 + td(pct(r["precision"])) + td(pct(r["recall"]))
                 + td(pct(r["f1"]), "best" if top is not None and r["f1"] == top else "")
-                + "</tr>")
+                + bar + "</tr>")
     head = "".join(f'<th class="l">{h}</th>' for h in ("type", "system")) + "".join(
-        f"<th>{h}</th>" for h in ("TP", "FP", "FN", "WL", "TN", "P %", "R %", "F1 %"))
+        f"<th>{h}</th>" for h in ("TP", "FP", "FN", "WL", "TN", "P %", "R %", "F1 %",
+                                  "F1 interval"))
     return (f'<table class="arcs" data-criterion="{esc(criterion)}"><thead><tr>{head}</tr>'
             f'</thead><tbody>{"".join(rows)}</tbody></table>')
 

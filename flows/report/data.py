@@ -236,10 +236,11 @@ def load_coref(read: Read, corpus: str, tables: set[str]) -> CorefData | None:
     def q(table: str, sql: str) -> pl.DataFrame:
         return read(sql) if table in tables else pl.DataFrame()
 
-    scores = q("coref_scores", f"select system, metric, recall, precision, f1 from coref_scores "
+    scores = q("coref_scores", f"select system, metric, recall, precision, f1, ci_low, ci_high "
+               f"from coref_scores "
                f"where corpus = {c} limit {MAX_ROWS}")
     arcs = q("arcs_scores", f"select system, criterion, mtype, tp, fp, fn, wl, tn, precision, "
-             f"recall, f1 from arcs_scores where corpus = {c} limit {MAX_ROWS}")
+             f"recall, f1, ci_low, ci_high from arcs_scores where corpus = {c} limit {MAX_ROWS}")
     pairs = q("coref_pairs", f"select criterion, sys1, sys2, n_mentions, n_diff, corrections, "
               f"new_errors, changed_errors, diff from coref_pairs where corpus = {c} "
               f"limit {MAX_ROWS}")

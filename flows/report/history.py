@@ -17,6 +17,7 @@ from sysdiff.flows.report.charts import ticks
 from sysdiff.flows.report.data import MAX_ROWS, Read
 from sysdiff.flows.report.html import (
     NO_DATA,
+    ci_text,
     esc,
     p_value,
     pct,
@@ -57,9 +58,13 @@ def y_ticks(lo: float, hi: float) -> list[float]:
 def point_title(r: dict, score: str) -> str:
     """Hover text of one version."""
     text = f"{r['name']}@{r['version']}: {score} {percent(r['score'])}"
+    if ci_text(r.get("ci_low"), r.get("ci_high")):
+        text += f" {ci_text(r.get('ci_low'), r.get('ci_high'))}"
     if r.get("previous") is not None:
         p = "" if r.get("mcnemar_p") is None else f", McNemar p = {p_text(r['mcnemar_p'])}"
-        text += (f"\nvs {r['previous']}: {points_text(r.get('delta'))}{p}"
+        interval = ci_text(r.get("delta_ci_low"), r.get("delta_ci_high"))
+        text += (f"\nvs {r['previous']}: {points_text(r.get('delta'))}"
+                 f"{' ' + interval if interval else ''}{p}"
                  f"\n{r.get('corrections')} corrections, {r.get('new_errors')} new errors, "
                  f"{r.get('changed_errors')} changed errors")
     if r.get("best_version") is not None:
@@ -82,16 +87,19 @@ def segments(line: list[dict]) -> list[list[dict]]:
 
 def history_svg(rows: pl.DataFrame, score: str) -> str:
     """Score (%) over versions, one line per NAME; a significant gain is an up triangle
-    (green), a significant loss a down triangle (red), other versions small circles; a
-    version without a score (NULL: not evaluated) has no point, and breaks its line; a NAME
-    without any score has no line (``chart_or_note`` names it)."""
+    (green), a significant loss a down triangle (red), other versions small circles; each
+    score's bootstrap interval a vertical bar; a version without a score (NULL: not
+    evaluated) has no point, and breaks its line; a NAME without any score has no line
+    (``chart_or_note`` names it)."""
     names = rows.filter(pl.col("score").is_not_null())["name"].unique(
         maintain_order=True).to_list()
     n_pos = int(rows["position"].max())
     pw = min(640, max(320, 24 * (n_pos - 1)))
     step = pw / max(n_pos - 1, 1)
     left, top, ph, bottom = 56, 14, 220, 70 if len(names) == 1 else 40
-    yt = y_ticks(100 * float(rows["score"].min()), 100 * float(rows["score"].max()))
+    low = rows.select(pl.min_horizontal("score", *_ci(rows, "ci_low")).min()).item()
+    high = rows.select(pl.max_horizontal("score", *_ci(rows, "ci_high")).max()).item()
+    yt = y_ticks(100 * float(low), 100 * float(high))
     legend_w = 20 + 7.5 * max(len(n) for n in names)
     w, h = left + pw + 30 + legend_w, top + ph + bottom
 
@@ -137,6 +145,7 @@ def history_svg(rows: pl.DataFrame, score: str) -> str:
                        'stroke-width="2"/>')
         for r in (r for r in line if r["score"] is not None):
             cx, cy, tip = x(r["position"]), y(r["score"]), esc(point_title(r, score))
+            out.append(error_bar(cx, r.get("ci_low"), r.get("ci_high"), y, colour))
             if r["step"]:
                 d = -1 if r["step"] > 0 else 1
                 out.append(f'<path class="step {"up" if d < 0 else "down"}" d="M{cx:.1f} '
@@ -152,6 +161,20 @@ def history_svg(rows: pl.DataFrame, score: str) -> str:
                    f"{esc(name)}</text>")
     out.append("</svg>")
     return "".join(out)
+
+
+def _ci(rows: pl.DataFrame, column: str) -> list[str]:
+    return [column] if column in rows.columns else []
+
+
+def error_bar(cx: float, low: float | None, high: float | None, y, colour: str) -> str:
+    """The vertical bar of one score's interval at x = ``cx`` ('' without one)."""
+    if low is None or high is None:
+        return ""
+    y0, y1 = y(low), y(high)
+    return (f'<path class="ci" d="M{cx:.1f} {y0:.1f}V{y1:.1f}M{cx - 3:.1f} {y0:.1f}h6'
+            f'M{cx - 3:.1f} {y1:.1f}h6" stroke="{colour}" stroke-opacity="0.55" '
+            f'stroke-width="1.5" fill="none"/>')
 
 
 def chart_or_note(rows: pl.DataFrame, score: str) -> str:
@@ -187,11 +210,13 @@ def steps_html(rows: pl.DataFrame) -> str:
         return '<p class="note">no significant step</p>'
     body = [[td(esc(r["name"]), "l"), td(esc(r["previous"]), "l"), td(esc(r["version"]), "l"),
              td(points(r["delta"]), "correction" if r["step"] > 0 else "new_error"),
+             td(ci_text(r.get("delta_ci_low"), r.get("delta_ci_high"))),
              td(str(r["corrections"])), td(str(r["new_errors"])), td(str(r["changed_errors"])),
-             td(p_value(r["mcnemar_p"]))]
+             td(p_value(r["mcnemar_p"])), td(p_value(r.get("bootstrap_p")))]
             for r in sig.iter_rows(named=True)]
-    return table_html(["name", "from", "to", "Δ (points)", "corrections", "new errors",
-                       "changed errors", "McNemar p"], body, cls="history-steps", left=3)
+    return table_html(["name", "from", "to", "Δ (points)", "Δ interval", "corrections",
+                       "new errors", "changed errors", "McNemar p", "bootstrap p"], body,
+                      cls="history-steps", left=3)
 
 
 def history_html(read: Read, corpus: str, tables: set[str], skip: list[str] = ()) -> str:
@@ -219,5 +244,6 @@ def history_html(read: Read, corpus: str, tables: set[str], skip: list[str] = ()
     return (f'<section class="view history" id="{esc(corpus)}-history"><h3>{esc(corpus)}: '
             "version history</h3><p class=note>systems named NAME@VERSION, in version order; "
             "▲ / ▼ a significant gain / loss against the previous version (McNemar p &lt; "
-            "0.05); hover a point for Δ, corrections, new errors and the best version before"
+            "0.05); a vertical bar: the score's bootstrap interval; hover a point for Δ (and "
+            "its interval), corrections, new errors and the best version before"
             f'</p><div class="grid">{"".join(blocks)}</div></section>')

@@ -70,6 +70,13 @@ def p_is(p: float | None, randomization: bool = False) -> str:
     return shown if shown.startswith("&lt;") else f"= {shown}"
 
 
+def ci_text(low: float | None, high: float | None) -> str:
+    """An interval in percent, ``[83.90, 85.50]`` ('' without one)."""
+    if low is None or high is None or low != low or high != high:
+        return ""
+    return f"[{100 * low:.2f}, {100 * high:.2f}]"
+
+
 def td(content: str, cls: str = "") -> str:
     """A cell of already-escaped HTML."""
     return f'<td class="{cls}">{content}</td>' if cls else f"<td>{content}</td>"

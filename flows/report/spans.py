@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from sysdiff.flows.catalog import sql_literal as lit
-from sysdiff.flows.report.charts import CLASS_NAMES, class_bars_svg
+from sysdiff.flows.report.charts import CLASS_NAMES, class_bars_svg, interval_cells
 from sysdiff.flows.report.data import MAX_ROWS, Read
 from sysdiff.flows.report.html import (
     esc,
@@ -87,7 +87,7 @@ def load_spans(read: Read, corpus: str, tables: set[str]) -> SpanData | None:
         return read(sql) if table in tables else pl.DataFrame()
 
     scores = read(f"select system, type, n_gold, n_pred, n_correct, precision, recall, f1, "
-                  f"scheme from span_scores where corpus = {c} limit {MAX_ROWS}")
+                  f"ci_low, ci_high, scheme from span_scores where corpus = {c} limit {MAX_ROWS}")
     if scores.is_empty():
         return None
     all_f1 = scores.filter(pl.col("type") == "ALL").sort(["f1", "system"],
@@ -140,14 +140,14 @@ def scores_html(data: SpanData) -> str:
                       key=lambda r: rank.get(r["system"], len(rank)))
         f1s = [r["f1"] for r in part if r["f1"] is not None]
         top = max(f1s) if len(f1s) > 1 and min(f1s) < max(f1s) else None
-        for i, r in enumerate(part):
+        for i, (r, bar) in enumerate(zip(part, interval_cells(part), strict=True)):
             rows.append([td(esc(t) if i == 0 else "", "l"), td(esc(r["system"]), "l"),
                          td(str(r["n_gold"])), td(str(r["n_pred"])), td(str(r["n_correct"])),
                          td(pct(r["precision"])), td(pct(r["recall"])),
                          td(pct(r["f1"]), "best" if top is not None and r["f1"] == top
-                            else "")])
+                            else ""), bar])
     return table_html(["type", "system", "key spans", "predicted", "correct", "P %", "R %",
-                       "F1 %"], rows, cls="span-scores", left=2)
+                       "F1 %", "F1 interval"], rows, cls="span-scores", left=2)
 
 
 def tags_html(tags: pl.DataFrame) -> str:

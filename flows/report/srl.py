@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from sysdiff.flows.catalog import sql_literal as lit
-from sysdiff.flows.report.charts import CLASS_NAMES, class_bars_svg
+from sysdiff.flows.report.charts import CLASS_NAMES, class_bars_svg, interval_cells
 from sysdiff.flows.report.data import MAX_ROWS, Read
 from sysdiff.flows.report.html import (
     esc,
@@ -95,7 +95,8 @@ def load_srl(read: Read, corpus: str, tables: set[str]) -> SrlData | None:
     def q(table: str, sql: str) -> pl.DataFrame:
         return read(sql) if table in tables else pl.DataFrame()
 
-    scores = read(f"select system, mode, n_gold, n_pred, n_correct, precision, recall, f1 "
+    scores = read(f"select system, mode, n_gold, n_pred, n_correct, precision, recall, f1, "
+                  f"ci_low, ci_high "
                   f"from srl_scores where corpus = {c} and role = 'ALL' and ppos is null")
     if scores.is_empty():
         return None
@@ -138,16 +139,16 @@ def scores_html(data: SrlData) -> str:
                       key=lambda r: rank.get(r["system"], len(rank)))
         f1s = [r["f1"] for r in part if r["f1"] is not None]
         top = max(f1s) if len(f1s) > 1 and min(f1s) < max(f1s) else None
-        for i, r in enumerate(part):
+        for i, (r, bar) in enumerate(zip(part, interval_cells(part), strict=True)):
             rows.append([td(esc(what) if i == 0 else "", "l"), td(esc(r["system"]), "l"),
                          td(str(r["n_gold"])), td("" if r["n_pred"] is None
                                                   else str(r["n_pred"])),
                          td(str(r["n_correct"])), td(pct(r["precision"])),
                          td(pct(r["recall"])),
                          td(pct(r["f1"]), "best" if top is not None and r["f1"] == top
-                            else "")])
+                            else ""), bar])
     return table_html(["figure", "system", "gold", "predicted", "correct", "P %", "R %",
-                       "F1 %"], rows, cls="srl-scores", left=2)
+                       "F1 %", "F1 interval"], rows, cls="srl-scores", left=2)
 
 
 def classes_html(data: SrlData, unit: str) -> str:

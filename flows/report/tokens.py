@@ -15,6 +15,7 @@ from sysdiff.flows.report.charts import (
     class_bars_svg,
     difficulty_svg,
     heatmap,
+    interval_cells,
     scatter_svg,
 )
 from sysdiff.flows.report.data import (
@@ -58,14 +59,18 @@ def cls_col(cls: str) -> str:
 
 
 def scores_html(board: pl.DataFrame, score: str) -> str:
-    """The leaderboard (rows of ``summaries.leaderboard``); the best score in green."""
+    """The leaderboard (rows of ``summaries.leaderboard``); the best score in green; each
+    score's bootstrap interval as numbers and a bar (one axis for the column)."""
     best = board["accuracy"].max() if board.height > 1 else None
-    rows = [[td(NO_DATA if r is None else str(r)), td(esc(s), "l"),
-             td(pct(acc), "best" if acc == best else ""),
-             td(f"{c}/{n}"), td(pct(se)), td(f"{ne}/{ns}")]
-            for r, s, c, n, acc, ne, ns, se in board.rows()]
-    table = table_html(["#", "system", f"{score} %", "correct", "sent. exact %",
-                        "exact sents"], rows, cls="board", left_cols=(1,))
+    named = board.to_dicts()
+    bars = interval_cells(named, "accuracy")
+    rows = [[td(NO_DATA if r["rank"] is None else str(r["rank"])), td(esc(r["system"]), "l"),
+             td(pct(r["accuracy"]), "best" if r["accuracy"] == best else ""), bar,
+             td(f"{r['n_correct']}/{r['n_units']}"), td(pct(r["sent_exact"])),
+             td(f"{r['n_sents_exact']}/{r['n_sents']}")]
+            for r, bar in zip(named, bars, strict=True)]
+    table = table_html(["#", "system", f"{score} %", "interval", "correct",
+                        "sent. exact %", "exact sents"], rows, cls="board", left_cols=(1,))
     return f'<div class="scroll">{table}</div>' if board.height > 15 else table
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from sysdiff.flows.catalog import sql_literal as lit
+from sysdiff.flows.report.charts import interval_cells
 from sysdiff.flows.report.data import MAX_ROWS, Read
 from sysdiff.flows.report.html import esc, pct, table_html, td
 from sysdiff.flows.report.tokens import ALL_PAIRS, PAIR_DETAILS, TOP_PAIRS, cls_col
@@ -37,18 +38,20 @@ def unl_scores_html(scores: pl.DataFrame) -> str:
         many = "options" in df.columns and df["options"].n_unique() > 1
         best = df["f1"].max() if df.height > 1 and df["f1"].n_unique() > 1 else None
         rows = []
-        for r in df.to_dicts():
+        dicts = df.to_dicts()
+        for r, bar in zip(dicts, interval_cells(dicts), strict=True):
             rows.append([td(esc(r["system"]), "l"),
                          *([td(esc(r["options"]), "l")] if many else []),
                          td(str(r.get("n_expected", ""))), td(str(r.get("n_returned", ""))),
                          td(str(r.get("n_correct", ""))), td(pct(r.get("precision"))),
                          td(pct(r.get("recall"))),
                          td(pct(r.get("f1")), "best" if best is not None and r["f1"] == best
-                            else ""),
+                            else ""), bar,
                          *(td(pct(r.get(c))) for c in extra)])
         blocks.append(f"<div><h4>Task {esc(task)}</h4>" + table_html(
             ["system", *(["options"] if many else []), "expected", "returned", "correct",
-             "P %", "R %", "F %", *(UNL_F1[c] for c in extra)], rows, cls="unl-scores",
+             "P %", "R %", "F %", "F interval", *(UNL_F1[c] for c in extra)], rows,
+            cls="unl-scores",
             left=2 if many else 1) + "</div>")
     return f'<div class="grid">{"".join(blocks)}</div>'
 

@@ -31,7 +31,9 @@ from sysdiff.flows.show.common import (
     check_systems,
     check_view,
     corpus_task,
+    delta_ci,
     pct,
+    pct_ci,
     pick_corpus,
     span_unevaluated,
     unevaluated,
@@ -175,12 +177,13 @@ def _show_corpus(root: Path, table: str, corpus: str, view: str | None, sys1: st
     if table == "gains":
         return _gains(root, where, corpus, name, fmt)
     sql = {
-        "scores": f"select system, n_correct, n_units, {pct('accuracy')} as \"{name} %\", "
+        "scores": f"select system, n_correct, n_units, {pct_ci('accuracy', name + ' %')}, "
                   f"n_sents_exact, n_sents, {pct('sent_exact')} as \"sentence exact %\" "
                   f"from scores where {where} order by accuracy desc, natural_key(system)",
         "pairs": f"select sys1, sys2, n_units, n_diff, {pct('diff')} as \"diff %\", "
                  f"corrections, new_errors, changed_errors, "
-                 f"{pct('delta_acc')} as \"delta {name} (points)\", mcnemar_p, ar_p "
+                 f"{delta_ci(f'delta {name} (points)', 'delta_acc')}, mcnemar_p, ar_p, "
+                 f"bootstrap_p "
                  f"from pairs where {where}{pair} "
                  f"{'' if sys1 or sys2 else f'and {ONCE}'} order by diff desc, {BY_PAIR}",
         "oracles": f"select systems, n_systems, n_correct, n_units, "
@@ -191,7 +194,7 @@ def _show_corpus(root: Path, table: str, corpus: str, view: str | None, sys1: st
                       f"is null order by k_correct",
         "conll18": f"select system, 'CoNLL18 ' || metric as metric, "
                    f"{pct('precision')} as \"P %\", {pct('recall')} as \"R %\", "
-                   f"{pct('f1')} as \"F1 %\", {pct('aligned_accuracy')} as \"AligndAcc %\" "
+                   f"{pct_ci('f1', 'F1 %')}, {pct('aligned_accuracy')} as \"AligndAcc %\" "
                    f"from conll18 where corpus = {sql_literal(corpus)} and key_data "
                    f"order by natural_key(system), list_position({CONLL18_ORDER}, metric)",
     }[table]

@@ -9,7 +9,7 @@ from pathlib import Path
 from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.names import COREF_TASKS, SPAN_TASKS, SRL_TASKS, UNL_TASKS
 from sysdiff.flows.queries import query_rows
-from sysdiff.flows.render import NO_DATA
+from sysdiff.flows.render import CI_HIGH, CI_LOW, NO_DATA
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import CRITERIA, SRL_UNITS, VIEWS, view_named
 
@@ -173,6 +173,20 @@ def need_pair(root: Path, corpus: str, what: str) -> None:
 def pct(expr: str, digits: int = 2) -> str:
     """SQL: a fraction as a percent (or a difference of fractions as points)."""
     return f"round(100 * ({expr}), {digits})"
+
+
+def pct_ci(value: str, name: str, low: str = "ci_low", high: str = "ci_high") -> str:
+    """SQL: a rate as the percent column ``name``, then its bootstrap interval's bounds as
+    ``name ci_low`` and ``name ci_high`` (a table prints ``84.69 [83.90, 85.50]`` in one
+    column, :func:`~sysdiff.flows.render.fold_intervals`; CSV, TSV and JSON keep three)."""
+    return (f'{pct(value)} as "{name}", {pct(low)} as "{name}{CI_LOW}", '
+            f'{pct(high)} as "{name}{CI_HIGH}"')
+
+
+def delta_ci(name: str, value: str = "delta", low: str = "delta_ci_low",
+             high: str = "delta_ci_high") -> str:
+    """SQL: a delta in points with its bootstrap interval (as :func:`pct_ci`)."""
+    return pct_ci(value, name, low, high)
 
 
 def pair_summary(n_diff: int, n_units: int, corrections: int, new_errors: int,

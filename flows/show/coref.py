@@ -7,8 +7,8 @@ from pathlib import Path
 
 from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.queries import query_rows
-from sysdiff.flows.render import to_text
-from sysdiff.flows.show.common import BY_PAIR, ONCE, pair_summary, pct
+from sysdiff.flows.render import p_value, points, to_text
+from sysdiff.flows.show.common import BY_PAIR, ONCE, delta_ci, pair_summary, pct, pct_ci
 from sysdiff.flows.show.unl import _unl_rows
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import COREF_METRICS, CRITERIA
@@ -44,13 +44,15 @@ def _domain_table(root: Path, table: str, corpus: str, view: str | None, sys1: s
     sql = {
         "coref": f"select system, {metric_names('metric')} as metric, "
                  f"{pct('recall')} as \"recall %\", {pct('precision')} as \"precision %\", "
-                 f"{pct('f1')} as \"F1 %\" from coref_scores where corpus = {c} "
+                 f"{pct_ci('f1', 'F1 %')} from coref_scores where corpus = {c} "
                  f"order by natural_key(system), {metric_order('metric')}, metric",
         "arcs": f"select system, mtype, tp, fp, fn, wl, tn, {pct('precision')} as \"P %\", "
-                f"{pct('recall')} as \"R %\", {pct('f1')} as \"F1 %\" from arcs_scores "
+                f"{pct('recall')} as \"R %\", {pct_ci('f1', 'F1 %')} from arcs_scores "
                 f"where corpus = {c} and criterion = {crit} order by natural_key(system), mtype",
         "coref_pairs": f"select sys1, sys2, n_mentions, n_diff, {pct('diff')} as \"diff %\", "
-                       f"corrections, new_errors, changed_errors from coref_pairs "
+                       f"corrections, new_errors, changed_errors, "
+                       f"{delta_ci('delta ARCS F1 (points)', 'delta_f1')}, mcnemar_p, "
+                       f"bootstrap_p from coref_pairs "
                        f"where corpus = {c} and criterion = {crit}{pair}"
                        f"{'' if sys1 or sys2 else f' and {ONCE}'} order by {BY_PAIR}",
         "coref_oracles": f"select systems, mtype, n, n_tp, {pct('n_tp / n')} as "
@@ -75,6 +77,9 @@ def _coref_pair(root: Path, corpus: str, criterion: str, sys1: str, sys2: str, t
     r = p.row(0, named=True)
     head = pair_summary(r["n_diff"], r["n_mentions"], r["corrections"], r["new_errors"],
                         r["changed_errors"])
+    head += (f"Delta ARCS F1: {points(r['delta_f1'], r['delta_ci_low'], r['delta_ci_high'])} "
+             f"({criterion})  McNemar p = {p_value(r['mcnemar_p'])}  bootstrap p = "
+             f"{p_value(r['bootstrap_p'])}\n")
     head += ("Read 'a->b' as the mention's ARCS class in sys1 -> in sys2 (tp, fp, fn, wl, "
              "tn; METRICS 2.3).\n")
     rows = query_rows(root, f"""select lower(c1) || '->' || lower(c2) as change, sum(count) as count

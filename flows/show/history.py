@@ -9,7 +9,7 @@ from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.names import COREF_TASKS, SPAN_TASKS, SRL_TASKS, TOKEN_TASKS
 from sysdiff.flows.queries import query_rows
 from sysdiff.flows.render import to_text
-from sysdiff.flows.show.common import pct
+from sysdiff.flows.show.common import delta_ci, pct, pct_ci
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import DEP_VIEWS, score_name
 
@@ -52,9 +52,9 @@ def show_history(root: Path, corpus: str, task: str, view: str | None, punct: bo
     else:
         score, which = "F1", "true"
     rows = query_rows(root, f"""
-        select version, previous, {pct('score')} as "{score} %",
-               {pct('delta')} as "delta (points)", corrections, new_errors, changed_errors,
-               mcnemar_p,
+        select version, previous, {pct_ci('score', score + ' %')},
+               {delta_ci('delta (points)')}, corrections, new_errors, changed_errors,
+               mcnemar_p, bootstrap_p,
                case when mcnemar_p < 0.05 and delta > 0 then 'gain'
                     when mcnemar_p < 0.05 and delta < 0 then 'loss' else '' end
                  as "significant (p < 0.05)",

@@ -13,8 +13,10 @@ from sysdiff.flows.show.common import (
     BY_PAIR,
     ONCE,
     check_span_type,
+    delta_ci,
     pair_summary,
     pct,
+    pct_ci,
     span_unevaluated,
 )
 from sysdiff.schemas.errors import InputError
@@ -42,14 +44,15 @@ def _span_table(root: Path, table: str, corpus: str, view: str, sys1: str | None
     sql = {
         "span_scores": f"select system, type, n_gold, n_pred, n_correct, "
                        f"{pct('precision')} as \"P %\", {pct('recall')} as \"R %\", "
-                       f"{pct('f1')} as \"F1 %\" from span_scores where corpus = {c}{typed} "
+                       f"{pct_ci('f1', 'F1 %')} from span_scores where corpus = {c}{typed} "
                        f"order by natural_key(system), type != 'ALL', type",
         "span_classes": f"select system, count(*) filter (where in_key) as key_spans, "
                         f"{classes} from span_classes where corpus = {c}{typed} "
                         f"group by system order by natural_key(system)",
         "span_pairs": f"select sys1, sys2, n_units, n_diff, {pct('diff')} as \"diff %\", "
                       f"corrections, new_errors, changed_errors, "
-                      f"{pct('delta_f1')} as \"delta F1 (points)\", mcnemar_p, ar_p "
+                      f"{delta_ci('delta F1 (points)', 'delta_f1')}, mcnemar_p, ar_p, "
+                      f"bootstrap_p "
                       f"from span_pairs where corpus = {c}{pair}"
                       f"{'' if sys1 or sys2 else f' and {ONCE}'} order by diff desc, "
                       f"{BY_PAIR}",
@@ -84,8 +87,10 @@ def _span_pair(root: Path, corpus: str, view: str, sys1: str, sys2: str, top: in
     r = p.row(0, named=True)
     head = pair_summary(r["n_diff"], r["n_units"], r["corrections"], r["new_errors"],
                         r["changed_errors"])
-    head += (f"Delta F1: {points(r['delta_f1'])}  McNemar p {p_is(r['mcnemar_p'])}"
-             f"  AR p (F1, by sentence) {p_is(r['ar_p'], randomization=True)}\n"
+    head += (f"Delta F1: {points(r['delta_f1'], r['delta_ci_low'], r['delta_ci_high'])}  "
+             f"McNemar p {p_is(r['mcnemar_p'])}"
+             f"  AR p (F1, by sentence) {p_is(r['ar_p'], randomization=True)}"
+             f"  bootstrap p {p_is(r['bootstrap_p'])}\n"
              + "".join(f"Not evaluated: {line}\n" for line in span_unevaluated(root, corpus))
              + SPAN_LEGEND)
     rows = query_rows(root, f"""select c1 || '->' || c2 as change, count,

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.queries import query_rows
-from sysdiff.flows.render import p_is, to_text
+from sysdiff.flows.render import p_is, points, to_text
 from sysdiff.flows.rows import Rows
-from sysdiff.flows.show.common import BY_PAIR, ONCE, pair_summary, pct
+from sysdiff.flows.show.common import BY_PAIR, ONCE, delta_ci, pair_summary, pct, pct_ci
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.vocabulary import CLASSES, SRL_UNITS
 
@@ -80,7 +80,7 @@ def _srl_table(root: Path, table: str, corpus: str, view: str, sys1: str | None,
                                                                    ("sys2", sys2)) if s)
     label = "ALL" if role is None else role
     prf = (f"{pct('precision')} as \"P %\", {pct('recall')} as \"R %\", "
-           f"{pct('f1')} as \"F1 %\"")
+           f"{pct_ci('f1', 'F1 %')}")
     modes = ", ".join(sql_literal(m) for m in SCORE_MODES[mode])
     if view == "predicate":
         which = ("mode in ('predicates_labeled', 'predicates_unlabeled', 'predicates') and "
@@ -104,7 +104,8 @@ def _srl_table(root: Path, table: str, corpus: str, view: str, sys1: str | None,
                        f"order by natural_key(system)",
         "srl_pairs": f"select sys1, sys2, n_units, n_diff, {pct('diff')} as \"diff %\", "
                      f"corrections, new_errors, changed_errors, "
-                     f"{pct('delta_f1')} as \"delta F1 (points)\", mcnemar_p, ar_p "
+                     f"{delta_ci('delta F1 (points)', 'delta_f1')}, mcnemar_p, ar_p, "
+                     f"bootstrap_p "
                      f"from srl_pairs where corpus = {c} and unit = {sql_literal(unit)}"
                      f"{pair}{'' if sys1 or sys2 else f' and {ONCE}'} "
                      f"order by diff desc, {BY_PAIR}",
@@ -141,10 +142,10 @@ def _srl_pair(root: Path, corpus: str, unit: str, role: str | None, sys1: str, s
     if role is None:
         head = pair_summary(r["n_diff"], r["n_units"], r["corrections"], r["new_errors"],
                             r["changed_errors"])
-        delta = "—" if r["delta_f1"] is None else f"{100 * r['delta_f1']:+.2f}"
-        head += (f"Delta F1: {delta} points  McNemar p {p_is(r['mcnemar_p'])}  AR p "
-                 f"(units right, by sentence) {p_is(r['ar_p'], randomization=True)}\n"
-                 + SRL_LEGEND)
+        delta = points(r["delta_f1"], r["delta_ci_low"], r["delta_ci_high"])
+        head += (f"Delta F1: {delta}  McNemar p {p_is(r['mcnemar_p'])}  AR p "
+                 f"(units right, by sentence) {p_is(r['ar_p'], randomization=True)}  "
+                 f"bootstrap p {p_is(r['bootstrap_p'])}\n" + SRL_LEGEND)
     trans = query_rows(root, f"""select c1 || '->' || c2 as change, count,
         case when c1 in {OK} and c2 not in {OK} then 'new_error'
              when c2 in {OK} and c1 not in {OK} then 'correction'

@@ -116,8 +116,10 @@ def _changes(root: Path, corpus: str, view: str, punct: bool, name: str, where: 
     r = p.row(0, named=True)
     head = (pair_summary(r["n_diff"], r["n_units"], r["corrections"], r["new_errors"],
                          r["changed_errors"]) +
-            f"Delta accuracy: {points(r['delta_acc'])} ({name})  "
-            f"McNemar p {p_is(r['mcnemar_p'])}  AR p {p_is(r['ar_p'], randomization=True)}\n"
+            f"Delta accuracy: {points(r['delta_acc'], r['delta_ci_low'], r['delta_ci_high'])} "
+            f"({name})  McNemar p {p_is(r['mcnemar_p'])}  "
+            f"AR p {p_is(r['ar_p'], randomization=True)}  "
+            f"bootstrap p {p_is(r['bootstrap_p'])}\n"
             + "".join(f"Not evaluated: {line}\n"
                       for line in unevaluated(root, corpus, view, punct, (sys1, sys2)))
             + LEGEND)

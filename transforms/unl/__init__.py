@@ -43,6 +43,7 @@ from sysdiff.transforms.unl.options import (
     UnlOptions,
 )
 from sysdiff.transforms.unl.scoring import (
+    f1_samples,
     score_nl_rows,
     score_nlization,
     score_unl_chunk,
@@ -84,6 +85,7 @@ __all__ = [
     "count_table",
     "dict_encode",
     "error_digests",
+    "f1_samples",
     "finish_compare",
     "item_counts",
     "item_digests",

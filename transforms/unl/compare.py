@@ -14,7 +14,7 @@ from sysdiff.transforms.engine import (
     oracle_counts,
     pair_counts,
 )
-from sysdiff.transforms.reduce import mcnemar_column, nulls, oracle_correct, ratio
+from sysdiff.transforms.reduce import mcnemar_column, nulls, oracle_correct, pair_ci, ratio
 from sysdiff.transforms.unl.options import SEP
 
 # --------------------------------------------------------------------------------------------
@@ -134,9 +134,13 @@ def _moved(stacked: pl.DataFrame, m: LabelMatrix, names: list[str],
     return pl.concat(frames).rename({"d_frac1": "d_all_frac1", "d_frac2": "d_all_frac2"})
 
 
-def finish_compare(partials: list[dict]) -> dict[str, pl.DataFrame]:
+def finish_compare(partials: list[dict], f1: np.ndarray | None = None,
+                   samples: np.ndarray | None = None, confidence: float = 0.95
+                   ) -> dict[str, pl.DataFrame]:
     """The reduce of :func:`compare_versions`: sum the partials of all shards, then the
-    ratios, McNemar p-values, every subset's oracle with its best member and gain."""
+    ratios, McNemar p-values, every subset's oracle with its best member and gain. With the
+    versions' F-measures ``f1`` (in the partials' order), each pair's delta F, with its
+    bootstrap interval and p from the (B, N) ``samples`` of F."""
     first = partials[0]
     keys, names = first["keys"], first["names"]
     pc, oc = first["pairs"], first["oracle"]
@@ -148,7 +152,7 @@ def finish_compare(partials: list[dict]) -> dict[str, pl.DataFrame]:
         n += part["n"]
     values = next((p["key_values"] for p in partials if p["n"]), first["key_values"])
     lit = {k: pl.lit(v, pl.String) for k, v in values.items()}
-    pairs = _pair_rows(pc, names, correct, n).with_columns(**lit)
+    pairs = _pair_rows(pc, names, correct, n, f1, samples, confidence).with_columns(**lit)
     oracle = _oracle_rows(oc, names, correct, n).with_columns(**lit)
     moved = pl.concat([p["moved"] for p in partials if p["moved"].height] or [pl.DataFrame()])
     if moved.height:
@@ -157,13 +161,17 @@ def finish_compare(partials: list[dict]) -> dict[str, pl.DataFrame]:
             "moved": _cast_to(moved, "unl_moved") if moved.height else moved}
 
 
-def _pair_rows(pc, names: list[str], correct: np.ndarray, n: int) -> pl.DataFrame:
+def _pair_rows(pc, names: list[str], correct: np.ndarray, n: int,
+               f1: np.ndarray | None = None, samples: np.ndarray | None = None,
+               confidence: float = 0.95) -> pl.DataFrame:
     """Both directions of every pair of versions."""
     i = np.array([p[0] for p in pc.pairs], np.int64)
     j = np.array([p[1] for p in pc.pairs], np.int64)
     n_diff, fix, brk, changed = (pc.classes[:, k] for k in range(4))
     arr = np.array(names, dtype=object)
     union = np.concatenate([correct[i] + fix, correct[j] + brk])
+    f1 = np.full(len(names), np.nan) if f1 is None else np.asarray(f1, np.float64)
+    ci = pair_ci(samples, i, j, f1[j] - f1[i], confidence)
     return nulls(pl.DataFrame({
         "sys1": np.concatenate([arr[i], arr[j]]).tolist(),
         "sys2": np.concatenate([arr[j], arr[i]]).tolist(),
@@ -173,7 +181,9 @@ def _pair_rows(pc, names: list[str], correct: np.ndarray, n: int) -> pl.DataFram
         "n_changed": np.tile(n_diff, 2), "corrections": np.concatenate([fix, brk]),
         "new_errors": np.concatenate([brk, fix]), "changed_errors": np.tile(changed, 2),
         "diff": np.tile(ratio(n_diff, n), 2), "oracle": ratio(union, n),
-        "mcnemar_p": np.tile(mcnemar_column(fix, brk), 2),
+        "delta_f1": np.concatenate([f1[j] - f1[i], f1[i] - f1[j]]),
+        "delta_ci_low": ci.low, "delta_ci_high": ci.high,
+        "mcnemar_p": np.tile(mcnemar_column(fix, brk), 2), "bootstrap_p": ci.p,
     }, schema_overrides={"sys1": pl.String, "sys2": pl.String}))
 
 

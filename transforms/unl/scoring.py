@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import polars as pl
@@ -14,6 +14,8 @@ from sysdiff.schemas.formats.unl import (
     chunk_from_sentences,
 )
 from sysdiff.schemas.tables import TABLES
+from sysdiff.transforms import bootstrap
+from sysdiff.transforms.bootstrap import Bootstrap
 from sysdiff.transforms.unl.alignment import _positioned, aligned_partners
 from sysdiff.transforms.unl.items import (
     count_items,
@@ -181,10 +183,26 @@ def _micro_f1(prefix: str) -> pl.Expr:
     return pl.when(tot > 0).then(1 - err / tot).otherwise(None).alias(f"{prefix}_f1")
 
 
-def unl_scores(sentences: pl.DataFrame) -> pl.DataFrame:
+def f1_samples(frames: Mapping[str, pl.DataFrame], opts: Bootstrap) -> np.ndarray:
+    """(B, N) bootstrap samples (METRICS 1.6b, over the expected sentences) of the
+    F-measure of each version (``frames``: its ``unl_sentences`` rows, one per expected
+    sentence in order): 2 correct / (returned + expected) of each sample's sums."""
+    heights = {df.height for df in frames.values()}
+    if len(heights) > 1:
+        raise ValueError(f"versions scored on different sentences: {sorted(heights)}")
+    rows = np.concatenate([df.select(pl.col("returned", "correct").cast(pl.Int32)).to_numpy()
+                           for df in frames.values()], axis=1)
+    (sums,) = bootstrap.resample([rows], opts)
+    expected = np.full(sums.shape[0], float(heights.pop()) if heights else 0.0)[:, None]
+    return bootstrap.f1(sums[:, 1::2], expected, sums[:, 0::2])
+
+
+def unl_scores(sentences: pl.DataFrame, samples: np.ndarray | None = None,
+               confidence: float = 0.95) -> pl.DataFrame:
     """Corpus P/R/F per (corpus, system,) task and options, plus micro F1 of relations, UWs,
     attributes and words. P = correct/returned, R = correct/expected, F = 2PR/(P+R)
-    = 2 correct/(returned + expected)."""
+    = 2 correct/(returned + expected). ``samples``: the (B,) bootstrap samples of F of the
+    one system of ``sentences`` (:func:`f1_samples`), for its interval."""
     keys = [k for k in ("corpus", "system", "task", "options") if k in sentences.columns]
     agg = sentences.group_by(keys, maintain_order=True).agg(
         n_expected=pl.len().cast(pl.Int64),
@@ -200,5 +218,10 @@ def unl_scores(sentences: pl.DataFrame) -> pl.DataFrame:
         recall=pl.when(e > 0).then(c / e),
         f1=pl.when(e > 0).then(pl.when(c > 0).then(2 * c / (r + e)).otherwise(0.0)),
     )
+    low, high = (np.nan, np.nan) if samples is None else \
+        (float(x[0]) for x in bootstrap.interval(samples[:, None], confidence))
+    agg = agg.with_columns(  # no number without data: NULL with F
+        **{k: pl.when(pl.col("f1").is_not_null()).then(pl.lit(v, pl.Float64)).fill_nan(None)
+           for k, v in (("ci_low", low), ("ci_high", high))})
     names = [n for n in TABLES["unl_scores"].names if n in agg.columns]
     return agg.select(names)

@@ -1,0 +1,235 @@
+"""Paired bootstrap confidence intervals (METRICS 1.6b), from per-unit count rows.
+
+The resampled units are sentences (documents for coreference). Every task keeps, beside its
+summed counts, one row of additive counts per unit (:class:`UnitRows`: shards give pieces
+keyed by their first unit, assembled in corpus order). A bootstrap sample is a row of
+multinomial weights over the n units (how often each unit is drawn when n units are drawn
+with replacement); the sums of a sample are that row times the count rows, so every sample
+of every score of every system is one matrix product ``W @ X`` (W: B x n, drawn once per run,
+a block of rows at a time so that memory stays bounded). Scores are recomputed from the
+sample sums by the task (ratios last, as for the published figures).
+
+Row ``r`` of W is drawn by its own generator, seeded with ``(seed, r)``: W depends only on
+the seed, B and n, never on shards, workers, blocks or the systems of the run; every system
+and pair of a run sees the same samples (a paired bootstrap, Koehn 2004).
+
+A score's interval is the percentile interval of its samples (numpy's ``linear``
+quantiles); a sample in which the score has no data (a 0/0) is left out. A pair's
+``bootstrap_p`` is twice the share of samples whose delta has the sign opposite to the
+observed delta's, or is 0, capped at 1 (1 when the observed delta is 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import numpy as np
+import polars as pl
+
+K = TypeVar("K", bound=Hashable)
+DEFAULT_SAMPLES = 1_000
+DEFAULT_CONFIDENCE = 0.95
+#: Bytes of sample weights held at once (a block of rows of W).
+BLOCK_BYTES = 1 << 26
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """The interval settings of a run: B samples (0: no intervals), seed, confidence."""
+
+    samples: int = DEFAULT_SAMPLES
+    seed: int = 0
+    confidence: float = DEFAULT_CONFIDENCE
+
+    @property
+    def on(self) -> bool:
+        return self.samples > 0
+
+    def options(self) -> str:
+        """How the intervals of a row were drawn, for its ``options``."""
+        if not self.on:
+            return "bootstrap:off"
+        return f"bootstrap:{self.samples}|confidence:{self.confidence:g}|seed:{self.seed}"
+
+
+# ------------------------------------------------------------------------------ unit rows
+
+
+@dataclass
+class UnitRows:
+    """Count rows per unit (sentence or document) of a corpus, as pieces keyed by the
+    corpus-wide index of their first unit (a shard's piece: its units x the task's count
+    columns). Pieces add up by union; :meth:`matrix` stacks them in corpus order."""
+
+    pieces: dict[int, np.ndarray] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, first: int, rows: np.ndarray) -> UnitRows:
+        return cls({int(first): rows})
+
+    def merge(self, other: UnitRows) -> UnitRows:
+        """Add the pieces of ``other`` (in place) and return self."""
+        overlap = self.pieces.keys() & other.pieces.keys()
+        if overlap:
+            raise ValueError(f"units counted twice (pieces at {sorted(overlap)[:3]})")
+        self.pieces.update(other.pieces)
+        return self
+
+    def matrix(self, width: int | None = None) -> np.ndarray:
+        """The rows of every unit in corpus order (n x columns)."""
+        if not self.pieces:
+            return np.zeros((0, width or 0))
+        return np.concatenate([self.pieces[k] for k in sorted(self.pieces)])
+
+
+def unit_matrix(rows: pl.DataFrame, units: pl.DataFrame, keys: Sequence[str],
+                values: Sequence[str]) -> tuple[np.ndarray, pl.DataFrame]:
+    """Long count rows (the unit's columns, those of ``units``; ``keys``; ``values``) as the
+    per-unit matrix of :func:`resample`: (n units in the order of ``units``) x (distinct
+    keys, sorted) x values, flattened to n x (keys x values); and the keys in that order.
+    Rows of a unit not in ``units`` are an error."""
+    on = list(units.columns)
+    index = units.with_row_index("_u")
+    found = rows.join(index, on=on, how="left", nulls_equal=True)
+    if found["_u"].null_count():
+        outside = found.filter(pl.col("_u").is_null()).select(on).unique().head(3).rows()
+        raise ValueError(f"count rows of units outside the corpus: {outside}")
+    groups = found.select(keys).unique().sort(list(keys), nulls_last=True)
+    found = found.join(groups.with_row_index("_k"), on=list(keys), nulls_equal=True)
+    out = np.zeros((units.height, groups.height, len(values)))
+    np.add.at(out, (found["_u"].to_numpy(), found["_k"].to_numpy()),
+              found.select(pl.col(list(values)).cast(pl.Float64).fill_null(0.0)).to_numpy())
+    return out.reshape(units.height, -1), groups
+
+
+# ------------------------------------------------------------------------------ samples
+
+
+def weight_rows(n: int, start: int, stop: int, seed: int) -> np.ndarray:
+    """Rows ``start .. stop - 1`` of W: how often each of the n units is drawn in each
+    sample (n draws with replacement); float64, so that ``W @ X`` of integer counts is
+    exact."""
+    out = np.empty((stop - start, n), np.float64)
+    for k, r in enumerate(range(start, stop)):
+        rng = np.random.default_rng([seed, r])
+        out[k] = np.bincount(rng.integers(0, n, n), minlength=n)
+    return out
+
+
+def resample(matrices: Sequence[np.ndarray], opts: Bootstrap) -> list[np.ndarray]:
+    """The sample sums of each (n x k_i) matrix of per-unit counts: (B x k_i) = ``W @ X``,
+    W drawn a block of rows at a time (each row once, whatever the number of matrices)."""
+    xs = [np.asarray(x, np.float64) for x in matrices]
+    n = xs[0].shape[0] if xs else 0
+    if any(x.shape[0] != n for x in xs):
+        raise ValueError(f"count rows of different unit counts: {[x.shape[0] for x in xs]}")
+    out = [np.zeros((opts.samples, x.shape[1])) for x in xs]
+    if n == 0:
+        return out
+    rows = max(1, BLOCK_BYTES // (8 * n))
+    for start in range(0, opts.samples, rows):
+        stop = min(opts.samples, start + rows)
+        w = weight_rows(n, start, stop, opts.seed)
+        for x, o in zip(xs, out, strict=True):
+            o[start:stop] = w @ x
+    return out
+
+
+def ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den, NaN where den is 0 (a sample without data for the score)."""
+    num, den = np.broadcast_arrays(np.asarray(num, np.float64), np.asarray(den, np.float64))
+    return np.divide(num, den, out=np.full(num.shape, np.nan), where=den > 0)
+
+
+def f1(correct: np.ndarray, gold: np.ndarray, pred: np.ndarray) -> np.ndarray:
+    """Micro F1 = 2 correct / (gold + pred) of sample sums: NaN without a gold unit (no
+    number without data), 0 when nothing is correct."""
+    out = ratio(2 * np.asarray(correct, np.float64), np.asarray(gold) + np.asarray(pred))
+    return np.where(np.asarray(gold) > 0, out, np.nan)
+
+
+def accuracy_samples(rows: Mapping[K, UnitRows], opts: Bootstrap) -> dict[K, np.ndarray]:
+    """(B x N) accuracy samples of every key's per-sentence rows (units, then each system's
+    correct units; :func:`~sysdiff.transforms.engine.sentence_rows`): one pass over W for
+    all of them."""
+    keys = list(rows)
+    sums = resample([rows[k].matrix() for k in keys], opts)
+    return {k: ratio(s[:, 1:], s[:, :1]) for k, s in zip(keys, sums, strict=True)}
+
+
+# ------------------------------------------------------------------------------ intervals
+
+
+def quantiles(samples: np.ndarray, q: Sequence[float]) -> np.ndarray:
+    """Column quantiles of (B x M) samples without their NaNs (numpy's ``linear``
+    method), len(q) x M; NaN for a column without a value."""
+    s = np.sort(samples, axis=0)  # NaN last
+    k = (~np.isnan(samples)).sum(axis=0)
+    out = np.full((len(q), samples.shape[1]), np.nan)
+    has = k > 0
+    if not has.any():
+        return out
+    s, k = s[:, has], k[has]
+    cols = np.arange(k.size)
+    for row, p in enumerate(q):
+        pos = p * (k - 1)
+        lo = np.floor(pos).astype(np.int64)
+        hi = np.minimum(lo + 1, k - 1)
+        frac = pos - lo
+        a, b = s[lo, cols], s[hi, cols]
+        out[row, has] = np.where(frac > 0, a + frac * (b - a), a)
+    return out
+
+
+def interval(samples: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """The percentile interval of each column of (B x M) samples: (low, high)."""
+    a = 1.0 - confidence
+    q = quantiles(np.asarray(samples, np.float64).reshape(len(samples), -1), [a / 2, 1 - a / 2])
+    return q[0], q[1]
+
+
+def bootstrap_p(deltas: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """Twice the share of samples whose delta is 0 or of the sign opposite to the observed
+    delta's, capped at 1 (1 for an observed 0; NaN without an observed delta)."""
+    deltas = np.asarray(deltas, np.float64).reshape(len(deltas), -1)
+    observed = np.asarray(observed, np.float64).reshape(-1)
+    valid = ~np.isnan(deltas)
+    n = valid.sum(axis=0)
+    against = np.where(observed > 0, deltas <= 0, deltas >= 0) & valid
+    p = np.minimum(1.0, 2.0 * against.sum(axis=0) / np.maximum(n, 1))
+    p = np.where(observed == 0, 1.0, p)
+    return np.where(np.isnan(observed) | (n == 0), np.nan, p)
+
+
+@dataclass(frozen=True)
+class PairIntervals:
+    """Both directions of every pair (the rows of a pair table: i -> j, then j -> i): the
+    interval of delta = score(second) - score(first), and the bootstrap p."""
+
+    low: np.ndarray
+    high: np.ndarray
+    p: np.ndarray
+
+
+def pair_intervals(samples: np.ndarray, first: np.ndarray, second: np.ndarray,
+                   confidence: float, observed: np.ndarray) -> PairIntervals:
+    """Intervals of ``samples[:, second] - samples[:, first]`` (B x N samples of a score per
+    system; pairs i = ``first``, j = ``second``) for both directions; ``observed`` the
+    pairs' deltas j - i (NaN: not evaluated, and so are its interval and p)."""
+    observed = np.asarray(observed, np.float64)
+    deltas = samples[:, second] - samples[:, first]
+    low, high = interval(deltas, confidence)
+    gone = np.isnan(observed)
+    low, high = np.where(gone, np.nan, low), np.where(gone, np.nan, high)
+    p = bootstrap_p(deltas, observed)
+    # (+ 0.0: the mirror of a 0 is 0, not -0)
+    return PairIntervals(np.concatenate([low, 0.0 - high]), np.concatenate([high, 0.0 - low]),
+                         np.tile(p, 2))
+
+
+def no_pair_intervals(n_pairs: int) -> PairIntervals:
+    """NULL intervals and p of ``n_pairs`` pairs in both directions (bootstrap off)."""
+    empty = np.full(2 * n_pairs, np.nan)
+    return PairIntervals(empty, empty, empty)
