@@ -178,11 +178,16 @@ def run_coref(spec: RunSpec, stage: Staging) -> None:
         log.warning("mention types are unavailable (UNKNOWN) for single-token mentions without "
                     "a POS tag (the POS column is '_'): %s", ", ".join(no_pos))
     spec = dataclasses.replace(spec, systems=[s for s in spec.systems if s.id in files])
-    docs = (pl.read_parquet(files[KEY_ID].tokens, glob=False)  # staged now, or live
-            .sort("line").select("doc", "part"))
+    docs = key_documents(files[KEY_ID].tokens)
     _coref_results(spec, stage, {s: f.mentions for s, f in files.items()},
                    {s: f.sha256 for s, f in files.items()},
                    coref_run(spec, files[KEY_ID].fmt), docs)
+
+
+def key_documents(tokens: str | Path) -> pl.DataFrame:
+    """The key's documents in file order (the units of the bootstrap), from its per-document
+    token counts (a file staged now, or live)."""
+    return pl.read_parquet(tokens, glob=False).sort("line").select("doc", "part")
 
 
 def ingest_coref(spec: RunSpec, stage: Staging) -> dict[str, CorefFile]:

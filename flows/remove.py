@@ -215,8 +215,10 @@ def recompute(stage: Staging, spec: RunSpec) -> None:
         rows = known_inputs(stage, corpus)
         paths = {s: str(stage.live_file("mentions", f"corpus={corpus}/system={s}"))
                  for s in rows}
+        docs = coref.key_documents(stage.live_file("coref_tokens",
+                                                   f"corpus={corpus}/system={KEY_ID}"))
         coref._coref_results(spec, stage, paths, {s: r["sha256"] for s, r in rows.items()},
-                             coref.coref_run(spec, rows[KEY_ID]["format"]))
+                             coref.coref_run(spec, rows[KEY_ID]["format"]), docs)
     elif spec.task == "ner":
         spans.compare_spans(spec, stage, _live_files(stage, spec, spans))
     elif spec.task == "srl":
@@ -243,7 +245,6 @@ def _recompute_unl(stage: Staging, spec: RunSpec) -> None:
     import numpy as np
 
     from sysdiff.flows import unl
-    from sysdiff.flows.history import stage_history
     from sysdiff.transforms.plan import plan_ranges
 
     corpus = spec.corpus
@@ -256,14 +257,8 @@ def _recompute_unl(stage: Staging, spec: RunSpec) -> None:
                  .drop("corpus", "system") for s in shas}
     ranges = plan_ranges(np.ones(int(rows[KEY_ID]["n_sents"]), np.int64),
                          spec.shard_sents) or [(0, 0)]
-    all_sig = signature(rows[KEY_ID]["sha256"], sorted(shas.items()), opt_sig)
-    if len(sentences) > 1:
-        compared = unl.compare_all(sentences, ranges)
-        for name in ("pairs", "oracle", "moved"):
-            if compared[name].height:
-                stage.write(f"unl_{name}", corpus_partition(corpus), all_sig,
-                            compared[name].with_columns(pl.lit(corpus).alias("corpus")))
-    stage_history(spec, stage, "unl", all_sig)
+    unl.compare_versions(spec, stage, sentences, ranges, rows[KEY_ID]["sha256"], shas,
+                         opt_sig)
 
 
 #: The corpus tables a removal computes again, per task (for its summary line).

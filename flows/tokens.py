@@ -183,8 +183,9 @@ def shard_compare(job: CompareJob, shard: Shard) -> dict:
     if job.conll18:
         gold = conll18.normalised_key(key)
         if job.per_sentence:  # the shard's counts are the sums of its sentences' rows
-            rows = {s: conll18.sentence_counts(key, words[s], gold, job.tree, shard.lo,
-                                               shard.hi - shard.lo) for s in job.conll18}
+            rows = {s: conll18.sentence_counts(key, labelled(job, words, s), gold, job.tree,
+                                               shard.lo, shard.hi - shard.lo)
+                    for s in job.conll18}
             out["conll18"] = {s: conll18.sentence_totals(r, job.tree) for s, r in rows.items()}
             out["conll18_sents"] = {s: UnitRows.of(shard.lo, r) for s, r in rows.items()}
         else:
@@ -208,8 +209,14 @@ def conll18_of_shard(job: CompareJob, key: pl.DataFrame, words: dict[str, pl.Dat
     normalised once, or given as ``gold``; a tagging task skips the tree's metrics)."""
     gold = conll18.normalised_key(key) if gold is None else gold
     count = conll18.conll18_counts if job.tree else conll18.tag_counts
-    return {s: count(key, lean_frame(words[s], job.dictionaries[s])
-                     if job.layouts[s] == "lean" else words[s], gold) for s in job.conll18}
+    return {s: count(key, labelled(job, words, s), gold) for s in job.conll18}
+
+
+def labelled(job: CompareJob, words: dict[str, pl.DataFrame], system: str) -> pl.DataFrame:
+    """A system's words of the shard with their labels (a lean system's codes decoded)."""
+    if job.layouts[system] == "lean":
+        return lean_frame(words[system], job.dictionaries[system])
+    return words[system]
 
 
 def aligned_matrix(job: CompareJob, words: dict[str, pl.DataFrame], n_words: int

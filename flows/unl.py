@@ -245,8 +245,22 @@ def run_unl(spec: RunSpec, stage: Staging) -> None:
             stage.write("unl_scores", partition(corpus, name), sig,
                         with_literals(scores, corpus=corpus, system=name))
     check_some_left(spec, stage)
+    compare_versions(spec, stage, sentences, ranges, key_sha, shas, opt_sig, samples)
+
+
+def compare_versions(spec: RunSpec, stage: Staging, sentences: dict[str, pl.DataFrame],
+                     ranges: list[tuple[int, int]], key_sha: str, shas: dict[str, str],
+                     opt_sig: str, samples: np.ndarray | None = None) -> None:
+    """The corpus tables over all versions (pairs with their delta F intervals, oracle,
+    moved sentences, history), from the versions' sentence rows (``samples``: their F
+    bootstrap samples, drawn here when not given)."""
+    from sysdiff.transforms.unl import f1_samples, unl_scores
+
+    ci, corpus = spec.intervals, spec.corpus
     all_sig = signature(key_sha, sorted(shas.items()), opt_sig, ci.options())
     if len(sentences) > 1 and not stage.has("unl_oracle", f"corpus={corpus}", all_sig):
+        if samples is None and ci.on:
+            samples = f1_samples(sentences, ci)
         f1 = np.array([unl_scores(df)["f1"].fill_null(np.nan)[0] for df in sentences.values()],
                       np.float64)
         compared = compare_all(sentences, ranges, f1, samples, ci.confidence)

@@ -101,8 +101,8 @@ def test_per_sentence_token_rows_add_up_to_the_counts():
     words = ShardWords(key=key.with_columns(sent=pl.Series([0, 0, 0, 2, 2], dtype=pl.Int32)),
                        systems=[sys], first_sent=0, n_sents=3,
                        sent_lengths=np.array([3, 0, 2]), fmt="conllu")
-    vocab = Vocab({c: ["DET", "NOUN", "VERB", "_"] for c in ("upos", "xpos", "feats",
-                                                              "lemma", "deprel")})
+    vocab = Vocab({c: ["DET", "NOUN", "VERB", "_", "dep"] for c in ("upos", "xpos", "feats",
+                                                                     "lemma", "deprel")})
     m = helpers.tokens.view_matrix("upos", words, vocab)
     c = engine.shard_counts(m, [], first_sent=10)
     rows = c.sentences.matrix()
