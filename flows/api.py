@@ -34,6 +34,7 @@ from sysdiff.flows.queries import (
     refusal,
     time_limit,
 )
+from sysdiff.flows.store import StoreURL, log_versions
 from sysdiff.schemas.errors import InputError
 
 
@@ -185,7 +186,11 @@ class Warehouse:
 
 
 def _manifest_stamp(root: Path) -> tuple[int, int, int]:
-    """What changes when a commit replaces the manifest (inode, size, mtime)."""
+    """What changes when a commit replaces the manifest (inode, size, mtime; on an object
+    store, the log's latest version)."""
+    if isinstance(root, StoreURL):
+        versions = log_versions(root)
+        return (versions[-1] if versions else 0, 0, 0)
     try:
         st = (root / MANIFEST).stat()
     except FileNotFoundError:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from sysdiff.flows.names import check_warehouse_folder, read_manifest
 from sysdiff.flows.sniff import read_head
 from sysdiff.flows.spec import RunSpec, Source
+from sysdiff.flows.store import StoreURL
 from sysdiff.schemas.errors import InputError
 
 if TYPE_CHECKING:
@@ -68,6 +69,11 @@ def detect(path: Path, head: bytes, fmt: str | None, task: str, whole: bool) -> 
 def check_lock(root: Path) -> None:
     """Refuse now (before Prefect starts) when another run holds the warehouse; the run takes
     the lock for real later (:func:`warehouse_lock`)."""
+    if isinstance(root, StoreURL):
+        from sysdiff.flows.objstore import check_lease
+
+        check_lease(root)
+        return
     lock = root.parent / f".{root.name}.lock"
     if not lock.exists():
         return

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import io
 import os
 import uuid
 from collections.abc import Mapping
@@ -29,6 +30,7 @@ from prefect.cache_policies import NONE
 
 from sysdiff.flows.ingest import ingest_all
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
+from sysdiff.flows.store import is_url, location, open_read, open_write
 from sysdiff.flows.warehouse import (
     PieceWriter,
     StagedFile,
@@ -215,7 +217,7 @@ def stage_lean(job: TokenJob, whole: Whole, pieces: list[tuple[LeanPiece, pl.Dat
                       "identical", job.at, whole.stamp)
     files = (writer.close(sig), stage_frame(job.stage_dir, "vocab", part, sig, vocab),
              stage_frame(job.stage_dir, "systems", part, sig, row))
-    here = [str(Path(job.stage_dir) / f.rel) for f in files]
+    here = [str(location(job.stage_dir) / f.rel) for f in files]
     return Ingested(sid, whole.sha256, whole.fmt, here[0], "lean", "", here[2], here[1],
                     staged=files)
 
@@ -237,16 +239,32 @@ def _same_words(found: FastWords, key: Ingested, first_sent: int, n_sents: int) 
             found.n_words, n_words[first_sent:first_sent + n_sents]):
         return False
     first_word = int(n_words[:first_sent].sum())
-    hashes = np.load(key.forms, mmap_mode="r")[first_word:first_word + found.form_hash.size]
+    hashes = key_form_hashes(key.forms)[first_word:first_word + found.form_hash.size]
     return np.array_equal(found.form_hash, hashes)
 
 
 def save_form_hashes(stage_dir: str, name: str, hashes: list[np.ndarray]) -> str:
     """Keep the key's form hashes in the run's staging folder (not in the warehouse)."""
-    path = Path(stage_dir) / "aux" / f"{name}-{uuid.uuid4().hex[:12]}.npy"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.save(path, np.concatenate(hashes) if hashes else np.zeros(0, np.uint64))
+    path = location(stage_dir) / "aux" / f"{name}-{uuid.uuid4().hex[:12]}.npy"
+    with open_write(path) as f:
+        np.save(f, np.concatenate(hashes) if hashes else np.zeros(0, np.uint64))
     return str(path)
+
+
+def key_form_hashes(path: str) -> np.ndarray:
+    """The key's form hashes (:func:`save_form_hashes`): mapped from a local file; read
+    once per process from an object store."""
+    if is_url(path):
+        return _remote_form_hashes(path)
+    return np.load(path, mmap_mode="r")
+
+
+@functools.lru_cache(maxsize=2)
+def _remote_form_hashes(url: str) -> np.ndarray:
+    with open_read(url) as f:
+        out = np.load(io.BytesIO(f.read()))
+    out.flags.writeable = False
+    return out
 
 
 @functools.lru_cache(maxsize=4)
@@ -319,9 +337,9 @@ def read_range(rj: RangeJob) -> LeanPiece | None:
     if found is None:
         return None
     words, dictionaries = tokens.lean_codes(found, rng.first_sent)
-    path = Path(job.stage_dir) / "aux" / f"range-{uuid.uuid4().hex[:16]}.arrow"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    words.write_ipc(path, compression="uncompressed")  # read once, by the assembly
+    path = location(job.stage_dir) / "aux" / f"range-{uuid.uuid4().hex[:16]}.arrow"
+    with open_write(path) as f:
+        words.write_ipc(f, compression="uncompressed")  # read once, by the assembly
     return LeanPiece(found.n_sents, found.sent.size, found.n_tokens, freeze(dictionaries),
                      str(path))
 
@@ -342,7 +360,7 @@ def assemble(aj: AssembleJob) -> Ingested:
         return stage_lean(aj.job, aj.whole, [(p, None) for p in aj.pieces])
     finally:
         for p in aj.pieces:
-            Path(p.path).unlink(missing_ok=True)
+            location(p.path).unlink(missing_ok=True)
 
 
 class RangedIngest:
@@ -365,7 +383,7 @@ class RangedIngest:
         if any(p is None for p in pieces):
             for p in pieces:
                 if p is not None:
-                    Path(p.path).unlink(missing_ok=True)
+                    location(p.path).unlink(missing_ok=True)
             return ingest_file.submit(replace(job, lean=False)).result()
         return assemble.submit(AssembleJob(job, plan.whole, tuple(pieces))).result()
 
@@ -413,7 +431,7 @@ def ingest_full(job: TokenJob) -> Ingested:
             for w in writers.values():
                 w.abort()
             raise
-    units = str(Path(job.stage_dir) / staged["units"].rel)
+    units = str(location(job.stage_dir) / staged["units"].rel)
     mismatch = None if check is None else check.difference()
     files = list(staged.values())
     if mismatch is None:
@@ -426,13 +444,13 @@ def ingest_full(job: TokenJob) -> Ingested:
                                  with_literals(conll, corpus=spec.corpus, system=sid)))
         files.append(stage_frame(job.stage_dir, "aligned", part, sig, with_literals(
             projected, corpus=spec.corpus, system=sid)))
-        words = str(Path(job.stage_dir) / files[-1].rel)
+        words = str(location(job.stage_dir) / files[-1].rel)
     counts = with_literals(counts, corpus=spec.corpus, system=sid)
     row = systems_row(spec, source, job.role, sha, fmt, n_docs, n_sents, n_units, n_tokens,
                       "characters" if layout == "aligned" else "identical", job.at, file.stamp)
     files.append(stage_frame(job.stage_dir, "vocab", part, sig, counts))
     files.append(stage_frame(job.stage_dir, "systems", part, sig, row))
-    here = {f.table: str(Path(job.stage_dir) / f.rel) for f in files}
+    here = {f.table: str(location(job.stage_dir) / f.rel) for f in files}
     forms = save_form_hashes(job.stage_dir, "key-forms", hashes) if key is None else ""
     return Ingested(sid, sha, fmt, words, layout, here["sents"], here["systems"],
                     here["vocab"], forms, tuple(files))
