@@ -28,6 +28,7 @@ naming it was superseded. Queries run at most ``--timeout`` (60 s by default), w
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import datetime as dt
 import json
 import logging
@@ -114,12 +115,14 @@ def lease(root: StoreURL) -> Iterator[str]:
     else:
         raise busy_error(root)
     stop = threading.Event()
-    thread = threading.Thread(target=_renew, args=(obj, owner, stop), daemon=True,
+    thread = threading.Thread(target=_renew, args=(root, owner, stop), daemon=True,
                               name="sysdiff-lease")
     thread.start()
+    token = _owner.set(owner)
     try:
         yield owner
     finally:
+        _owner.reset(token)
         stop.set()
         thread.join()
         held = read_lease(root)
@@ -127,9 +130,17 @@ def lease(root: StoreURL) -> Iterator[str]:
             obj.unlink(missing_ok=True)
 
 
-def _renew(obj: StoreURL, owner: str, stop: threading.Event) -> None:
+#: The lease this thread's run holds (its staging prefix is named after it).
+_owner: contextvars.ContextVar[str | None] = contextvars.ContextVar("owner", default=None)
+OWNER = "_owner.json"
+
+
+def _renew(root: StoreURL, owner: str, stop: threading.Event) -> None:
+    """Renew the lease and the staging prefix's owner record until ``stop``."""
+    obj = root / LEASE
     while not stop.wait(lease_seconds() / 3):
         with contextlib.suppress(Exception):  # a missed renewal: the next one, or expiry
+            (root / STAGING / owner / OWNER).write_bytes(_lease_body(owner))
             held = json.loads(obj.read_bytes())
             if held.get("owner") != owner:
                 return  # taken over (we were presumed dead): the log guards the commit
@@ -150,8 +161,13 @@ def read_versioned(root: StoreURL) -> tuple[int, dict]:
 
 
 def new_stage(root: StoreURL) -> StoreURL:
-    """A run's staging prefix inside the warehouse."""
-    return root / STAGING / uuid.uuid4().hex
+    """A run's staging prefix inside the warehouse, named after its lease, with a record of
+    its owner (renewed with the lease): :func:`recover` deletes only prefixes whose owner is
+    gone."""
+    owner = _owner.get() or uuid.uuid4().hex
+    stage = root / STAGING / owner
+    (stage / OWNER).write_bytes(_lease_body(owner))
+    return stage
 
 
 def remove_prefix(prefix: StoreURL) -> None:
@@ -184,7 +200,12 @@ def commit(staging) -> None:  # noqa: ANN001 (a warehouse.Staging)
     copied: set[str] = set()
     for (table, partition), (rel, sig) in staging.staged.items():
         if rel not in copied:  # a file shared by several partitions is copied once
-            (staging.dir / rel).copy_to(root / rel)
+            try:
+                (staging.dir / rel).copy_to(root / rel)
+            except FileNotFoundError:
+                raise InputError("this run's staged files are gone (another run took over "
+                                 "its lease and cleaned up); nothing of this run was "
+                                 "committed: run it again", root) from None
             copied.add(rel)
         sha, size = staging.hashes.get(rel) or _hash_object(staging.dir / rel)
         manifest["tables"].setdefault(table, {})[partition] = {
@@ -229,10 +250,16 @@ def modified(info: dict) -> float | None:
 
 
 def recover(root: StoreURL, mine: StoreURL | None = None) -> None:
-    """Under the lease: drop the staging prefixes of runs that died (every one but
-    ``mine``), then :func:`sweep`."""
+    """Under the lease: drop the staging prefixes of runs that died (their owner record
+    expired or its process gone; never ``mine``), then :func:`sweep`."""
     for prefix in (root / STAGING).iterdir():
-        if prefix != mine:
+        if prefix == mine:
+            continue
+        try:
+            held = json.loads((prefix / OWNER).read_bytes())
+        except (FileNotFoundError, ValueError):
+            held = {}
+        if not lease_alive(held):
             remove_prefix(prefix)
     sweep(root)
 
