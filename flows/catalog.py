@@ -62,7 +62,7 @@ def catalog_version(root: Path) -> tuple[str | None, str | None]:
 
 #: Stored tables that users read through a view of their own name built over them: their
 #: files are read by a view in the schema ``stored`` (not listed by ``show tables``).
-STORED_AS = {"units": "stored.units", "words": "stored.words"}
+STORED_AS = {"units": "stored.units", "words": "stored.words", "sents": "stored.sents"}
 #: Stored tables whose corpus and system are in their files' paths (``corpus=C/system=S``).
 HIVE = ("words",)
 #: A file's own codes of its label columns: each label's position among the file's distinct
@@ -72,24 +72,43 @@ SELECT corpus, system, field, label,
        (row_number() OVER (PARTITION BY corpus, system, field ORDER BY label) - 1)::UINTEGER
        AS code
 FROM vocab WHERE field <> 'head'"""
-#: ``units``: the stored records (the key, systems aligned on the characters), and the
-#: systems read on the key's words: the key's word with the system's labels (its own line,
-#: DEPS and MISC are not stored).
-UNITS_SQL = """CREATE VIEW units AS
-SELECT corpus, system, sent, id, token_id, kind, form, lemma, upos, xpos, feats, head, deprel,
-       deps, misc, line
+#: The systems stored lean (read on the key's words, in the key's frame).
+LEAN_SQL = "CREATE VIEW stored.lean AS SELECT DISTINCT corpus, system FROM stored.words"
+_UNIT_COLUMNS = ("sent, id, token_id, kind, form, lemma, upos, xpos, feats, head, deprel, "
+                 "deps, misc, line")
+#: ``units``: the stored records (the key, systems read in full or aligned on the
+#: characters), and the systems stored lean: each word the key's with the system's labels
+#: (and its DEPS and MISC where they are not the key's), each other line (multiword range,
+#: empty node) the key's.
+UNITS_SQL = f"""CREATE VIEW units AS
+SELECT corpus, system, {_UNIT_COLUMNS}
 FROM stored.units
 UNION ALL
 SELECT w.corpus, w.system, w.sent, w.id, k.token_id, k.kind, k.form, c1.label, c2.label,
-       c3.label, c4.label, w.head, c5.label, NULL::VARCHAR, NULL::VARCHAR, NULL::INTEGER
+       c3.label, c4.label, w.head, c5.label, coalesce(w.deps, k.deps),
+       coalesce(w.misc, k.misc), k.line
 FROM stored.words w
 JOIN stored.units k ON k.corpus = w.corpus AND k.system = '__key__' AND k.kind = 0
      AND k.sent = w.sent AND k.id = w.id
 """ + "".join(
     f"LEFT JOIN stored.codes c{i} ON c{i}.corpus = w.corpus AND c{i}.system = w.system "
     f"AND c{i}.field = '{f}' AND c{i}.code = w.{f}\n"
-    for i, f in enumerate(("lemma", "upos", "xpos", "feats", "deprel"), start=1))
-DERIVED = (CODES_SQL, UNITS_SQL)
+    for i, f in enumerate(("lemma", "upos", "xpos", "feats", "deprel"), start=1)) + f"""UNION ALL
+SELECT k.corpus, l.system, {', '.join('k.' + c for c in _UNIT_COLUMNS.split(', '))}
+FROM stored.units k JOIN stored.lean l ON l.corpus = k.corpus
+WHERE k.system = '__key__' AND k.kind <> 0
+"""
+_SENT_COLUMNS = "sent, sent_id, doc, doc_id, text, n_words, line"
+#: ``sents``: the stored sentences, and the key's for each system stored lean (its comments
+#: and lines are the key's).
+SENTS_SQL = f"""CREATE VIEW sents AS
+SELECT corpus, system, {_SENT_COLUMNS} FROM stored.sents
+UNION ALL
+SELECT s.corpus, l.system, {', '.join('s.' + c for c in _SENT_COLUMNS.split(', '))}
+FROM stored.sents s JOIN stored.lean l ON l.corpus = s.corpus
+WHERE s.system = '__key__'
+"""
+DERIVED = (CODES_SQL, LEAN_SQL, UNITS_SQL, SENTS_SQL)
 
 
 def view_sql(table: str, files: list[str]) -> str:

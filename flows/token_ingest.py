@@ -30,7 +30,7 @@ from prefect.cache_policies import NONE
 
 from sysdiff.flows.ingest import ingest_all
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
-from sysdiff.flows.store import is_url, location, open_read, open_write
+from sysdiff.flows.store import StoreURL, is_url, location, open_read, open_write
 from sysdiff.flows.warehouse import (
     PieceWriter,
     StagedFile,
@@ -50,7 +50,12 @@ from sysdiff.schemas.formats.conllu import (
     detect_token_format,
     iter_conll,
 )
-from sysdiff.schemas.formats.fast_words import FastWords, fast_words, form_hashes
+from sysdiff.schemas.formats.fast_words import (
+    FastWords,
+    fast_words,
+    form_hashes,
+    value_hashes,
+)
 from sysdiff.schemas.formats.ranges import ByteRange, RangeFinder
 from sysdiff.schemas.formats.stable import StableFile, Stamp, read_stable, without_bom
 from sysdiff.schemas.frozen import freeze
@@ -92,6 +97,8 @@ class Ingested:
     #: the key only: a hash of each word's form, in order (a staged .npy file)
     forms: str = ""
     staged: tuple[StagedFile, ...] = ()
+    #: the key only: its frame (:func:`frame_key`; '' when it has none: no system is lean)
+    frame: str = ""
 
     def row(self) -> pl.DataFrame:
         return pl.read_parquet(self.systems, glob=False)
@@ -150,20 +157,36 @@ def ingest_lean(job: TokenJob) -> Ingested | None:
     del data
     if found is None:
         return None
-    words, dictionaries = tokens.lean_codes(found)
-    piece = LeanPiece(found.n_sents, found.sent.size, found.n_tokens,
+    words, dictionaries = tokens.lean_codes(*found)
+    piece = LeanPiece(found[0].n_sents, found[0].sent.size, found[0].n_tokens,
                       freeze(dictionaries))
     return stage_lean(job, Whole(snap.sha256, snap.stamp, fmt), [(piece, words)])
 
 
 def read_words(job: TokenJob, data: bytes, fmt: str, first_sent: int, n_sents: int
-               ) -> FastWords | None:
+               ) -> tuple[FastWords, int, dict[str, pl.Series]] | None:
     """The words of whole sentences of a system file (the ``n_sents`` sentences from
-    ``first_sent``), when the fast reader vouches for them and they are the key's."""
+    ``first_sent``), when the fast reader vouches for them and they are the key's, in the
+    key's frame: with their first sentence and the values of DEPS and MISC that are not the
+    key's (null where they are)."""
     found = fast_words(data, fmt, task_fields(job.spec.task, fmt))
     if found is None or not _same_words(found, job.key, first_sent, n_sents):
         return None
-    return found
+    first_word = int(key_shape(job.key.sents)[:first_sent].sum())
+    return found, first_sent, _differing(found, job.key.frame, first_word)
+
+
+def _differing(found: FastWords, frame: str, first_word: int) -> dict[str, pl.Series]:
+    """DEPS and MISC of the words read, null where they equal the key's (by their hashes)."""
+    out = {}
+    for name, column in found.extras.items():
+        keys = load_array(str(location(frame) / f"{name}.npy"))
+        differ = value_hashes(column) != keys[first_word:first_word + column.codes.size]
+        values = pl.Series(name, [None] * column.codes.size, pl.String)
+        if differ.any():
+            values = values.scatter(np.flatnonzero(differ), column.filter(differ))
+        out[name] = values
+    return out
 
 
 @dataclass(frozen=True)
@@ -231,15 +254,19 @@ def _add(total: np.ndarray | None, more: np.ndarray) -> np.ndarray:
 
 
 def _same_words(found: FastWords, key: Ingested, first_sent: int, n_sents: int) -> bool:
-    """The key's sentences ``first_sent`` ... (``n_sents`` of them), their words per
-    sentence and forms (by their hashes: a differing form, even one equal after NFC, sends
-    the file to the full reader's check)."""
+    """The key's sentences ``first_sent`` ... (``n_sents`` of them), in the key's frame:
+    their words per sentence, forms (by their hashes: a differing form, even one equal after
+    NFC, sends the file to the full reader's check), lines, comments and non-word lines (by
+    the sentences' digests). A key without a frame has no lean system."""
     n_words = key_shape(key.sents)
-    if found.n_sents != n_sents or not np.array_equal(
+    if not key.frame or found.n_sents != n_sents or not np.array_equal(
             found.n_words, n_words[first_sent:first_sent + n_sents]):
         return False
+    digests = load_array(str(location(key.frame) / "digest.npy"))
+    if not np.array_equal(found.digest, digests[first_sent:first_sent + n_sents]):
+        return False
     first_word = int(n_words[:first_sent].sum())
-    hashes = key_form_hashes(key.forms)[first_word:first_word + found.form_hash.size]
+    hashes = load_array(key.forms)[first_word:first_word + found.form_hash.size]
     return np.array_equal(found.form_hash, hashes)
 
 
@@ -251,20 +278,100 @@ def save_form_hashes(stage_dir: str, name: str, hashes: list[np.ndarray]) -> str
     return str(path)
 
 
-def key_form_hashes(path: str) -> np.ndarray:
-    """The key's form hashes (:func:`save_form_hashes`): mapped from a local file; read
-    once per process from an object store."""
+def load_array(path: str) -> np.ndarray:
+    """An array the run keeps in its staging folder (the key's form hashes, its frame):
+    mapped from a local file; read once per process from an object store."""
     if is_url(path):
-        return _remote_form_hashes(path)
+        return _remote_array(path)
     return np.load(path, mmap_mode="r")
 
 
-@functools.lru_cache(maxsize=2)
-def _remote_form_hashes(url: str) -> np.ndarray:
+def save_array(path: Path | StoreURL, array: np.ndarray) -> None:
+    """Write an array :func:`load_array` reads."""
+    with open_write(path) as f:
+        np.save(f, array)
+
+
+@functools.lru_cache(maxsize=8)
+def _remote_array(url: str) -> np.ndarray:
     with open_read(url) as f:
         out = np.load(io.BytesIO(f.read()))
     out.flags.writeable = False
     return out
+
+
+@dataclass(frozen=True)
+class FrameJob:
+    """The key file whose frame to take (a task's only parameter)."""
+
+    path: str
+    fmt: str | None
+    stage_dir: str
+
+
+@dataclass(frozen=True)
+class KeyFrame:
+    """The key's frame (a folder of .npy files: each sentence's digest, each word's DEPS
+    and MISC hashes; '' when the fast reader cannot read the key) and the SHA-256 of the
+    bytes it was taken from."""
+
+    sha256: str
+    folder: str
+
+
+@task(name="frame", task_run_name="frame of the key", cache_policy=NONE)
+def frame_key(job: FrameJob) -> KeyFrame:
+    """The key's frame, read range by range (what a lean system's reader compares its own
+    with), beside the key's full read."""
+    finder = RangeFinder(range_bytes())
+    with StableFile(job.path) as f:
+        fmt = job.fmt
+        while block := f.read(PLAN_BLOCK):
+            if fmt is None:
+                fmt = detect_token_format(job.path, without_bom(block))
+            finder.feed(block)
+        f.check()
+        sha, stamp = f.sha256, f.stamp
+    ranges = finder.ranges() or (ByteRange(0, stamp.size, 0),)
+    found = []
+    with StableFile(job.path, expect=stamp, hashed=False) as f:
+        for rng in ranges:
+            data = f.read_at(rng.start, rng.end - rng.start)
+            part = fast_words(without_bom(data) if rng.start == 0 else data, fmt or "conllu",
+                              ())
+            if part is None:
+                return KeyFrame(sha, "")
+            found.append(part)
+        f.check()
+    return KeyFrame(sha, save_frame(job.stage_dir, found))
+
+
+def save_frame(stage_dir: str, parts: list[FastWords]) -> str:
+    """Keep the key's frame in the run's staging folder (not in the warehouse)."""
+    folder = location(stage_dir) / "aux" / f"key-frame-{uuid.uuid4().hex[:12]}"
+    folder.mkdir(parents=True)
+    save_array(folder / "digest.npy", np.concatenate([p.digest for p in parts]))
+    for name in parts[0].extras:
+        save_array(folder / f"{name}.npy",
+                   np.concatenate([value_hashes(p.extras[name]) for p in parts]))
+    return str(folder)
+
+
+class KeyIngest:
+    """The key's ingest as the flow drives it: its full read and its frame, side by side."""
+
+    def __init__(self, job: TokenJob) -> None:
+        self.read = ingest_file.submit(job)
+        self.frame = frame_key.submit(FrameJob(str(job.source.path), job.source.fmt,
+                                               job.stage_dir))
+
+    def result(self) -> Ingested:
+        return with_frame(self.read.result(), self.frame.result())
+
+
+def with_frame(key: Ingested, frame: KeyFrame) -> Ingested:
+    """The key with its frame, when the frame was taken from the same bytes."""
+    return replace(key, frame=frame.folder if frame.sha256 == key.sha256 else "")
 
 
 @functools.lru_cache(maxsize=4)
@@ -336,12 +443,12 @@ def read_range(rj: RangeJob) -> LeanPiece | None:
     del data
     if found is None:
         return None
-    words, dictionaries = tokens.lean_codes(found, rng.first_sent)
+    words, dictionaries = tokens.lean_codes(*found)
     path = location(job.stage_dir) / "aux" / f"range-{uuid.uuid4().hex[:16]}.arrow"
     with open_write(path) as f:
         words.write_ipc(f, compression="uncompressed")  # read once, by the assembly
-    return LeanPiece(found.n_sents, found.sent.size, found.n_tokens, freeze(dictionaries),
-                     str(path))
+    return LeanPiece(found[0].n_sents, found[0].sent.size, found[0].n_tokens,
+                     freeze(dictionaries), str(path))
 
 
 @dataclass(frozen=True)
@@ -555,13 +662,16 @@ def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
         if key is not None and not key.forms:  # a key read by an earlier run
             key = forms_once(key)
         job = TokenJob(spec, source, role, str(stage.dir), key, at)
+        if key is None:
+            return KeyIngest(job)
         if key is not None and _size(source.path) > range_bytes():
             return RangedIngest(job)
         return ingest_file.submit(job)
 
     @functools.cache
     def forms_once(key: Ingested) -> Ingested:
-        return live_key_forms(stage, key)
+        frame = frame_key.submit(FrameJob(str(spec.key.path), key.fmt, str(stage.dir)))
+        return with_frame(live_key_forms(stage, key), frame.result())
 
     files = ingest_all(spec, stage, reuse, submit)
     for f in files.values():

@@ -92,7 +92,7 @@ def crash_point(name: str) -> None:
 
 #: Bumped when the shape or the meaning of stored partitions changes: a partition written by
 #: an older sysdiff has another signature and is recomputed by the next run.
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 
 
 def signature(*parts: object) -> str:

@@ -49,11 +49,13 @@ TOKEN_TABLES: dict[str, pa.Schema] = {
     # 'identical'``): per key word, in the key's order, the codes of the labels the task
     # evaluates (a code is the label's position among the file's distinct labels of that
     # column, sorted: the file's ``vocab`` rows) and HEAD; null where the column is not
-    # read. Corpus and system are the partition's (``corpus=C/system=S`` in its path).
-    # Users read it through the ``units`` view.
+    # read; DEPS and MISC only where they are not the key's (null where they are: its
+    # lines, comments and non-word lines are the key's, checked by the reader). Corpus and
+    # system are the partition's (``corpus=C/system=S`` in its path). Users read it through
+    # the ``units`` and ``sents`` views.
     "words": _schema(
         ("sent", I32), ("id", I32), ("lemma", U32), ("upos", U32), ("xpos", U32),
-        ("feats", U32), ("head", I32), ("deprel", U32),
+        ("feats", U32), ("head", I32), ("deprel", U32), ("deps", S), ("misc", S),
     ),
     "sents": _schema(
         ("corpus", S), ("system", S), ("sent", I32), ("sent_id", S), ("doc", I32),

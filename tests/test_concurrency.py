@@ -49,9 +49,9 @@ def ingest_flow(task_runner):
     def ingest_only(spec, root: Path) -> dict[str, int]:
         with open_run(root, spec.corpus) as stage:
             files = ingest_tokens(spec, stage)
-            staged = {f"{t}/{p}": stage.read(t, (pl.col("system") == p.split("system=")[1]))
-                      .height for t, p in stage.staged if t in ("units", "words", "vocab",
-                                                                "systems")}
+            staged = {f"{t}/{p}": pl.scan_parquet(stage.staged_path(t, p), glob=False)
+                      .select(pl.len()).collect().item() for t, p in stage.staged
+                      if t in ("units", "words", "vocab", "systems")}
             stage.staged.clear()  # nothing is committed: each repeat starts afresh
         assert len(files) == N_SYSTEMS + 1
         return staged

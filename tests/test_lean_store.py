@@ -120,7 +120,7 @@ def test_systems_are_stored_lean_and_units_shows_their_words(files, whole):
     for name in SYSTEMS:
         words = read_conll(files[name]).words
         got = query(whole, f"select form, lemma, upos, xpos, feats, head, deprel from units "
-                           f"where system = '{name}' order by sent, id")
+                           f"where system = '{name}' and kind = 0 order by sent, id")
         want = words.select("form", "lemma", "upos", "xpos", "feats", "head", "deprel")
         assert got.equals(want), name
 
@@ -140,7 +140,8 @@ def test_ranges_read_by_tasks_of_their_own_give_the_same_tables(files, whole, tm
     monkeypatch.setattr(ingest, "RangeFinder", Counting)
     monkeypatch.setenv("SYSDIFF_RANGE_BYTES", "3000")
     run(files, tmp_path / "wh")
-    assert len(cut) == len(SYSTEMS) and min(cut) > 5  # every system read in ranges
+    # every system read in ranges, and the key's frame taken range by range
+    assert len(cut) == len(SYSTEMS) + 1 and min(cut) > 5
     assert digests(tmp_path / "wh") == digests(whole)
 
 
@@ -152,11 +153,58 @@ def test_a_file_read_in_full_gives_the_same_tables(files, whole, tmp_path):
         "system"].to_list() == ["__key__", "sm"]  # read in full
     got, want = digests(tmp_path / "wh"), digests(whole)
     changed = {t for t in want if got.get(t) != want[t]}
-    assert changed == {"units", "sents", "systems"}  # its record, sentences and hash
-    # the same labels whichever way it was read
-    cols = "system, sent, id, form, lemma, upos, xpos, feats, head, deprel"
-    sql = f"select {cols} from units where kind = 0 order by all"
-    assert query(tmp_path / "wh", sql).equals(query(whole, sql))
+    assert changed == {"systems"}  # its hash: units and sents the same whichever way read
+
+
+def edit_lines(text: str, change) -> str:
+    """The text with ``change(line)`` applied to every line (None: the line is kept)."""
+    return "\n".join(change(line) or line for line in text.split("\n"))
+
+
+def set_column(column: int, value: str, every: int):
+    """A change that puts ``value`` in one column of every ``every``-th word line."""
+    def change(line: str) -> str | None:
+        cells = line.split("\t")
+        if len(cells) == 10 and cells[0].isdigit() and int(cells[0]) % every == 0:
+            cells[column] = value
+            return "\t".join(cells)
+        return None
+    return change
+
+
+EDITS = {  # name -> (change, stored lean?)
+    "misc": (set_column(9, "SpaceAfter=No|Note=x", 3), True),
+    "deps": (set_column(8, "2:nsubj", 4), True),
+    "sent_id": (lambda line: line.replace("# sent_id = ", "# sent_id = x-")
+                if line.startswith("# sent_id") else None, False),
+    "comment": (lambda line: line + "\n# note = added" if line.startswith("# text") else None,
+                False),
+    "range misc": (lambda line: line[:-1] + "Typo=Yes" if re.match(r"^\d+-\d+\t", line)
+                   else None, False),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_what_a_lean_system_does_not_store_is_the_keys_or_it_is_read_in_full(
+        files, tmp_path, edit):
+    """A system stored lean shows in ``units`` and ``sents`` what it would show read in
+    full: its DEPS and MISC where they differ from the key's; a file whose comments, line
+    numbers or multiword ranges are not the key's is read in full."""
+    change, lean = EDITS[edit]
+    edited = tmp_path / "sm.conllu"
+    edited.write_text(edit_lines(files["sm"].read_text(encoding="utf-8"), change),
+                      encoding="utf-8")
+    full = tmp_path / "crlf.conllu"  # the same file, that the fast reader never takes
+    full.write_bytes(edited.read_bytes().replace(b"\n", b"\r\n"))
+    run(files, tmp_path / "fast", sm=edited)
+    run(files, tmp_path / "full", sm=full)
+    stored = query(tmp_path / "fast", "select count(*) as n from stored.words "
+                                      "where system = 'sm'")["n"][0]
+    assert (stored > 0) == lean
+    got, want = digests(tmp_path / "fast"), digests(tmp_path / "full")
+    assert {t for t in want if got.get(t) != want[t]} == {"systems"}
+    sql = "select * from units where system = 'sm' order by all"
+    assert query(tmp_path / "fast", sql).equals(query(tmp_path / "full", sql))
 
 
 def test_a_system_read_again_in_another_way_is_shown_once(files, tmp_path):
@@ -167,7 +215,7 @@ def test_a_system_read_again_in_another_way_is_shown_once(files, tmp_path):
     crlf.write_bytes(files["sm"].read_bytes())  # fixed: now read fast, stored lean
     run(files, root, sm=crlf)
     rows = query(root, "select count(*) as n from units where system = 'sm'")["n"][0]
-    assert rows == read_conll(files["sm"]).words.height
+    assert rows == read_conll(files["sm"]).tokens.height  # words and multiword ranges
     assert query(root, "select count(*) as n from stored.units where system = 'sm'")[
         "n"][0] == 0
 

@@ -156,12 +156,13 @@ def label_counts(words: pl.DataFrame) -> pl.DataFrame:
         for c in (*LABEL_FIELDS, "head")]))
 
 
-def lean_codes(found: FastWords, first_sent: int = 0
+def lean_codes(found: FastWords, first_sent: int = 0,
+               extras: Mapping[str, pl.Series] | None = None
                ) -> tuple[pl.DataFrame, dict[str, list[str]]]:
     """The lean store of words read on the key's words (``words``: sentence, ID, the file's
-    own code of each label it was read for, HEAD; null where a column was not read), with
-    each column's dictionary (its sorted labels: a code is a position in it). Sentences are
-    numbered from ``first_sent``."""
+    own code of each label it was read for, HEAD; null where a column was not read; DEPS
+    and MISC where they are not the key's), with each column's dictionary (its sorted
+    labels: a code is a position in it). Sentences are numbered from ``first_sent``."""
     n = found.sent.size
     columns: dict[str, pl.Series] = {
         "sent": pl.Series("sent", found.sent + np.int32(first_sent), pl.Int32),
@@ -178,11 +179,16 @@ def lean_codes(found: FastWords, first_sent: int = 0
     else:
         head = pl.Series("head", found.head, pl.Int32)
         columns["head"] = head.set(head < 0, None)
+    for name in ("deps", "misc"):
+        given = (extras or {}).get(name)
+        columns[name] = (given.alias(name) if given is not None else
+                         pl.repeat(None, n, dtype=pl.String, eager=True).alias(name))
     return pl.DataFrame(columns).select(LEAN_COLUMNS), dictionaries
 
 
 #: The columns of the lean store, in its order.
-LEAN_COLUMNS = ("sent", "id", "lemma", "upos", "xpos", "feats", "head", "deprel")
+LEAN_COLUMNS = ("sent", "id", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps",
+                "misc")
 
 
 def remap(words: pl.DataFrame, dictionaries: Mapping[str, Sequence[str]],

@@ -19,6 +19,13 @@ and empty nodes ``1.1`` are not words); HEAD an integer within the sentence or `
 Nothing is copied per word but numbers: labels are coded on the parsed columns (a code is a
 label's position among the column's sorted distinct labels) and forms hashed, before the
 rows of blank lines are dropped.
+
+What a lean system does not store, the key's record stands for, so the reader also takes the
+file's *frame*: per sentence, a digest of its line count, of its comment lines and of its
+multiword-range and empty-node lines (each with its position in the sentence), and per word
+a hash of DEPS and MISC. A system whose frame digests are the key's has the key's lines,
+comments (so sentence IDs, text, documents) and non-word lines; its DEPS and MISC are stored
+only where their hashes differ from the key's.
 """
 
 from __future__ import annotations
@@ -47,6 +54,8 @@ class FastWords:
     form_hash: np.ndarray  # a 64-bit hash of each word's form (:func:`form_hashes`)
     labels: dict[str, tuple[np.ndarray, list[str]]]  # field -> (codes, sorted labels)
     head: np.ndarray | None  # each word's HEAD (-1 for '_'); None when not read
+    digest: np.ndarray  # per sentence, a 64-bit digest of its frame (module docstring)
+    extras: dict[str, Coded]  # DEPS and MISC (CoNLL-U), each word's value as codes
 
 
 def form_hashes(forms: pl.Series) -> np.ndarray:
@@ -84,7 +93,10 @@ def fast_words(data: bytes, fmt: str, fields: tuple[str, ...]) -> FastWords | No
     sent = (np.cumsum(token & np.concatenate(([True], blank[:-1])))[token] - 1).astype(np.int32)
     columns = {c: Coded(rows[f"_codes_{c}"].to_numpy(), rows[c].dtype.categories.to_series())
                for c in wanted}
-    return _words(columns, token, sent, fmt, fields)
+    lines = line_digests(data)
+    if lines is None or lines.size != int(sent[-1]) + 1:
+        return None
+    return _words(columns, token, sent, fmt, fields, lines)
 
 
 @dataclass(frozen=True)
@@ -119,14 +131,15 @@ def _columns(fmt: str, fields: tuple[str, ...]) -> list[str]:
     empty last column is a short line)."""
     if fmt == "tsv":
         return ["form", "tag"]
-    return list(dict.fromkeys(["id", "form", *fields, "misc"]))
+    return list(dict.fromkeys(["id", "form", *fields, "deps", "misc"]))
 
 
 def _words(columns: dict[str, Coded], token: np.ndarray, sent: np.ndarray, fmt: str,
-           fields: tuple[str, ...]) -> FastWords | None:
+           fields: tuple[str, ...], digest: np.ndarray) -> FastWords | None:
     """The words of the rows (``token``: not a blank line), or None when an ID or HEAD is
     not what it must be."""
     n_sents = int(sent[-1]) + 1 if sent.size else 0
+    extras: dict[str, Coded] = {}
     if fmt == "tsv":
         word, ids, n_ranges, covered = token, _positions(sent), 0, 0
         labels = {"upos": columns["tag"]}
@@ -136,6 +149,8 @@ def _words(columns: dict[str, Coded], token: np.ndarray, sent: np.ndarray, fmt: 
         n_ranges, covered = _ranges(columns["id"].filter(token & (number < 0)))
         if n_ranges is None:
             return None
+        digest = digest + _other_lines(columns, token, word, sent, n_sents)
+        extras = {c: Coded(columns[c].codes[word], columns[c].values) for c in EXTRAS}
         ids = number[word].astype(np.int32)
         sent = sent[word[token]]
         if not np.array_equal(ids, _positions(sent)):
@@ -153,7 +168,75 @@ def _words(columns: dict[str, Coded], token: np.ndarray, sent: np.ndarray, fmt: 
     form = columns["form"]
     hashes = form_hashes(form.values)[form.codes[word]]
     return FastWords(n_sents, n_words, int(ids.size) - covered + n_ranges, sent, ids, hashes,
-                     coded, head)
+                     coded, head, digest, extras)
+
+
+#: The columns a lean system stores only where they differ from the key's.
+EXTRAS = ("deps", "misc")
+#: The columns of a multiword range or empty node that enter a sentence's digest.
+FRAME_COLUMNS = ("id", "form", *EXTRAS)
+
+
+def value_hashes(column: Coded) -> np.ndarray:
+    """A 64-bit hash of each row's value (as :func:`form_hashes`)."""
+    return form_hashes(column.values)[column.codes]
+
+
+def mix(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser: a well-spread 64-bit value of each (wrapping arithmetic)."""
+    x = np.asarray(x, np.uint64)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def _sum_by(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    """Per slot, the (wrapping) sum of the values whose index is that slot."""
+    out = np.zeros(size, np.uint64)
+    np.add.at(out, index, values)
+    return out
+
+
+def line_digests(data: bytes) -> np.ndarray | None:
+    """Per sentence (lines between blank lines), a digest of its line count and of each
+    comment line with its position in it; None when polars cannot read the lines."""
+    try:
+        first = (pl.scan_csv(io.BytesIO(data), separator="\t", has_header=False,
+                             quote_char=None, comment_prefix=None, truncate_ragged_lines=True,
+                             schema={"first": pl.Categorical(pl.Categories.random())})
+                 .select(pl.col("first").is_null().alias("blank"),
+                         pl.col("first").to_physical().fill_null(0).alias("codes"), "first")
+                 .collect())
+    except pl.exceptions.PolarsError:
+        return None
+    values = first["first"].dtype.categories.to_series()
+    blank = first["blank"].to_numpy()
+    line = ~blank
+    codes = first["codes"].to_numpy()[line]
+    sent = np.cumsum(line & np.concatenate(([True], blank[:-1])))[line] - 1
+    n = int(sent[-1]) + 1 if sent.size else 0
+    comment = values.str.starts_with("#").fill_null(False).to_numpy()[codes]
+    at = _positions(sent)[comment].astype(np.uint64)
+    h = form_hashes(values)[codes[comment]]
+    lines = np.bincount(sent, minlength=n).astype(np.uint64)
+    return _sum_by(sent[comment], mix(h ^ mix(at)), n) + mix(lines + np.uint64(1 << 50))
+
+
+def _other_lines(columns: dict[str, Coded], token: np.ndarray, word: np.ndarray,
+                 sent: np.ndarray, n_sents: int) -> np.ndarray:
+    """Per sentence, a digest of its multiword-range and empty-node lines (ID, FORM, DEPS,
+    MISC: their other columns are ``_`` in CoNLL-U) with their positions among its token
+    lines."""
+    other = ~word[token]
+    if not other.any():
+        return np.zeros(n_sents, np.uint64)
+    rows = np.flatnonzero(token)[other]
+    h = np.zeros(rows.size, np.uint64)
+    for i, name in enumerate(FRAME_COLUMNS):
+        column = columns[name]
+        h = mix(h ^ value_hashes(Coded(column.codes[rows], column.values)) + np.uint64(i))
+    at = _positions(sent)[other].astype(np.uint64)
+    return _sum_by(sent[other], mix(h ^ mix(at + np.uint64(1 << 40))), n_sents)
 
 
 def encode(column: Coded, keep: np.ndarray) -> tuple[np.ndarray, list[str]]:
