@@ -22,7 +22,6 @@ import datetime as dt
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import polars as pl
 from prefect import task
@@ -338,7 +337,7 @@ def ingest_spans(spec: RunSpec, stage: Staging) -> dict[str, SpanFile]:
         row, part = known.get(source.id), partition(spec.corpus, source.id)
         sig = None if row is None else ingest_signature(
             spec, source.id, row["sha256"], row["format"], key.sig if key else None)
-        if unchanged(row, Path(source.path)) and all(
+        if unchanged(row, source.path) and all(
                 stage.has(t, part, sig) for t in ("spans", "span_tags", "span_tokens")):
             return _live(stage, spec.corpus, row, sig)
         return None

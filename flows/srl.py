@@ -19,7 +19,6 @@ import contextlib
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import polars as pl
 from prefect import task
@@ -221,7 +220,7 @@ def ingest_srl(spec: RunSpec, stage: Staging) -> dict[str, SrlFile]:
         sig = None if row is None else ingest_signature(
             spec, source.id, row["sha256"], row["format"], key.sig if key else None)
         tables = FILE_TABLES + (("srl_tokens",) if key is None else ())
-        if unchanged(row, Path(source.path)) and all(stage.has(t, part, sig) for t in tables):
+        if unchanged(row, source.path) and all(stage.has(t, part, sig) for t in tables):
             return _live(stage, spec.corpus, row, sig)
         return None
 

@@ -57,7 +57,13 @@ from sysdiff.schemas.formats.fast_words import (
     value_hashes,
 )
 from sysdiff.schemas.formats.ranges import ByteRange, RangeFinder
-from sysdiff.schemas.formats.stable import StableFile, Stamp, read_stable, without_bom
+from sysdiff.schemas.formats.stable import (
+    StableFile,
+    Stamp,
+    input_stamp,
+    read_stable,
+    without_bom,
+)
 from sysdiff.schemas.frozen import freeze
 from sysdiff.transforms import conll18, tokens
 from sysdiff.transforms.alignment import (
@@ -605,8 +611,8 @@ def _ingest_signature(sha: str, fmt: str, role: str, key_sha: str | None) -> str
 def _size(path: str | Path) -> int:
     """A file's size (0 when it cannot be read: its reader says why)."""
     try:
-        return Path(path).stat().st_size
-    except OSError:
+        return input_stamp(path).size
+    except (OSError, InputError):
         return 0
 
 
@@ -653,7 +659,7 @@ def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
         row = known.get(source.id)
         sig = None if row is None else _ingest_signature(
             row["sha256"], row["format"], role, key.sha256 if key else None)
-        if unchanged(row, Path(source.path)) and stage.has(
+        if unchanged(row, source.path) and stage.has(
                 "vocab", partition(spec.corpus, source.id), sig):
             return _live(stage, spec.corpus, row)
         return None

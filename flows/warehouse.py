@@ -61,7 +61,7 @@ from sysdiff.flows.names import (  # noqa: F401 (re-exported)
 )
 from sysdiff.flows.store import StoreURL, location, open_write
 from sysdiff.schemas.errors import InputError
-from sysdiff.schemas.formats.stable import Stamp
+from sysdiff.schemas.formats.stable import Stamp, input_stamp
 from sysdiff.schemas.tables import all_tables, conform, parquet_options, polars_schema
 
 if TYPE_CHECKING:
@@ -136,11 +136,11 @@ def systems_row(spec: RunSpec, source: Source, role: str, sha: str, fmt: str, n_
     the file's size and modification time (those of the version read, ``stamp``, when
     given); ``n_tokens`` and ``alignment`` only for token tasks (null otherwise); ``at``:
     when it was ingested (now by default)."""
-    stat = stamp or Stamp.of(Path(source.path).stat())
+    stat = stamp or input_stamp(source.path)
     return pl.DataFrame([{
         "corpus": spec.corpus, "system": source.id, "version": source.version,
         "task": spec.task, "role": role, "format": fmt,
-        "path": str(Path(source.path).absolute()), "sha256": sha, "n_docs": n_docs,
+        "path": input_name(source.path), "sha256": sha, "n_docs": n_docs,
         "n_sents": n_sents, "n_units": n_units, "ingested_at": at or dt.datetime.now(dt.UTC),
         "size": stat.size, "mtime_ns": stat.mtime_ns,
         "n_tokens": n_tokens, "alignment": alignment,
@@ -153,14 +153,21 @@ def known_inputs(stage: Staging, corpus: str) -> dict[str, dict]:
     return {r["system"]: r for r in rows.to_dicts()}
 
 
-def unchanged(row: dict | None, path: str | Path) -> bool:
+def input_name(path: str | Path | StoreURL) -> str:
+    """How ``systems.path`` names an input: its absolute path, or its URL."""
+    return str(path) if isinstance(path, StoreURL) else str(Path(path).absolute())
+
+
+def unchanged(row: dict | None, path: str | Path | StoreURL) -> bool:
     """The file is the one read before: same path, size and modification time (as ``make``
     and ``rsync`` judge; its recorded SHA-256 then stands for its content)."""
-    path = Path(path)
-    if row is None or row.get("size") is None or row["path"] != str(path.absolute()):
+    if row is None or row.get("size") is None or row["path"] != input_name(path):
         return False
-    stat = path.stat()
-    return (row["size"], row["mtime_ns"]) == (stat.st_size, stat.st_mtime_ns)
+    try:
+        stat = input_stamp(path)
+    except InputError:
+        return False
+    return (row["size"], row["mtime_ns"]) == (stat.size, stat.mtime_ns)
 
 
 def with_literals(df: pl.DataFrame, **values: object) -> pl.DataFrame:
