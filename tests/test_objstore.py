@@ -16,6 +16,7 @@ import threading
 import polars as pl
 import pytest
 
+from sysdiff.flows.queries import query
 from sysdiff.flows.store import LEASE, LOG, STAGING, StoreURL, parse_location
 from tests.conftest import BUNDLED, REPO, run_cli
 from tests.objstore import bucket, s3_env  # noqa: F401 (fixtures)
@@ -281,3 +282,44 @@ def test_readers_during_commits_on_s3(files, bucket, prefect_harness):  # noqa: 
     assert [s for s, _ in seen] == sorted(s for s, _ in seen)  # never back to an old state
     assert all(len(rows) == 1 for rows in per_systems.values()), per_systems  # whole commits
     assert json.loads((StoreURL(root) / LOG / "000000000003.json").read_bytes())["tables"]
+
+
+def toml_on_store(name: str, prefix: str, out) -> str:  # noqa: ANN001 (a Path)
+    """The run file of a bundled corpus with its key and systems uploaded under ``prefix``
+    and named by URL (other files, e.g. a label map, stay local)."""
+    import tomllib
+
+    from sysdiff.flows.store import filesystem
+
+    toml = CORPORA[name]
+    text = toml.read_text()
+    cfg = tomllib.loads(text)
+    for rel in [cfg["key"], *cfg["systems"].values()]:
+        url = f"{prefix}/{rel}"
+        filesystem("s3").put_file(str(toml.parent / rel), url.split("://", 1)[1])
+        text = text.replace(f'"{rel}"', f'"{url}"')
+    if "map" in cfg:
+        text = text.replace(f'"{cfg["map"]}"', f'"{toml.parent / cfg["map"]}"')
+    out.write_text(text)
+    return str(out)
+
+
+@pytest.mark.parametrize("name", ["sequoia", "litbank", "unl", "ner"])
+def test_inputs_on_s3(name, local_runs, bucket, cli, tmp_path):  # noqa: F811
+    toml = toml_on_store(name, f"{bucket}/inputs", tmp_path / "run.toml")
+    root = f"{bucket}/wh"
+    code, _out, err = cli("run", toml, "-w", root)
+    assert code == 0, err
+    got = sandbox_dumps(StoreURL(root))
+    assert {t for t in got if got[t] != local_runs[name].get(t)} == set()
+    systems = query(StoreURL(root), "select path from systems")["path"].to_list()
+    assert systems and all(p.startswith(f"{bucket}/inputs/") for p in systems)
+    code, _out, err = cli("run", toml, "-w", root)  # unchanged objects are not read again
+    assert code == 0, err
+    code, _out, err = cli("run", "--key", f"{bucket}/inputs/nothing-here", "--task", "dep",
+                          "--corpus", "x", f"--system=a={bucket}/inputs/nothing-either",
+                          "-w", f"{bucket}/other")
+    assert code == 2 and "nothing-here" in err and "no such" in err, err
+    code, _out, err = cli("run", "--key", "ftp://host/key.conllu", "--task", "dep",
+                          "--corpus", "x", "--system=a=ftp://host/a.conllu", "-w", root)
+    assert code == 2 and "unsupported input URL scheme" in err, err
