@@ -323,3 +323,21 @@ def test_inputs_on_s3(name, local_runs, bucket, cli, tmp_path):  # noqa: F811
     code, _out, err = cli("run", "--key", "ftp://host/key.conllu", "--task", "dep",
                           "--corpus", "x", "--system=a=ftp://host/a.conllu", "-w", root)
     assert code == 2 and "unsupported input URL scheme" in err, err
+
+
+def test_serve_once_into_s3(bucket, cli, tmp_path):  # noqa: F811
+    from tests.conftest import SEQUOIA
+    from tests.test_scale import first_sentences
+
+    corpus = tmp_path / "watch" / "seq"
+    (corpus / "systems").mkdir(parents=True)
+    first_sentences(SEQUOIA / "key.conllu", corpus / "key.conllu", 30)
+    first_sentences(SEQUOIA / "fr_core_news_sm-3.8.0.conllu", corpus / "systems" / "sm.conllu",
+                    30)
+    (corpus / "corpus.toml").write_text('task = "dep"\nar_trials = 100\n')
+    root = f"{bucket}/wh"
+    code, _out, err = cli("serve", "--watch", str(tmp_path / "watch"), "--once", "-w", root)
+    assert code == 0, err
+    assert query(StoreURL(root), "select count(*) as n from scores where corpus = 'seq'"
+                 )["n"][0] > 0
+    assert not (tmp_path / "watch" / "s3:").exists()
