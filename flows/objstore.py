@@ -37,7 +37,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from sysdiff.flows.names import MARKER, version_name
 from sysdiff.flows.store import LEASE, LOG, STAGING, StoreURL, log_versions
@@ -140,7 +140,9 @@ def _renew(root: StoreURL, owner: str, stop: threading.Event) -> None:
     obj = root / LEASE
     while not stop.wait(lease_seconds() / 3):
         with contextlib.suppress(Exception):  # a missed renewal: the next one, or expiry
-            (root / STAGING / owner / OWNER).write_bytes(_lease_body(owner))
+            record = root / STAGING / owner / OWNER
+            if record.exists():  # not once the run removed its staging
+                record.write_bytes(_lease_body(owner))
             held = json.loads(obj.read_bytes())
             if held.get("owner") != owner:
                 return  # taken over (we were presumed dead): the log guards the commit
@@ -183,12 +185,12 @@ def claim(root: StoreURL) -> None:
     (root / MARKER).create(json.dumps(stamp).encode())
 
 
-def commit(staging) -> None:  # noqa: ANN001 (a warehouse.Staging)
-    """Copy the staged files into ``tables/`` and create the next manifest version (the
-    commit point); then clean up (:func:`sweep`). Another run's commit since this run's
-    start is an InputError, nothing of this run committed."""
+def commit(staging, crash_point: Callable[[str], None]) -> None:  # noqa: ANN001
+    """Copy the files ``staging`` (a ``warehouse.Staging``) holds into ``tables/`` and create
+    the next manifest version (the commit point); then clean up (:func:`sweep`). Another
+    run's commit since this run's start is an InputError, nothing of this run committed.
+    ``crash_point``: the crash-safety tests' hook."""
     from sysdiff.flows.catalog import table_ddl
-    from sysdiff.flows.warehouse import crash_point
 
     root: StoreURL = staging.root
     claim(root)

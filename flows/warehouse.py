@@ -645,7 +645,7 @@ def commit(staging: Staging) -> None:
     if isinstance(root, StoreURL):
         from sysdiff.flows import objstore
 
-        objstore.commit(staging)
+        objstore.commit(staging, crash_point)
         return
     claim_warehouse(root)
     manifest = json.loads(json.dumps(staging.manifest))
