@@ -13,7 +13,10 @@ Light: read-only commands import it; fsspec is imported only for a URL.
 
 from __future__ import annotations
 
+import functools
+import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -100,6 +103,45 @@ def filesystem(scheme: str) -> Any:
     return fs
 
 
+def store_error(url: str, error: BaseException) -> InputError | None:
+    """The one line a user sees for a store that cannot be used (no such bucket, access
+    denied, unreachable endpoint); None for any other error (a missing object is not one)."""
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    name = type(error).__name__
+    endpoint = os.environ.get("AWS_ENDPOINT_URL")
+    where = f" (AWS_ENDPOINT_URL={endpoint})" if endpoint else ""
+    if isinstance(error, FileNotFoundError) and "bucket" in text.lower():
+        bucket = url.split("://", 1)[-1].split("/", 1)[0]
+        return InputError(f"no such bucket '{bucket}'; create it first", url)
+    if isinstance(error, PermissionError) or "AccessDenied" in text or "Forbidden" in text:
+        return InputError(f"the object store refused access ({text}); check the credentials "
+                          "in the environment (AWS_ACCESS_KEY_ID, AWS_PROFILE, ...)", url)
+    if "Connect" in name or "Endpoint" in name or "connect" in text.lower():
+        return InputError(f"cannot reach the object store{where}: {text}", url)
+    if "NoCredentials" in name or "credentials" in text.lower():
+        return InputError(f"no credentials for the object store ({text}); set AWS_ACCESS_KEY_ID "
+                          "and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE", url)
+    return None
+
+
+def _guarded(method: Callable) -> Callable:
+    """A :class:`StoreURL` method whose store failures are one-line InputErrors."""
+
+    @functools.wraps(method)
+    def call(self: StoreURL, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except InputError:
+            raise
+        except Exception as e:
+            error = store_error(self.url, e)
+            if error is None:
+                raise
+            raise error from None
+
+    return call
+
+
 @dataclass(frozen=True)
 class StoreURL:
     """An object in (or a prefix of) an object store: ``scheme://bucket/key``."""
@@ -135,27 +177,34 @@ class StoreURL:
     def fs(self) -> Any:
         return filesystem(self.scheme)
 
+    @_guarded
     def exists(self) -> bool:
         return bool(self.fs.exists(self.key))
 
+    @_guarded
     def is_file(self) -> bool:
         return bool(self.fs.isfile(self.key))
 
+    @_guarded
     def is_dir(self) -> bool:
         return bool(self.fs.isdir(self.key))
 
+    @_guarded
     def size(self) -> int:
         return int(self.fs.size(self.key))
 
+    @_guarded
     def read_bytes(self) -> bytes:
         try:
             return self.fs.cat_file(self.key)
         except FileNotFoundError:
             raise FileNotFoundError(self.url) from None
 
+    @_guarded
     def write_bytes(self, data: bytes) -> None:
         self.fs.pipe_file(self.key, data)
 
+    @_guarded
     def create(self, data: bytes) -> bool:
         """Write the object only if it does not exist (the store's conditional write:
         ``If-None-Match: *``, a generation precondition); False when it exists."""
@@ -172,9 +221,11 @@ class StoreURL:
             raise
         return True
 
+    @_guarded
     def open(self, mode: str = "rb") -> IO[bytes]:
         return self.fs.open(self.key, mode)
 
+    @_guarded
     def unlink(self, missing_ok: bool = False) -> None:
         try:
             self.fs.rm_file(self.key)
@@ -185,6 +236,7 @@ class StoreURL:
     def mkdir(self, parents: bool = False, exist_ok: bool = False) -> None:
         """Nothing to do: an object store has no folders."""
 
+    @_guarded
     def iterdir(self) -> list[StoreURL]:
         try:
             return [StoreURL(f"{self.scheme}://{p.rstrip('/')}")
@@ -192,6 +244,7 @@ class StoreURL:
         except FileNotFoundError:
             return []
 
+    @_guarded
     def find(self) -> dict[str, dict]:
         """Every object under this prefix: {relative key: its details (size, ...)}."""
         try:
@@ -201,10 +254,12 @@ class StoreURL:
         prefix = self.key.rstrip("/") + "/"
         return {k[len(prefix):]: v for k, v in found.items() if k.startswith(prefix)}
 
+    @_guarded
     def copy_to(self, dest: StoreURL) -> None:
         """A copy made by the store (no byte passes through this process)."""
         self.fs.copy(self.key, dest.key)
 
+    @_guarded
     def rename(self, dest: StoreURL) -> None:
         """Copy, then delete (an object store has no rename)."""
         self.fs.mv(self.key, dest.key)

@@ -47,6 +47,15 @@ def test_a_file_url_is_the_local_folder(cli, tmp_path):
     assert (root / "manifest.json").is_file() and (root / "sysdiff.duckdb").is_file()
 
 
+def test_a_missing_bucket_or_an_unreachable_store_is_one_line(s3_env, cli, monkeypatch):  # noqa: F811
+    code, _out, err = cli("run", str(BUNDLED["unl"]), "-w", "s3://no-such-bucket-here/wh")
+    assert code == 2 and "no such bucket 'no-such-bucket-here'" in err, err
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setattr("sysdiff.flows.store._FILESYSTEMS", {})
+    code, _out, err = cli("sql", "select 1", "-w", "s3://bucket/wh")
+    assert code == 2 and "cannot reach the object store" in err, err
+
+
 def test_parse_location():
     assert parse_location("s3://b/p/") == StoreURL("s3://b/p")
     assert parse_location("file:///tmp/x").as_posix() == "/tmp/x"
