@@ -9,10 +9,11 @@ For each size: one full run (ingest + compare), reported with wall time, the tim
 step (from ``sysdiff run -v``) and the peak RSS of the sysdiff process. In the same run, the
 bound a plain solution cannot beat: a bare ``polars`` read of every file's tag column plus the
 plain numpy compare loop over the same code matrix (:func:`bound`); the target is a run
-within 2x of it. With ``--dask`` the
-compare step alone is re-run (a new seed changes the result signatures but not the ingested
-data) in-process, then on 1 and on 2 local Dask workers; the speed-up is the ratio of the
-compare step's times. ``--clean`` deletes each size's data and warehouse once measured.
+within 2x of it. Ingest alone is set against a bare ``polars`` read of the columns it parses
+(:func:`bare_read`: every column of the key, ID FORM LEMMA UPOS XPOS FEATS DEPS MISC of each
+system); the target is 1.5x. With ``--dask`` the whole run is repeated (a fresh warehouse
+each time) on 1 and on 2 local Dask workers; the speed-up is the ratio of their wall times.
+``--clean`` deletes each size's data and warehouse once measured.
 """
 
 from __future__ import annotations
@@ -90,6 +91,22 @@ def read_tags(path: Path, column: int) -> np.ndarray:
     return tags.cast(pl.Enum(TAGS)).to_physical().to_numpy()  # uint8 codes
 
 
+#: The columns ingest parses of a system file in a ``pos`` run (1-based): the fast reader's.
+SYSTEM_COLUMNS = (1, 2, 3, 4, 5, 6, 9, 10)
+
+
+def bare_read(paths: dict[str, Path]) -> float:
+    """Seconds of a bare ``polars`` read (strings, no check) of the columns ingest parses:
+    every column of the key, :data:`SYSTEM_COLUMNS` of each system; one file after another."""
+    t0 = time.perf_counter()
+    for name, path in paths.items():
+        columns = range(1, 11) if name == "key" else SYSTEM_COLUMNS
+        (pl.scan_csv(path, separator="\t", has_header=False, quote_char=None,
+                     comment_prefix="#", infer_schema=False)
+         .select(pl.nth(c - 1) for c in columns).collect())
+    return time.perf_counter() - t0
+
+
 def numpy_compare(gold: np.ndarray, systems: list[np.ndarray]) -> None:
     """The plain compare loop over uint8 codes: per system its per-label correct counts, per
     pair the diff and its (gold, sys1, sys2) change cells, one ``bincount`` each."""
@@ -141,7 +158,8 @@ def main() -> None:
     ap.add_argument("--systems", type=int, default=10)
     ap.add_argument("--data", default=str(ROOT / "benchmarks" / "_data"))
     ap.add_argument("--shard-sents", type=int, default=20000)
-    ap.add_argument("--dask", action="store_true", help="also time compare on 1 vs 2 workers")
+    ap.add_argument("--dask", action="store_true",
+                    help="also time the whole run on 1 vs 2 local Dask workers")
     ap.add_argument("--clean", action="store_true", help="delete each size's files when done")
     args = ap.parse_args()
     results = []
@@ -161,11 +179,11 @@ def main() -> None:
                "ingest_s": steps.get("ingest"), "compare_s": steps.get("compare"),
                "peak_rss_gib": round(rss, 2), "read_s": round(read_s, 1),
                "numpy_s": round(numpy_s, 1), "load": round(os.getloadavg()[0], 1)}
+        row["bare_read_s"] = round(bare_read(paths), 1)
         if args.dask:
-            for seed, label, extra in [(1, "threads", []), (2, "1w", ["--dask-local", "1"]),
-                                       (3, "2w", ["--dask-local", "2"])]:
-                row[f"compare_{label}_s"] = run_sysdiff([*base, "--seed", str(seed),
-                                                         *extra])[2].get("compare")
+            for label, extra in [("1w", ["--dask-local", "1"]), ("2w", ["--dask-local", "2"])]:
+                subprocess.run(["rm", "-rf", str(wh)], check=True)
+                row[f"run_{label}_s"] = round(run_sysdiff([*base, *extra])[0], 1)
         results.append(row)
         print(row, flush=True)
         if args.clean:
@@ -180,11 +198,12 @@ def main() -> None:
               f"{r['compare_s'] or 0:10.1f} {r['run_s'] / (r['tokens'] / 1e6):7.2f} "
               f"{ratio:19.2f} {r['peak_rss_gib']:13.2f} {r['read_s'] + r['numpy_s']:13.1f} "
               f"{r['run_s'] / (r['read_s'] + r['numpy_s']):10.2f}")
-        if r.get("compare_2w_s"):
-            one, two, threads = r["compare_1w_s"], r["compare_2w_s"], r["compare_threads_s"]
-            print(f"{'':>6} compare step: in-process threads {threads:.1f} s; Dask 1 worker "
-                  f"{one:.1f} s, 2 workers {two:.1f} s: speed-up {one / two:.2f}x")
-
+        print(f"{'':>6} ingest {r['ingest_s'] or 0:.1f} s vs a bare read of the same columns "
+              f"{r['bare_read_s']:.1f} s: {(r['ingest_s'] or 0) / r['bare_read_s']:.2f}x")
+        if r.get("run_2w_s"):
+            one, two = r["run_1w_s"], r["run_2w_s"]
+            print(f"{'':>6} whole run on Dask: 1 worker {one:.1f} s, 2 workers {two:.1f} s: "
+                  f"speed-up {one / two:.2f}x")
 
 if __name__ == "__main__":
     main()

@@ -203,8 +203,8 @@ def test_server_lifecycle(state, tmp_path):
     runs = flow_runs(f"http://127.0.0.1:{info['port']}/api")
     assert [r["state_type"] for r in runs] == ["COMPLETED"] * 4
     assert {r["flow_id"] for r in runs} == {runs[0]["flow_id"]}
-    computed = [("compare 0", "COMPLETED"), ("ingest one __key__", "COMPLETED"),
-                ("ingest one a", "COMPLETED")]
+    computed = [("compare 0", "COMPLETED"), ("frame of the key", "COMPLETED"),
+                ("ingest one __key__", "COMPLETED"), ("ingest one a", "COMPLETED")]
     assert [r["tasks"] for r in runs] == [computed, computed, computed, []]
 
     # a client whose import-time environment differs runs the command itself, and the

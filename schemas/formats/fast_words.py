@@ -94,7 +94,7 @@ def fast_words(data: bytes, fmt: str, fields: tuple[str, ...]) -> FastWords | No
     columns = {c: Coded(rows[f"_codes_{c}"].to_numpy(), rows[c].dtype.categories.to_series())
                for c in wanted}
     lines = line_digests(data)
-    if lines is None or lines.size != int(sent[-1]) + 1:
+    if lines.size != int(sent[-1]) + 1:
         return None
     return _words(columns, token, sent, fmt, fields, lines)
 
@@ -197,29 +197,34 @@ def _sum_by(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-def line_digests(data: bytes) -> np.ndarray | None:
+def line_digests(data: bytes) -> np.ndarray:
     """Per sentence (lines between blank lines), a digest of its line count and of each
-    comment line with its position in it; None when polars cannot read the lines."""
-    try:
-        first = (pl.scan_csv(io.BytesIO(data), separator="\t", has_header=False,
-                             quote_char=None, comment_prefix=None, truncate_ragged_lines=True,
-                             schema={"first": pl.Categorical(pl.Categories.random())})
-                 .select(pl.col("first").is_null().alias("blank"),
-                         pl.col("first").to_physical().fill_null(0).alias("codes"), "first")
-                 .collect())
-    except pl.exceptions.PolarsError:
-        return None
-    values = first["first"].dtype.categories.to_series()
-    blank = first["blank"].to_numpy()
-    line = ~blank
-    codes = first["codes"].to_numpy()[line]
-    sent = np.cumsum(line & np.concatenate(([True], blank[:-1])))[line] - 1
-    n = int(sent[-1]) + 1 if sent.size else 0
-    comment = values.str.starts_with("#").fill_null(False).to_numpy()[codes]
-    at = _positions(sent)[comment].astype(np.uint64)
-    h = form_hashes(values)[codes[comment]]
-    lines = np.bincount(sent, minlength=n).astype(np.uint64)
-    return _sum_by(sent[comment], mix(h ^ mix(at)), n) + mix(lines + np.uint64(1 << 50))
+    comment line (``#`` first) with its position in it. ``data`` ends with a newline."""
+    text = np.frombuffer(data, np.uint8)
+    ends = np.flatnonzero(text == 10)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    first = text[starts]
+    blank = first == 10
+    opens = np.flatnonzero(~blank & np.concatenate(([True], blank[:-1])))  # first lines
+    n = opens.size
+    closes = np.concatenate((opens[1:] - 1, [blank.size - int(blank[-1])]))  # past the last
+    lines = (closes - opens).astype(np.uint64)
+    comments = np.flatnonzero(first == 35)
+    sent = np.searchsorted(opens, comments, "right") - 1
+    at = (comments - opens[sent]).astype(np.uint64)
+    h = _line_hashes(text, starts[comments], ends[comments])
+    return _sum_by(sent, mix(h ^ mix(at)), n) + mix(lines + np.uint64(1 << 50))
+
+
+def _line_hashes(text: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each line ``text[start:end]`` (as :func:`form_hashes` hashes)."""
+    if not starts.size:
+        return np.zeros(0, np.uint64)
+    size = ends - starts + 1  # with its newline
+    offsets = np.concatenate(([0], np.cumsum(size)[:-1]))
+    gather = np.repeat(starts - offsets, size) + np.arange(int(size.sum()))
+    lines = text[gather].tobytes().split(b"\n")[:-1]
+    return pl.Series(lines, dtype=pl.Binary).hash(seed=0).to_numpy()
 
 
 def _other_lines(columns: dict[str, Coded], token: np.ndarray, word: np.ndarray,
@@ -235,7 +240,7 @@ def _other_lines(columns: dict[str, Coded], token: np.ndarray, word: np.ndarray,
     for i, name in enumerate(FRAME_COLUMNS):
         column = columns[name]
         h = mix(h ^ value_hashes(Coded(column.codes[rows], column.values)) + np.uint64(i))
-    at = _positions(sent)[other].astype(np.uint64)
+    at = positions_at(sent, np.flatnonzero(other)).astype(np.uint64)
     return _sum_by(sent[other], mix(h ^ mix(at + np.uint64(1 << 40))), n_sents)
 
 
@@ -251,12 +256,22 @@ def encode(column: Coded, keep: np.ndarray) -> tuple[np.ndarray, list[str]]:
     return lookup[kept], labels.gather(order).to_list()
 
 
+def positions_at(sent: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The 0-based position of each of ``rows`` within its run of equal sentence numbers
+    (``sent`` non-decreasing)."""
+    return rows - np.searchsorted(sent, sent[rows], "left")
+
+
 def _positions(sent: np.ndarray) -> np.ndarray:
     """1, 2, 3, ... within each run of equal sentence numbers."""
-    first = np.zeros(sent.size, np.int64)
+    if not sent.size:
+        return np.zeros(0, np.int32)
     change = np.flatnonzero(sent[1:] != sent[:-1]) + 1
-    first[change] = change
-    return (np.arange(sent.size) - np.maximum.accumulate(first) + 1).astype(np.int32)
+    first = np.concatenate(([0], change))
+    run = np.zeros(sent.size, np.int32)
+    run[change] = 1
+    return (np.arange(1, sent.size + 1, dtype=np.int32)
+            - first.astype(np.int32)[np.cumsum(run, dtype=np.int32)])
 
 
 def _ranges(ids: pl.Series) -> tuple[int | None, int]:
