@@ -44,6 +44,7 @@ from sysdiff.flows.queries import (
     time_limit,
 )
 from sysdiff.flows.server import SERVICE_LOGGERS
+from sysdiff.flows.store import StoreURL, log_versions
 from sysdiff.schemas.errors import InputError
 
 if TYPE_CHECKING:
@@ -376,7 +377,11 @@ class Warehouse:
 
 
 def _manifest_stamp(root: Path) -> tuple[int, int, int]:
-    """What changes when a commit replaces the manifest (inode, size, mtime)."""
+    """What changes when a commit replaces the manifest (inode, size, mtime; on an object
+    store, the log's latest version)."""
+    if isinstance(root, StoreURL):
+        versions = log_versions(root)
+        return (versions[-1] if versions else 0, 0, 0)
     try:
         st = (root / MANIFEST).stat()
     except FileNotFoundError:

@@ -14,7 +14,6 @@ import datetime as dt
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -26,6 +25,7 @@ from sysdiff.flows.ingest import ingest_all
 from sysdiff.flows.progress import progress
 from sysdiff.flows.shards import map_collect
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
+from sysdiff.flows.store import location
 from sysdiff.flows.warehouse import (
     StagedFile,
     Staging,
@@ -139,9 +139,9 @@ def ingest_coref_file(job: CorefJob) -> CorefFile:
                                 int(m["sent"].n_unique()) if m.height else 0, m.height,
                                 at=job.at, stamp=stamp)))}
     n_unknown = int((m["mtype"] == "UNKNOWN").sum())
-    here = {t: str(Path(job.stage_dir) / f.rel) for t, f in staged.items()}
+    here = {t: str(location(job.stage_dir) / f.rel) for t, f in staged.items()}
     return CorefFile(sha, here["mentions"], here["coref_tokens"], fmt,
-                     f"{Path(source.path).name} ({n_unknown} of {m.height})" if n_unknown
+                     f"{source.path.name} ({n_unknown} of {m.height})" if n_unknown
                      else None, tuple(staged.values()))
 
 

@@ -24,7 +24,7 @@ from typing import Any, Protocol, TypeVar
 from sysdiff.flows.preflight import check_some_left, skip_system
 from sysdiff.flows.progress import progress
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
-from sysdiff.flows.warehouse import StagedFile, Staging
+from sysdiff.flows.warehouse import StagedFile, Staging, crash_point
 from sysdiff.schemas.errors import InputError
 
 
@@ -126,6 +126,7 @@ def _settle(spec: RunSpec, stage: Staging, out: dict, source: Source, role: str,
         return
     stage.record(result.staged)
     out[source.id] = result
+    crash_point("ingest")
 
 
 def _wait_quietly(future: Any) -> None:

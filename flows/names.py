@@ -8,6 +8,7 @@ import json
 import os
 from pathlib import Path
 
+from sysdiff.flows.store import LEASE, STAGING, StoreURL, log_versions, parse_location, version_name
 from sysdiff.schemas.errors import InputError
 
 FORMATS = ("table", "csv", "tsv", "json", "markdown", "latex")  # output formats
@@ -63,14 +64,24 @@ VIEWS_HELP = ("View: upos, xpos, feats, lemma (pos and dep corpora), head, depre
 MARKER = ".sysdiff-warehouse"
 
 
-def resolve_warehouse(option: str | None) -> Path:
-    """``--warehouse``, else ``$SYSDIFF_WAREHOUSE``, else ``./data/warehouse``, absolute."""
-    return Path(option or os.environ.get("SYSDIFF_WAREHOUSE") or DEFAULT_WAREHOUSE).absolute()
+def resolve_warehouse(option: str | Path | None) -> Path | StoreURL:
+    """``--warehouse``, else ``$SYSDIFF_WAREHOUSE``, else ``./data/warehouse``: a local
+    folder (absolute) or an object-store URL (:func:`~sysdiff.flows.store.parse_location`:
+    an unsupported URL is refused)."""
+    return parse_location(option or os.environ.get("SYSDIFF_WAREHOUSE")
+                          or str(DEFAULT_WAREHOUSE))
 
 
-def check_warehouse_folder(root: Path) -> None:
+def check_warehouse_folder(root: Path | StoreURL) -> None:
     """Refuse to write into a folder that is neither new, empty, nor a sysdiff warehouse:
     a run never deletes or overwrites files it did not write."""
+    if isinstance(root, StoreURL):
+        if (root / MARKER).is_file() or all(p.name in (LEASE, STAGING)
+                                               for p in root.iterdir()):
+            return
+        raise InputError(f"this object-store prefix is not empty and is not a sysdiff "
+                         f"warehouse (no {MARKER} marker); give a new or empty prefix, or an "
+                         "existing sysdiff warehouse", root)
     if not root.exists() or (root / MARKER).is_file() or (root / MANIFEST).is_file():
         return
     if not root.is_dir():
@@ -82,13 +93,20 @@ def check_warehouse_folder(root: Path) -> None:
                          "sysdiff warehouse", root)
 
 
-def read_manifest(root: Path) -> dict:
+def read_manifest(root: Path | StoreURL) -> dict:
     """The warehouse's live partitions: {"tables": {table: {partition: {"file": rel,
     "sig": sig, "sha256": hex, "size": bytes}}}} (``sha256`` and ``size`` of the file as
-    committed); a damaged manifest is an InputError."""
-    path = root / MANIFEST
-    if not path.exists():
-        return {"version": 1, "tables": {}}
+    committed); a damaged manifest is an InputError. On an object store: the log's latest
+    version."""
+    if isinstance(root, StoreURL):
+        versions = log_versions(root)
+        if not versions:
+            return {"version": 1, "tables": {}}
+        path = root / version_name(versions[-1])
+    else:
+        path = root / MANIFEST
+        if not path.exists():
+            return {"version": 1, "tables": {}}
     try:
         manifest = json.loads(path.read_bytes())
         if not isinstance(manifest.get("tables"), dict):

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from sysdiff.flows import server
+from sysdiff.flows.store import StoreURL, is_url
 
 POLL = 0.2  # seconds between two looks at the background server's lock
 #: Quick reconnections of Prefect's event client to the background server (Prefect's
@@ -43,11 +44,15 @@ def new_run_id() -> str:
     return uuid.uuid4().hex
 
 
-def landed(root: Path, run_id: str) -> bool:
+def landed(root: Path | StoreURL, run_id: str) -> bool:
     """True when the warehouse's manifest is the one run ``run_id`` committed."""
+    from sysdiff.flows.names import read_manifest
+    from sysdiff.schemas.errors import InputError
+
     try:
-        manifest = json.loads((Path(root) / "manifest.json").read_bytes())
-    except (OSError, ValueError, UnicodeDecodeError):
+        manifest = (read_manifest(root) if is_url(root)
+                    else json.loads((Path(root) / "manifest.json").read_bytes()))
+    except (OSError, ValueError, UnicodeDecodeError, InputError):
         return False
     return isinstance(manifest, dict) and manifest.get("run") == run_id
 

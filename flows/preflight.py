@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from sysdiff.flows.names import check_warehouse_folder, read_manifest
 from sysdiff.flows.sniff import read_head
 from sysdiff.flows.spec import RunSpec, Source
+from sysdiff.flows.store import StoreURL
 from sysdiff.schemas.errors import InputError
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ EXPECTED = {"pos": "tab-separated token lines (CoNLL-U, CoNLL-X or word<TAB>tag)
 
 def check_file(source: Source, task: str) -> str | None:
     """Check one input file from its head; return the detected format (None for UNL)."""
-    path = Path(source.path)
+    path = source.path
     head, whole = read_head(path, EXPECTED[task])
     return detect(path, head, source.fmt, task, whole)
 
@@ -68,6 +69,11 @@ def detect(path: Path, head: bytes, fmt: str | None, task: str, whole: bool) -> 
 def check_lock(root: Path) -> None:
     """Refuse now (before Prefect starts) when another run holds the warehouse; the run takes
     the lock for real later (:func:`warehouse_lock`)."""
+    if isinstance(root, StoreURL):
+        from sysdiff.flows.objstore import check_lease
+
+        check_lease(root)
+        return
     lock = root.parent / f".{root.name}.lock"
     if not lock.exists():
         return

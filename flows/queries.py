@@ -40,6 +40,7 @@ from sysdiff.flows.catalog import catalog_statements, sql_literal, table_files
 from sysdiff.flows.locks import hold_shared, release
 from sysdiff.flows.names import MANIFEST, read_manifest
 from sysdiff.flows.rows import NUMERIC, Rows, plain, polars_type
+from sysdiff.flows.store import StoreURL
 from sysdiff.schemas.errors import InputError
 
 if TYPE_CHECKING:
@@ -126,8 +127,10 @@ class Sandbox:
         self._lock = None
 
 
-def connect(root: Path) -> Sandbox:
+def connect(root: Path | StoreURL) -> Sandbox:
     """Open the warehouse read-only, locked to its live files (see the module's docstring)."""
+    if isinstance(root, StoreURL):
+        return connect_store(root)
     root = Path(os.path.realpath(root))
     if not (root / MANIFEST).is_file():
         raise InputError("no sysdiff warehouse here (no manifest.json); run 'sysdiff run' or "
@@ -144,13 +147,7 @@ def connect(root: Path) -> Sandbox:
         release(lock)
         raise
     try:
-        con.execute("set enable_progress_bar = false")
-        natural_macro(con)
-        build_views(con, root, manifest)
-        allowed = sorted({f for paths in files.values() for f in paths})
-        con.execute("set allowed_paths = [" + ", ".join(map(sql_literal, allowed)) + "]")
-        con.execute("set enable_external_access = false")
-        con.execute("set lock_configuration = true")
+        allowed = seal(con, root, manifest, files)
     except BaseException:
         con.close()
         release(lock)
@@ -174,6 +171,42 @@ def natural_macro(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(NATURAL_MACRO.format(lam="lambda x:", width=NATURAL_WIDTH))
     except duckdb.Error:
         con.execute(NATURAL_MACRO.format(lam="x ->", width=NATURAL_WIDTH))
+
+
+def seal(con: duckdb.DuckDBPyConnection, root: Path | StoreURL, manifest: dict,
+         files: dict[str, list[str]]) -> list[str]:
+    """Build the views, then allow exactly their files and lock the configuration."""
+    con.execute("set enable_progress_bar = false")
+    natural_macro(con)
+    build_views(con, root, manifest)
+    allowed = sorted({f for paths in files.values() for f in paths})
+    con.execute("set allowed_paths = [" + ", ".join(map(sql_literal, allowed)) + "]")
+    con.execute("set enable_external_access = false")
+    con.execute("set lock_configuration = true")
+    return allowed
+
+
+def connect_store(root: StoreURL) -> Sandbox:
+    """:func:`connect` for a warehouse on an object store: the manifest is the log's latest
+    version; DuckDB reads the objects through the store's fsspec filesystem, registered on
+    this connection alone (no extension is installed or loaded), and ``allowed_paths`` lists
+    exactly the live objects. No readers' lock: a superseded object stays for the grace
+    period (:mod:`sysdiff.flows.objstore`)."""
+    manifest = read_manifest(root)
+    if not manifest["tables"]:
+        raise InputError("no sysdiff warehouse here (no manifest); run 'sysdiff run' "
+                         "first, or pass --warehouse", root)
+    files = {t: [str(root / rel) for rel in table_files(manifest, t)] for t in manifest["tables"]}
+    con = duckdb.connect(":memory:", config={
+        "autoinstall_known_extensions": False, "autoload_known_extensions": False,
+        "temp_directory": spill_dir(), "memory_limit": f"{current_limits().memory}B"})
+    try:
+        con.register_filesystem(root.fs)
+        allowed = seal(con, root, manifest, files)
+    except BaseException:
+        con.close()
+        raise
+    return Sandbox(root, con, None, allowed)
 
 
 def live_paths(root: Path, manifest: dict) -> dict[str, list[str]]:

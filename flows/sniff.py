@@ -55,7 +55,7 @@ def infer_task(key: str | Path, fmt: str | None = None) -> tuple[str, str] | Non
     another word<TAB>tag file -> pos; CoNLL-U with predicate and argument columns, CoNLL-2009
     or CoNLL-2005 -> srl. Read from the first MB of the key; None when the
     format tells no task (the caller refuses it: never a silent ``dep``)."""
-    path = Path(key)
+    path = key if hasattr(key, "url") else Path(key)
     head, whole = read_head(path, ANY_KEY)
     text, cut = head.decode("utf-8", errors="replace").lstrip("\ufeff"), not whole
     found = _task_of_text(text, None, cut) or (_task_of_text(text, fmt, cut) if fmt else None)

@@ -22,7 +22,6 @@ import datetime as dt
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import polars as pl
 from prefect import task
@@ -33,6 +32,7 @@ from sysdiff.flows.ingest import ingest_all
 from sysdiff.flows.progress import notice, progress
 from sysdiff.flows.shards import map_fold
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
+from sysdiff.flows.store import location
 from sysdiff.flows.warehouse import (
     PieceWriter,
     StagedFile,
@@ -188,7 +188,7 @@ def ingest_span_file(job: SpanIngest) -> SpanFile:
             for w in writers.values():
                 w.abort()
             raise
-    here = {t: str(Path(job.stage_dir) / f.rel) for t, f in staged.items()}
+    here = {t: str(location(job.stage_dir) / f.rel) for t, f in staged.items()}
     alignment = "identical"
     if mismatch is not None:  # another tokenisation: placed on the key's characters, or an error
         spans, mine, stats.n_right, stats.n_scored = place_on_key(
@@ -202,7 +202,7 @@ def ingest_span_file(job: SpanIngest) -> SpanFile:
     tags = stats.tags_row(spec, sid, key is not None, alignment == "characters")
     staged["systems"] = stage_frame(job.stage_dir, "systems", part, sig, row)
     staged["span_tags"] = stage_frame(job.stage_dir, "span_tags", part, sig, tags)
-    here = {t: str(Path(job.stage_dir) / f.rel) for t, f in staged.items()}
+    here = {t: str(location(job.stage_dir) / f.rel) for t, f in staged.items()}
     return SpanFile(sid, sig, here["spans"], here["span_tokens"], here["sents"],
                     here["systems"], here["span_tags"], alignment,
                     stats.notes(source, mapping, job.role), tuple(staged.values()))
@@ -339,7 +339,7 @@ def ingest_spans(spec: RunSpec, stage: Staging) -> dict[str, SpanFile]:
         row, part = known.get(source.id), partition(spec.corpus, source.id)
         sig = None if row is None else ingest_signature(
             spec, source.id, row["sha256"], row["format"], key.sig if key else None)
-        if unchanged(row, Path(source.path)) and all(
+        if unchanged(row, source.path) and all(
                 stage.has(t, part, sig) for t in ("spans", "span_tags", "span_tokens")):
             return _live(stage, spec.corpus, row, sig)
         return None

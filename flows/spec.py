@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sysdiff.flows.sniff import infer_task
+from sysdiff.flows.store import StoreURL, is_url, parse_location
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.frozen import FrozenMap, freeze
 from sysdiff.schemas.vocabulary import KEY_ID, MATCH_MODES, SINGLETON_MODES
@@ -44,7 +45,7 @@ class Source:
     """One input file: the key or a named system (``name@version``)."""
 
     name: str
-    path: Path
+    path: Path | StoreURL  # a local file, or an object on a store
     version: str | None = None
     fmt: str | None = None
 
@@ -137,7 +138,7 @@ def parse_system(text: str, fmt: str | None = None) -> Source:
     check_name("system", name)
     if version:
         check_name("version", version)
-    return Source(name, Path(path), version or None, fmt)
+    return Source(name, input_path(path), version or None, fmt)
 
 
 def build_spec(corpus: str, task: str | None, key: str | Path, systems: list[str],
@@ -145,6 +146,7 @@ def build_spec(corpus: str, task: str | None, key: str | Path, systems: list[str
     """Validate names, task and duplicates (no task: ``sniff.infer_task`` from the key,
     and ``inferred`` says from what); files are checked when they are read."""
     check_name("corpus", corpus)
+    key = input_path(key)
     if task is None:
         found = infer_task(key, fmt)
         if found is None:
@@ -167,7 +169,18 @@ def build_spec(corpus: str, task: str | None, key: str | Path, systems: list[str
         seen.add(s.id)
     if "mappings" in options:
         options["mappings"] = expand_mappings(options["mappings"], [s.id for s in parsed])
-    return RunSpec(corpus, task, Source(KEY_ID, Path(key), None, fmt), parsed, **options)
+    return RunSpec(corpus, task, Source(KEY_ID, input_path(key), None, fmt), parsed,
+                   **options)
+
+
+def input_path(text: str | Path | StoreURL) -> Path | StoreURL:
+    """An input's location: a local path, or an object-store URL (refused when its scheme
+    is not supported)."""
+    if isinstance(text, Path | StoreURL):
+        return text
+    if is_url(text):
+        return parse_location(text, "input")
+    return Path(text)
 
 
 def expand_mappings(mappings: dict[str, dict[str, str]], systems: list[str]
@@ -248,10 +261,11 @@ def load_config(path: str | Path) -> RunSpec:
                              f"{describe(file)}", p, key_line(text, name))
     options = check_options(cfg, p, text)
     base = p.parent
-    systems = [f"{n}={base / f}" for n, f in cfg["systems"].items()]
+    systems = [f"{n}={f if is_url(f) else base / f}" for n, f in cfg["systems"].items()]
     fmt = options.pop("format", None)
     map_file_option(options, base)
-    return build_spec(cfg["corpus"], cfg.get("task"), base / cfg["key"], systems, fmt,
+    key = cfg["key"] if is_url(cfg["key"]) else base / cfg["key"]
+    return build_spec(cfg["corpus"], cfg.get("task"), key, systems, fmt,
                       **options)
 
 

@@ -19,7 +19,6 @@ import contextlib
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import polars as pl
 from prefect import task
@@ -30,6 +29,7 @@ from sysdiff.flows.ingest import ingest_all
 from sysdiff.flows.progress import notice, progress
 from sysdiff.flows.shards import map_fold
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
+from sysdiff.flows.store import location
 from sysdiff.flows.warehouse import (
     PieceWriter,
     StagedFile,
@@ -194,7 +194,7 @@ def ingest_srl_file(job: SrlIngest) -> SrlFile:
     row = systems_row(spec, source, job.role, sha, fmt, n_docs, n_sents, n_args,
                       n_tokens=n_tokens, at=job.at, stamp=file.stamp)
     staged["systems"] = stage_frame(job.stage_dir, "systems", part, sig, row)
-    here = {t: str(Path(job.stage_dir) / f.rel) for t, f in staged.items()}
+    here = {t: str(location(job.stage_dir) / f.rel) for t, f in staged.items()}
     return SrlFile(sid, sig, fmt, here["srl_predicates"], here["srl_arguments"],
                    here["sents"], here.get("srl_tokens"), here["systems"],
                    tuple(staged.values()))
@@ -221,7 +221,7 @@ def ingest_srl(spec: RunSpec, stage: Staging) -> dict[str, SrlFile]:
         sig = None if row is None else ingest_signature(
             spec, source.id, row["sha256"], row["format"], key.sig if key else None)
         tables = FILE_TABLES + (("srl_tokens",) if key is None else ())
-        if unchanged(row, Path(source.path)) and all(stage.has(t, part, sig) for t in tables):
+        if unchanged(row, source.path) and all(stage.has(t, part, sig) for t in tables):
             return _live(stage, spec.corpus, row, sig)
         return None
 

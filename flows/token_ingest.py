@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import io
 import os
 import uuid
 from collections.abc import Mapping
@@ -29,6 +30,7 @@ from prefect.cache_policies import NONE
 
 from sysdiff.flows.ingest import ingest_all
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
+from sysdiff.flows.store import StoreURL, is_url, location, open_read, open_write
 from sysdiff.flows.warehouse import (
     PieceWriter,
     StagedFile,
@@ -55,7 +57,13 @@ from sysdiff.schemas.formats.fast_words import (
     value_hashes,
 )
 from sysdiff.schemas.formats.ranges import ByteRange, RangeFinder
-from sysdiff.schemas.formats.stable import StableFile, Stamp, read_stable, without_bom
+from sysdiff.schemas.formats.stable import (
+    StableFile,
+    Stamp,
+    input_stamp,
+    read_stable,
+    without_bom,
+)
 from sysdiff.schemas.frozen import freeze
 from sysdiff.transforms import conll18, tokens
 from sysdiff.transforms.alignment import (
@@ -178,7 +186,7 @@ def _differing(found: FastWords, frame: str, first_word: int) -> dict[str, pl.Se
     """DEPS and MISC of the words read, null where they equal the key's (by their hashes)."""
     out = {}
     for name, column in found.extras.items():
-        keys = np.load(Path(frame) / f"{name}.npy", mmap_mode="r")
+        keys = load_array(str(location(frame) / f"{name}.npy"))
         differ = value_hashes(column) != keys[first_word:first_word + column.codes.size]
         values = pl.Series(name, [None] * column.codes.size, pl.String)
         if differ.any():
@@ -238,7 +246,7 @@ def stage_lean(job: TokenJob, whole: Whole, pieces: list[tuple[LeanPiece, pl.Dat
                       "identical", job.at, whole.stamp)
     files = (writer.close(sig), stage_frame(job.stage_dir, "vocab", part, sig, vocab),
              stage_frame(job.stage_dir, "systems", part, sig, row))
-    here = [str(Path(job.stage_dir) / f.rel) for f in files]
+    here = [str(location(job.stage_dir) / f.rel) for f in files]
     return Ingested(sid, whole.sha256, whole.fmt, here[0], "lean", "", here[2], here[1],
                     staged=files)
 
@@ -260,20 +268,42 @@ def _same_words(found: FastWords, key: Ingested, first_sent: int, n_sents: int) 
     if not key.frame or found.n_sents != n_sents or not np.array_equal(
             found.n_words, n_words[first_sent:first_sent + n_sents]):
         return False
-    digests = np.load(Path(key.frame) / "digest.npy", mmap_mode="r")
+    digests = load_array(str(location(key.frame) / "digest.npy"))
     if not np.array_equal(found.digest, digests[first_sent:first_sent + n_sents]):
         return False
     first_word = int(n_words[:first_sent].sum())
-    hashes = np.load(key.forms, mmap_mode="r")[first_word:first_word + found.form_hash.size]
+    hashes = load_array(key.forms)[first_word:first_word + found.form_hash.size]
     return np.array_equal(found.form_hash, hashes)
 
 
 def save_form_hashes(stage_dir: str, name: str, hashes: list[np.ndarray]) -> str:
     """Keep the key's form hashes in the run's staging folder (not in the warehouse)."""
-    path = Path(stage_dir) / "aux" / f"{name}-{uuid.uuid4().hex[:12]}.npy"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.save(path, np.concatenate(hashes) if hashes else np.zeros(0, np.uint64))
+    path = location(stage_dir) / "aux" / f"{name}-{uuid.uuid4().hex[:12]}.npy"
+    with open_write(path) as f:
+        np.save(f, np.concatenate(hashes) if hashes else np.zeros(0, np.uint64))
     return str(path)
+
+
+def load_array(path: str) -> np.ndarray:
+    """An array the run keeps in its staging folder (the key's form hashes, its frame):
+    mapped from a local file; read once per process from an object store."""
+    if is_url(path):
+        return _remote_array(path)
+    return np.load(path, mmap_mode="r")
+
+
+def save_array(path: Path | StoreURL, array: np.ndarray) -> None:
+    """Write an array :func:`load_array` reads."""
+    with open_write(path) as f:
+        np.save(f, array)
+
+
+@functools.lru_cache(maxsize=8)
+def _remote_array(url: str) -> np.ndarray:
+    with open_read(url) as f:
+        out = np.load(io.BytesIO(f.read()))
+    out.flags.writeable = False
+    return out
 
 
 @dataclass(frozen=True)
@@ -324,12 +354,12 @@ def frame_key(job: FrameJob) -> KeyFrame:
 
 def save_frame(stage_dir: str, parts: list[FastWords]) -> str:
     """Keep the key's frame in the run's staging folder (not in the warehouse)."""
-    folder = Path(stage_dir) / "aux" / f"key-frame-{uuid.uuid4().hex[:12]}"
+    folder = location(stage_dir) / "aux" / f"key-frame-{uuid.uuid4().hex[:12]}"
     folder.mkdir(parents=True)
-    np.save(folder / "digest.npy", np.concatenate([p.digest for p in parts]))
+    save_array(folder / "digest.npy", np.concatenate([p.digest for p in parts]))
     for name in parts[0].extras:
-        np.save(folder / f"{name}.npy",
-                np.concatenate([value_hashes(p.extras[name]) for p in parts]))
+        save_array(folder / f"{name}.npy",
+                   np.concatenate([value_hashes(p.extras[name]) for p in parts]))
     return str(folder)
 
 
@@ -420,9 +450,9 @@ def read_range(rj: RangeJob) -> LeanPiece | None:
     if found is None:
         return None
     words, dictionaries = tokens.lean_codes(*found)
-    path = Path(job.stage_dir) / "aux" / f"range-{uuid.uuid4().hex[:16]}.arrow"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    words.write_ipc(path, compression="uncompressed")  # read once, by the assembly
+    path = location(job.stage_dir) / "aux" / f"range-{uuid.uuid4().hex[:16]}.arrow"
+    with open_write(path) as f:
+        words.write_ipc(f, compression="uncompressed")  # read once, by the assembly
     return LeanPiece(found[0].n_sents, found[0].sent.size, found[0].n_tokens,
                      freeze(dictionaries), str(path))
 
@@ -443,7 +473,7 @@ def assemble(aj: AssembleJob) -> Ingested:
         return stage_lean(aj.job, aj.whole, [(p, None) for p in aj.pieces])
     finally:
         for p in aj.pieces:
-            Path(p.path).unlink(missing_ok=True)
+            location(p.path).unlink(missing_ok=True)
 
 
 class RangedIngest:
@@ -466,7 +496,7 @@ class RangedIngest:
         if any(p is None for p in pieces):
             for p in pieces:
                 if p is not None:
-                    Path(p.path).unlink(missing_ok=True)
+                    location(p.path).unlink(missing_ok=True)
             return ingest_file.submit(replace(job, lean=False)).result()
         return assemble.submit(AssembleJob(job, plan.whole, tuple(pieces))).result()
 
@@ -514,7 +544,7 @@ def ingest_full(job: TokenJob) -> Ingested:
             for w in writers.values():
                 w.abort()
             raise
-    units = str(Path(job.stage_dir) / staged["units"].rel)
+    units = str(location(job.stage_dir) / staged["units"].rel)
     mismatch = None if check is None else check.difference()
     files = list(staged.values())
     if mismatch is None:
@@ -527,13 +557,13 @@ def ingest_full(job: TokenJob) -> Ingested:
                                  with_literals(conll, corpus=spec.corpus, system=sid)))
         files.append(stage_frame(job.stage_dir, "aligned", part, sig, with_literals(
             projected, corpus=spec.corpus, system=sid)))
-        words = str(Path(job.stage_dir) / files[-1].rel)
+        words = str(location(job.stage_dir) / files[-1].rel)
     counts = with_literals(counts, corpus=spec.corpus, system=sid)
     row = systems_row(spec, source, job.role, sha, fmt, n_docs, n_sents, n_units, n_tokens,
                       "characters" if layout == "aligned" else "identical", job.at, file.stamp)
     files.append(stage_frame(job.stage_dir, "vocab", part, sig, counts))
     files.append(stage_frame(job.stage_dir, "systems", part, sig, row))
-    here = {f.table: str(Path(job.stage_dir) / f.rel) for f in files}
+    here = {f.table: str(location(job.stage_dir) / f.rel) for f in files}
     forms = save_form_hashes(job.stage_dir, "key-forms", hashes) if key is None else ""
     return Ingested(sid, sha, fmt, words, layout, here["sents"], here["systems"],
                     here["vocab"], forms, tuple(files))
@@ -581,8 +611,8 @@ def _ingest_signature(sha: str, fmt: str, role: str, key_sha: str | None) -> str
 def _size(path: str | Path) -> int:
     """A file's size (0 when it cannot be read: its reader says why)."""
     try:
-        return Path(path).stat().st_size
-    except OSError:
+        return input_stamp(path).size
+    except (OSError, InputError):
         return 0
 
 
@@ -629,7 +659,7 @@ def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
         row = known.get(source.id)
         sig = None if row is None else _ingest_signature(
             row["sha256"], row["format"], role, key.sha256 if key else None)
-        if unchanged(row, Path(source.path)) and stage.has(
+        if unchanged(row, source.path) and stage.has(
                 "vocab", partition(spec.corpus, source.id), sig):
             return _live(stage, spec.corpus, row)
         return None

@@ -27,6 +27,7 @@ from sysdiff.flows.history import stage_history
 from sysdiff.flows.progress import notice, progress
 from sysdiff.flows.shards import map_fold
 from sysdiff.flows.spec import KEY_ID, RunSpec
+from sysdiff.flows.store import open_read
 from sysdiff.flows.token_ingest import Ingested, ingest_tokens
 from sysdiff.flows.warehouse import (
     ROW_GROUP,
@@ -559,6 +560,7 @@ class PairWriter:
             by_file.setdefault(live[p]["file"], []).append((a, b))
         for rel, pairs in sorted(by_file.items()):
             keep = [f"{a}~{b}" for a, b in pairs] + [f"{b}~{a}" for a, b in pairs]
-            for batch in pq.ParquetFile(self.stage.root / rel).iter_batches():
-                df = pl.from_arrow(batch)
-                yield df.filter(pl.concat_str("sys1", pl.lit("~"), "sys2").is_in(keep))
+            with open_read(self.stage.root / rel) as f:
+                for batch in pq.ParquetFile(f).iter_batches():
+                    df = pl.from_arrow(batch)
+                    yield df.filter(pl.concat_str("sys1", pl.lit("~"), "sys2").is_in(keep))

@@ -59,8 +59,9 @@ from sysdiff.flows.names import (  # noqa: F401 (re-exported)
     read_manifest,
     resolve_warehouse,
 )
+from sysdiff.flows.store import StoreURL, location, open_write
 from sysdiff.schemas.errors import InputError
-from sysdiff.schemas.formats.stable import Stamp
+from sysdiff.schemas.formats.stable import Stamp, input_stamp
 from sysdiff.schemas.tables import all_tables, conform, parquet_options, polars_schema
 
 if TYPE_CHECKING:
@@ -135,11 +136,11 @@ def systems_row(spec: RunSpec, source: Source, role: str, sha: str, fmt: str, n_
     the file's size and modification time (those of the version read, ``stamp``, when
     given); ``n_tokens`` and ``alignment`` only for token tasks (null otherwise); ``at``:
     when it was ingested (now by default)."""
-    stat = stamp or Stamp.of(Path(source.path).stat())
+    stat = stamp or input_stamp(source.path)
     return pl.DataFrame([{
         "corpus": spec.corpus, "system": source.id, "version": source.version,
         "task": spec.task, "role": role, "format": fmt,
-        "path": str(Path(source.path).absolute()), "sha256": sha, "n_docs": n_docs,
+        "path": input_name(source.path), "sha256": sha, "n_docs": n_docs,
         "n_sents": n_sents, "n_units": n_units, "ingested_at": at or dt.datetime.now(dt.UTC),
         "size": stat.size, "mtime_ns": stat.mtime_ns,
         "n_tokens": n_tokens, "alignment": alignment,
@@ -152,14 +153,21 @@ def known_inputs(stage: Staging, corpus: str) -> dict[str, dict]:
     return {r["system"]: r for r in rows.to_dicts()}
 
 
-def unchanged(row: dict | None, path: str | Path) -> bool:
+def input_name(path: str | Path | StoreURL) -> str:
+    """How ``systems.path`` names an input: its absolute path, or its URL."""
+    return str(path) if isinstance(path, StoreURL) else str(Path(path).absolute())
+
+
+def unchanged(row: dict | None, path: str | Path | StoreURL) -> bool:
     """The file is the one read before: same path, size and modification time (as ``make``
     and ``rsync`` judge; its recorded SHA-256 then stands for its content)."""
-    path = Path(path)
-    if row is None or row.get("size") is None or row["path"] != str(path.absolute()):
+    if row is None or row.get("size") is None or row["path"] != input_name(path):
         return False
-    stat = path.stat()
-    return (row["size"], row["mtime_ns"]) == (stat.st_size, stat.st_mtime_ns)
+    try:
+        stat = input_stamp(path)
+    except InputError:
+        return False
+    return (row["size"], row["mtime_ns"]) == (stat.size, stat.mtime_ns)
 
 
 def with_literals(df: pl.DataFrame, **values: object) -> pl.DataFrame:
@@ -194,12 +202,19 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 @contextlib.contextmanager
-def warehouse_lock(root: Path) -> Iterator[None]:
+def warehouse_lock(root: Path | StoreURL) -> Iterator[None]:
     """Serialise runs on one warehouse: an advisory lock on ``.<name>.lock`` beside it.
 
     The lock file exists before the warehouse does and stays after it, so two runs on a new
-    warehouse lock the same file whichever starts first.
+    warehouse lock the same file whichever starts first. On an object store: the writer's
+    lease (:func:`sysdiff.flows.objstore.lease`).
     """
+    if isinstance(root, StoreURL):
+        from sysdiff.flows import objstore
+
+        with objstore.lease(root):
+            yield
+        return
     root.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(root.parent / f".{root.name}.lock", os.O_RDWR | os.O_CREAT, 0o666)
     try:
@@ -230,6 +245,63 @@ class StagedFile:
     table: str
     rel: str
     partitions: tuple[tuple[str, str], ...]
+    #: the file's SHA-256 and size when the writer computed them (written to an object
+    #: store, whose commit does not read the file back); empty: hashed at commit
+    sha256: str = ""
+    size: int = -1
+
+
+class HashingFile:
+    """A binary file to write that hashes what passes through it (for pyarrow's writer)."""
+
+    def __init__(self, raw) -> None:  # noqa: ANN001 (any binary file)
+        self.raw, self.sha, self.size, self.closed = raw, hashlib.sha256(), 0, False
+
+    def write(self, data) -> int:  # noqa: ANN001 (bytes-like)
+        view = memoryview(data)
+        self.sha.update(view)
+        self.size += view.nbytes
+        self.raw.write(view)
+        return view.nbytes
+
+    def tell(self) -> int:
+        return self.size
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def readable(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        if not self.closed:
+            self.raw.close()
+            self.closed = True
+
+
+def parquet_writer(path: Path | StoreURL, schema) -> tuple[pq.ParquetWriter, HashingFile | None]:  # noqa: ANN001
+    """A Parquet writer of a table's schema at ``path``: a local file as it is; an object
+    through a hashing stream (its hash and size known when it closes)."""
+    if isinstance(path, StoreURL):
+        sink = HashingFile(open_write(path))
+        return pq.ParquetWriter(sink, schema, **parquet_options(schema)), sink
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return pq.ParquetWriter(path, schema, **parquet_options(schema)), None
+
+
+def close_writer(out: pq.ParquetWriter, sink: HashingFile | None) -> tuple[str, int]:
+    """Finish a file of :func:`parquet_writer`: its SHA-256 and size (empty, -1 locally)."""
+    out.close()
+    if sink is None:
+        return "", -1
+    sink.close()
+    return sink.sha.hexdigest(), sink.size
 
 
 class PieceWriter:
@@ -238,29 +310,31 @@ class PieceWriter:
     file after ``sig`` and returns what was staged. Used by tasks: it touches only its own
     file, never the run's :class:`Staging`."""
 
-    def __init__(self, stage_dir: str | Path, table: str, partition: str) -> None:
-        self.dir, self.table, self.partition = Path(stage_dir), table, partition
+    def __init__(self, stage_dir: str | Path | StoreURL, table: str, partition: str) -> None:
+        self.dir, self.table, self.partition = location(stage_dir), table, partition
         self.schema = all_tables()[table]
         self.rel = f"tables/{table}/{partition}/pending-{uuid.uuid4().hex[:16]}.parquet"
-        path = self.dir / self.rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.out = pq.ParquetWriter(path, self.schema, **parquet_options(self.schema))
+        self.out, self.sink = parquet_writer(self.dir / self.rel, self.schema)
 
     def append(self, df: pl.DataFrame) -> None:
         self.out.write_table(conform(df, self.schema), row_group_size=ROW_GROUP)
 
     def close(self, sig: str) -> StagedFile:
         """Finish the file and name it after its signature."""
-        self.out.close()
+        sha, size = close_writer(self.out, self.sink)
         rel = f"tables/{self.table}/{self.partition}/{sig}.parquet"
-        os.replace(self.dir / self.rel, self.dir / rel)
-        return StagedFile(self.table, rel, ((self.partition, sig),))
+        if isinstance(self.dir, StoreURL):
+            (self.dir / self.rel).rename(self.dir / rel)
+        else:
+            os.replace(self.dir / self.rel, self.dir / rel)
+        return StagedFile(self.table, rel, ((self.partition, sig),), sha, size)
 
     def abort(self) -> None:
         """Drop the file (its task failed)."""
         with contextlib.suppress(Exception):
-            self.out.close()
-        (self.dir / self.rel).unlink(missing_ok=True)
+            close_writer(self.out, self.sink)
+        with contextlib.suppress(Exception):
+            (self.dir / self.rel).unlink(missing_ok=True)
 
 
 def stage_frame(stage_dir: str | Path, table: str, partition: str, sig: str,
@@ -281,10 +355,14 @@ class Staging:
     flow's own thread changes it: tasks write files into :attr:`dir` and return
     :class:`StagedFile` records, which the flow :meth:`record` s."""
 
-    root: Path
+    root: Path | StoreURL
     manifest: dict
-    dir: Path
+    dir: Path | StoreURL
     staged: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    #: staged file -> (SHA-256, size), when its writer computed them
+    hashes: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: the manifest version the run started from (a warehouse on an object store)
+    version: int = 0
     skipped: list[str] = field(default_factory=list)  # bad system files (keep-going)
     run_id: str | None = None  # recorded in the manifest by commit (flows/outcome.py)
     #: live partitions this run removes (sysdiff rm; a file now stored in another way)
@@ -293,6 +371,8 @@ class Staging:
     def record(self, files: Iterable[StagedFile]) -> None:
         """Stage what tasks wrote (each partition of each file, with its signature)."""
         for f in files:
+            if f.sha256:
+                self.hashes[f.rel] = (f.sha256, f.size)
             for partition, sig in f.partitions:
                 self.staged[(f.table, partition)] = (f.rel, sig)
                 self.dropped.discard((f.table, partition))
@@ -307,13 +387,14 @@ class Staging:
         return (bool(live) and live["sig"] == sig and (table, partition) not in self.dropped
                 and (self.root / live["file"]).exists())
 
-    def live_file(self, table: str, partition: str) -> Path | None:
+    def live_file(self, table: str, partition: str) -> Path | StoreURL | None:
         """The committed file of a partition, if any (not one this run drops)."""
         live = self.manifest["tables"].get(table, {}).get(partition)
         return self.root / live["file"] if live and (table, partition) not in self.dropped \
             else None
 
-    def write(self, table: str, partition: str, sig: str, df: pl.DataFrame) -> Path:
+    def write(self, table: str, partition: str, sig: str, df: pl.DataFrame
+              ) -> Path | StoreURL:
         """Stage one partition (conformed to the table's Arrow schema)."""
         self.record([stage_frame(self.dir, table, partition, sig, df)])
         return self.staged_path(table, partition)
@@ -339,30 +420,31 @@ class Staging:
         file; they are staged only when the block ends without an error."""
         schema = all_tables()[table]
         rel = f"tables/{table}/{name}.parquet"
-        path = self.dir / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with pq.ParquetWriter(path, schema, **parquet_options(schema)) as out:
+        out, sink = parquet_writer(self.dir / rel, schema)
+        try:
             yield lambda df: out.write_table(conform(df, schema), row_group_size=ROW_GROUP)
-        self.record([StagedFile(table, rel, tuple(partitions.items()))])
+        finally:
+            sha, size = close_writer(out, sink)
+        self.record([StagedFile(table, rel, tuple(partitions.items()), sha, size)])
 
-    def current_files(self, table: str) -> list[Path]:
+    def current_files(self, table: str) -> list[Path | StoreURL]:
         """The files a table will have once this run commits: staged partitions replace live
         ones (a file shared by partitions once)."""
         live = self.manifest["tables"].get(table, {})
         files = {self.root / e["file"] for p, e in live.items()
                  if (table, p) not in self.staged and (table, p) not in self.dropped}
         files |= {self.dir / rel for (t, _), (rel, _) in self.staged.items() if t == table}
-        return sorted(files)
+        return sorted(files, key=str)
 
     def read(self, table: str, where: pl.Expr | None = None) -> pl.DataFrame:
         """A table as it will be once this run commits (optionally filtered)."""
         files = self.current_files(table)
         if not files:
             return pl.DataFrame(schema=polars_schema(table))
-        lf = pl.scan_parquet(files, glob=False)
+        lf = pl.scan_parquet([str(f) for f in files], glob=False)
         return (lf.filter(where) if where is not None else lf).collect()
 
-    def staged_path(self, table: str, partition: str) -> Path | None:
+    def staged_path(self, table: str, partition: str) -> Path | StoreURL | None:
         """Where a partition staged by this run lies before commit."""
         staged = self.staged.get((table, partition))
         return self.dir / staged[0] if staged else None
@@ -431,20 +513,47 @@ def open_run(root: Path, corpus: str | None = None, run_id: str | None = None
     with warehouse_lock(root):
         check_warehouse_folder(root)
         recover(root)
-        stage_dir = Path(tempfile.mkdtemp(prefix=_staging_prefix(root),
-                                          dir=_existing_parent(root.parent)))
+        stage_dir = new_stage_dir(root)
         try:
-            manifest = read_manifest(root)
+            version, manifest = 0, read_manifest(root)
+            if isinstance(root, StoreURL):
+                from sysdiff.flows import objstore
+
+                version, manifest = objstore.read_versioned(root)
             if corpus is not None:
                 drop_damaged(root, manifest, corpus)
-            staging = Staging(root, manifest, stage_dir, run_id=run_id)
+            staging = Staging(root, manifest, stage_dir, run_id=run_id, version=version)
             yield staging
             if staging.staged or staging.dropped:
                 commit(staging)
-            elif manifest["tables"] and catalog_version(root)[1] != str(root):
+            elif (manifest["tables"] and not isinstance(root, StoreURL)
+                  and catalog_version(root)[1] != str(root)):
                 refresh_catalog(root, manifest)  # a copied or moved warehouse: its own files
         finally:
-            shutil.rmtree(stage_dir, ignore_errors=True)
+            remove_stage_dir(stage_dir)
+
+
+def new_stage_dir(root: Path | StoreURL) -> Path | StoreURL:
+    """A run's staging folder: beside a local warehouse (the same file system, for the
+    renames of its commit); inside one on an object store (``_staging/<run>``), where every
+    worker reaches it."""
+    if isinstance(root, StoreURL):
+        from sysdiff.flows import objstore
+
+        return objstore.new_stage(root)
+    return Path(tempfile.mkdtemp(prefix=_staging_prefix(root),
+                                 dir=_existing_parent(root.parent)))
+
+
+def remove_stage_dir(stage_dir: Path | StoreURL) -> None:
+    """Delete a run's staging folder (whatever it holds)."""
+    if isinstance(stage_dir, StoreURL):
+        from sysdiff.flows import objstore
+
+        with contextlib.suppress(Exception):  # what is left, the next run deletes
+            objstore.remove_prefix(stage_dir)
+    else:
+        shutil.rmtree(stage_dir, ignore_errors=True)
 
 
 def _staging_prefix(root: Path) -> str:
@@ -454,7 +563,13 @@ def _staging_prefix(root: Path) -> str:
 def recover(root: Path) -> None:
     """Finish what a killed run left (called under the lock, so no other run is active):
     drop its staging folders and temporary files (catalog, its WAL, manifest), rebuild a
-    catalog that lags the manifest, delete its own files that are not live."""
+    catalog that lags the manifest, delete its own files that are not live. On an object
+    store: :func:`sysdiff.flows.objstore.recover`."""
+    if isinstance(root, StoreURL):
+        from sysdiff.flows import objstore
+
+        objstore.recover(root)
+        return
     parent = _existing_parent(root.parent)
     for stale in parent.glob(glob_escape(_staging_prefix(root)) + "*"):
         shutil.rmtree(stale, ignore_errors=True)
@@ -482,6 +597,8 @@ def damaged_files(root: Path, manifest: dict, corpus: str) -> dict[str, str]:
     prefix = f"corpus={corpus}/"
     wanted = {e["file"]: e for parts in manifest["tables"].values()
               for part, e in parts.items() if part.startswith(prefix) and "sha256" in e}
+    if isinstance(root, StoreURL):
+        return damaged_objects(root, wanted)
     bad = {}
     for rel, entry in sorted(wanted.items()):
         path = root / rel
@@ -492,6 +609,19 @@ def damaged_files(root: Path, manifest: dict, corpus: str) -> dict[str, str]:
                         f"{entry['size']}")
         elif file_sha256(path) != entry["sha256"]:
             bad[rel] = "its content differs from the manifest's SHA-256"
+    return bad
+
+
+def damaged_objects(root: StoreURL, wanted: dict[str, dict]) -> dict[str, str]:
+    """:func:`damaged_files` on an object store: missing objects and sizes, from one listing
+    (reading every object back to hash it would move the whole corpus)."""
+    sizes = {f"tables/{rel}": info.get("size") for rel, info in (root / "tables").find().items()}
+    bad = {}
+    for rel, entry in sorted(wanted.items()):
+        if rel not in sizes:
+            bad[rel] = "the file is missing"
+        elif entry.get("size") is not None and sizes[rel] != entry["size"]:
+            bad[rel] = f"its size is {sizes[rel]} bytes; the manifest recorded {entry['size']}"
     return bad
 
 
@@ -518,8 +648,14 @@ def drop_damaged(root: Path, manifest: dict, corpus: str) -> list[str]:
 
 def commit(staging: Staging) -> None:
     """List the staged files as this sysdiff's own, move them in, replace the manifest,
-    rebuild the catalog, delete superseded files (once no reader holds the warehouse)."""
+    rebuild the catalog, delete superseded files (once no reader holds the warehouse). On
+    an object store: :func:`sysdiff.flows.objstore.commit`."""
     root = staging.root
+    if isinstance(root, StoreURL):
+        from sysdiff.flows import objstore
+
+        objstore.commit(staging, crash_point)
+        return
     claim_warehouse(root)
     manifest = json.loads(json.dumps(staging.manifest))
     manifest["ddl"] = table_ddl()
@@ -547,7 +683,7 @@ def commit(staging: Staging) -> None:
     staging.manifest = manifest
 
 
-def live_files(root: Path, manifest: dict, table: str) -> list[Path]:
+def live_files(root: Path | StoreURL, manifest: dict, table: str) -> list[Path | StoreURL]:
     """The committed Parquet files of a table."""
     return [root / f for f in table_files(manifest, table)]
 
@@ -588,7 +724,7 @@ def read_table(root: Path, table: str, manifest: dict | None = None,
     files = live_files(root, manifest, table)
     if not files:
         return pl.DataFrame(schema=pl.Schema(all_tables()[table]))
-    lf = pl.scan_parquet(files, glob=False)
+    lf = pl.scan_parquet([str(f) for f in files], glob=False)
     if where is not None:
         lf = lf.filter(where)
     return lf.collect()

@@ -21,6 +21,7 @@ from sysdiff.flows.prefect_logs import API_ONLY, one_line_input_errors
 from sysdiff.flows.preflight import preflight
 from sysdiff.flows.run import evaluate, run_name
 from sysdiff.flows.spec import RunSpec, folder_specs
+from sysdiff.flows.store import location
 from sysdiff.schemas.errors import InputError
 
 log = logging.getLogger("sysdiff")
@@ -77,15 +78,15 @@ def evaluate_folder(folder: str, warehouse: str, pass_id: str | None = None) -> 
     skip(bad)
     for spec in specs:
         try:
-            spec, bad = preflight(spec, Path(warehouse))
+            spec, bad = preflight(spec, location(warehouse))
             skip(bad)
             # systems skipped while reading were printed by the run (skip_system)
-            skip(run_corpus(spec, Path(warehouse)), printed=True)
+            skip(run_corpus(spec, location(warehouse)), printed=True)
         except (InputError, outcome.HelperLost) as e:
             skip([f"corpus {spec.corpus!r} skipped: {e}"])
             continue
         result.evaluated.append(spec.corpus)
-        for line in latest_steps(Path(warehouse), spec.corpus):
+        for line in latest_steps(location(warehouse), spec.corpus):
             (log.warning if line.startswith("REGRESSION") else log.info)("%s", line)
             run_log.info("%s", line)
             result.steps.append(line)

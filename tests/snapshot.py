@@ -112,3 +112,27 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def sandbox_dumps(root) -> dict[str, str]:  # noqa: ANN001 (a Path or a StoreURL)
+    """:func:`table_dumps` read through the sandbox (:func:`sysdiff.flows.queries.connect`),
+    the one reader of a warehouse on an object store (it has no ``sysdiff.duckdb``)."""
+    from sysdiff.flows.queries import connect
+
+    box = connect(root)
+    try:
+        con = box.con
+        names = sorted(r[0] for r in con.execute(
+            "select table_name from information_schema.tables "
+            "where table_name not like 'sysdiff_%' and table_schema = 'main' "
+            "and table_catalog = 'memory'").fetchall())
+        dumps = {}
+        for name in names:
+            cols = [r[0] for r in con.execute(f"describe {name}").fetchall()]
+            keep = ", ".join(f'"{c}"' for c in cols if c not in VOLATILE)
+            df = pl.from_arrow(con.sql(f"select {keep} from {name} order by all").to_arrow_table())
+            if df.height:
+                dumps[name] = _canonical(df).write_csv()
+        return dumps
+    finally:
+        box.close()

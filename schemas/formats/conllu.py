@@ -13,7 +13,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Protocol
 
 import numpy as np
@@ -23,6 +23,7 @@ from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.stable import (
     StableFile,
     after_blank_line,
+    object_url,
     opened,
     read_stable,
     without_bom,
@@ -88,8 +89,9 @@ def _check_text(p: Path | str, data: bytes) -> None:
 
 def read_bytes(path: str | Path) -> bytes:
     """Read a file's bytes (one stable read), refusing missing, empty and binary files."""
-    p = Path(path)
-    _check_path(p)
+    p = path if object_url(path) else Path(path)
+    if not object_url(p):
+        _check_path(p)
     data = read_stable(p).data
     _check_not_empty(p, data)
     _check_text(p, data)
@@ -101,7 +103,7 @@ def file_head(path: str | Path, f: StableFile) -> bytes:
     like :func:`read_bytes` (the rest is checked chunk by chunk, as it is read)."""
     head = without_bom(f.read_at(0, HEAD_BYTES))
     if f.size <= HEAD_BYTES:
-        _check_not_empty(Path(path), head)
+        _check_not_empty(path, head)
     _check_text(path, head)
     return head
 
@@ -169,7 +171,7 @@ def detect_token_format(path: str | Path, data: bytes) -> str:
         raise InputError("no token lines (only comments); expected tab-separated tokens", path)
     n_cols = text.count("\t") + 1
     if n_cols == 10:
-        plain = Path(path).suffix.lower() in (".conll", ".conllx")
+        plain = PurePosixPath(str(path)).suffix.lower() in (".conll", ".conllx")
         return "conllx" if plain and not re.match(rb"\s*#", data) else "conllu"
     if n_cols == 2:
         return "tsv"

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat as stat_mod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,6 +34,7 @@ from pathlib import Path
 from sysdiff.schemas.errors import InputError
 
 BOM = b"\xef\xbb\xbf"
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 #: Said of a file that changed while it was read: the run keeps nothing of it.
 NOT_KEPT = "nothing read from it was committed"
 #: How far before a chunk's nominal end :meth:`StableFile.chunks` looks for its boundary
@@ -85,10 +87,17 @@ class StableFile:
 
     def __init__(self, path: str | Path, expect: Stamp | None = None,
                  hashed: bool = True) -> None:
-        self.path = Path(path)
         self._fd = -1
-        self._fd = _open_regular(self.path)
-        self.stamp = Stamp.of(os.fstat(self._fd))
+        self._obj = None
+        url = object_url(path)
+        if url is None:
+            self.path = Path(path)
+            self._fd = _open_regular(self.path)
+            self.stamp = Stamp.of(os.fstat(self._fd))
+        else:
+            self.path = url  # type: ignore[assignment]
+            self._obj = StoreObject(url)
+            self.stamp = self._obj.stamp
         self.pos = 0
         self._hash = hashlib.sha256() if hashed else None
         if expect is not None and self.stamp != expect:
@@ -122,6 +131,11 @@ class StableFile:
         """``n`` bytes from ``offset`` (fewer only at the end of the file as opened); not
         hashed, the position does not move."""
         n = max(0, min(n, self.size - offset))
+        if self._obj is not None:
+            data = self._obj.read_at(offset, n)
+            if len(data) < n:
+                raise changed_error(self.path, self.stamp, self._now())
+            return data
         parts, got = [], 0
         while got < n:
             part = os.pread(self._fd, min(n - got, _MAX_READ), offset + got)
@@ -161,6 +175,11 @@ class StableFile:
     def check(self) -> None:
         """Raise the InputError of :func:`changed_error` unless the descriptor's file is
         unchanged and its name still leads to it."""
+        if self._obj is not None:
+            named = self._now()
+            if named != self.stamp:
+                raise changed_error(self.path, self.stamp, named)
+            return
         now = Stamp.of(os.fstat(self._fd))
         if now != self.stamp:
             raise changed_error(self.path, self.stamp, now)
@@ -170,12 +189,16 @@ class StableFile:
 
     def _now(self) -> Stamp | None:
         """The stamp of the file the name leads to now (None: no file)."""
+        if self._obj is not None:
+            return self._obj.now()
         try:
             return Stamp.of(os.stat(self.path))
         except OSError:
             return None
 
     def close(self) -> None:
+        if self._obj is not None:
+            self._obj.close()
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
@@ -188,6 +211,84 @@ class StableFile:
 
     def __del__(self) -> None:
         self.close()
+
+
+def object_url(path: object) -> str | None:
+    """The URL of an input on an object store (``scheme://...``, or an object with a
+    ``url``), else None (a local path)."""
+    url = getattr(path, "url", None)
+    if isinstance(url, str):
+        return url
+    return path if isinstance(path, str) and _URL.match(path) else None
+
+
+def object_stamp(url: str, fs=None) -> Stamp | None:  # noqa: ANN001 (an fsspec filesystem)
+    """The stamp of the object ``url`` now (None: no such object)."""
+    if fs is None:
+        import fsspec
+
+        fs = fsspec.filesystem(url.split("://", 1)[0], use_listings_cache=False)
+    try:
+        info = fs.info(url.split("://", 1)[1])
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise InputError(f"cannot read object: {e}", url) from None
+    if info.get("type") == "directory":
+        raise InputError("not an object; expected a file, got a prefix", url)
+    tag = str(info.get("ETag") or info.get("etag") or info.get("md5Hash") or "")
+    when = info.get("LastModified") or info.get("last_modified") or info.get("updated")
+    mtime = int(when.timestamp() * 1e9) if hasattr(when, "timestamp") else 0
+    ino = int(hashlib.sha256(tag.encode()).hexdigest()[:15], 16)
+    return Stamp(0, ino, int(info["size"]), mtime)
+
+
+def input_stamp(path: object) -> Stamp:
+    """The stamp of an input, a local file or an object; a missing one is an InputError."""
+    url = object_url(path)
+    if url is None:
+        try:
+            return Stamp.of(Path(path).stat())  # type: ignore[arg-type]
+        except FileNotFoundError:
+            raise InputError("no such file", path) from None  # type: ignore[arg-type]
+    stamp = object_stamp(url)
+    if stamp is None:
+        raise InputError("no such object", url)
+    return stamp
+
+
+class StoreObject:
+    """An input object read through fsspec (credentials from the store's environment), as
+    one version: its stamp is (0, a hash of its ETag, size, modification time), the same on
+    every worker; reads that find another version are refused."""
+
+    def __init__(self, url: str) -> None:
+        import fsspec
+
+        scheme = url.split("://", 1)[0]
+        self.url, self.key = url, url.split("://", 1)[1]
+        self.fs = fsspec.filesystem(scheme, use_listings_cache=False)
+        self.stamp = self.now()
+        if self.stamp is None:
+            raise InputError("no such object", url)
+        try:
+            self.file = self.fs.open(self.key, "rb", block_size=1 << 23)
+        except OSError as e:
+            raise InputError(f"cannot read object: {e}", url) from None
+
+    def now(self) -> Stamp | None:
+        """The stamp of the object the URL leads to now (None: none)."""
+        return object_stamp(self.url, self.fs)
+
+    def read_at(self, offset: int, n: int) -> bytes:
+        try:
+            self.file.seek(offset)
+            return self.file.read(n)
+        except OSError:  # the store refused the version read first (e.g. If-Match)
+            raise changed_error(self.url, self.stamp, self.now()) from None
+
+    def close(self) -> None:
+        self.file.close()
 
 
 def _open_regular(path: Path) -> int:

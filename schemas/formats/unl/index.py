@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 
 from sysdiff.schemas.errors import InputError
-from sysdiff.schemas.formats.stable import StableFile, Stamp
+from sysdiff.schemas.formats.stable import StableFile, Stamp, object_url
 from sysdiff.schemas.formats.unl.chunks import (
     BLOCK_SCHEMA,
     chunk_from_blocks,
@@ -97,8 +97,8 @@ class _IndexPass:
 
     def __init__(self, path_or_text: str | Path, source_name: str | None):
         self._file: StableFile | None = None
-        if _is_path(path_or_text):
-            path = Path(path_or_text)
+        if object_url(path_or_text) or _is_path(path_or_text):
+            path = path_or_text if object_url(path_or_text) else Path(path_or_text)
             self._file = StableFile(path)
             self.source = _Source(path, source_name or str(path), None, self._file.size,
                                   self._file.stamp)  # fmt: skip

@@ -1,0 +1,352 @@
+"""The warehouse on an object store (issue 22): a real S3 server on 127.0.0.1 (moto, started
+by the session, ``tests/objstore.py``). URLs refused or accepted; every bundled kind of
+corpus gives the tables of the local-disk run; the read commands and the API read the
+store; a run killed at any point leaves the previous state readable and the next run
+cleans up; two writers; readers during commits."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import polars as pl
+import pytest
+
+from sysdiff.flows.queries import query
+from sysdiff.flows.store import LEASE, LOG, STAGING, StoreURL, parse_location
+from tests.conftest import BUNDLED, REPO, run_cli
+from tests.objstore import bucket, s3_env  # noqa: F401 (fixtures)
+from tests.snapshot import sandbox_dumps
+from tests.test_scale import sample
+
+CORPORA = {**BUNDLED, "ner": REPO / "data/ner/ner.toml"}
+
+
+# ------------------------------------------------------------------------------ URLs
+
+@pytest.mark.parametrize("url", ["ftp://host/wh", "http://host/wh", "s3:/bucket/wh",
+                                 "s3:bucket", "s3://"])
+def test_an_unsupported_or_broken_url_is_refused_and_nothing_is_created(url, cli, tmp_path,
+                                                                        monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for argv in (["run", str(BUNDLED["sequoia"])], ["sql", "select 1"], ["show", "scores"]):
+        code, _out, err = cli(*argv, "-w", url)
+        assert code == 2, (argv, err)
+        assert "URL" in err and "Traceback" not in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_url_is_the_local_folder(cli, tmp_path):
+    root = tmp_path / "wh"
+    code, _out, err = cli("run", str(BUNDLED["sequoia"]), "-w", root.as_uri())
+    assert code == 0, err
+    assert (root / "manifest.json").is_file() and (root / "sysdiff.duckdb").is_file()
+
+
+def test_a_missing_bucket_or_an_unreachable_store_is_one_line(s3_env, cli, monkeypatch):  # noqa: F811
+    code, _out, err = cli("run", str(BUNDLED["unl"]), "-w", "s3://no-such-bucket-here/wh")
+    assert code == 2 and "no such bucket 'no-such-bucket-here'" in err, err
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setattr("sysdiff.flows.store._FILESYSTEMS", {})
+    code, _out, err = cli("sql", "select 1", "-w", "s3://bucket/wh")
+    assert code == 2 and "cannot reach the object store" in err, err
+
+
+def test_parse_location():
+    assert parse_location("s3://b/p/") == StoreURL("s3://b/p")
+    assert parse_location("file:///tmp/x").as_posix() == "/tmp/x"
+    assert parse_location("rel/wh").is_absolute()
+    assert (StoreURL("s3://b/p") / "tables/x.parquet").url == "s3://b/p/tables/x.parquet"
+    assert StoreURL("s3://b/p/q").parent == StoreURL("s3://b/p")
+    assert not hasattr(StoreURL("s3://b/p"), "__fspath__")  # never taken for a local path
+
+
+# ------------------------------------------------------------------- tables, commands
+
+@pytest.fixture(scope="module")
+def local_runs(tmp_path_factory, prefect_harness) -> dict:
+    """Each corpus run once on the local disk: its dumps."""
+    out = {}
+    for name, toml in CORPORA.items():
+        root = tmp_path_factory.mktemp(f"local-{name}") / "wh"
+        code, _out, err = run_cli("run", str(toml), "-w", str(root))
+        assert code == 0, err
+        out[name] = sandbox_dumps(root)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(CORPORA))
+def test_tables_on_s3_equal_the_local_run(name, local_runs, bucket, cli):  # noqa: F811
+    root = f"{bucket}/evals/wh"
+    code, out, err = cli("run", str(CORPORA[name]), "-w", root)
+    assert code == 0, err
+    assert root in out
+    got = sandbox_dumps(StoreURL(root))
+    assert got and sorted(got) == sorted(local_runs[name])
+    assert {t for t in got if got[t] != local_runs[name][t]} == set()
+    objects = StoreURL(root).find()
+    assert not any(k.startswith((STAGING, LEASE)) for k in objects)  # nothing left behind
+    assert not any(k.endswith(".duckdb") for k in objects)  # no catalog file on a store
+    # no local folder was made for the URL
+    assert not (REPO / "s3:").exists() and not (REPO / bucket.replace("://", ":/")).exists()
+
+
+def test_read_commands_and_the_api_on_s3(bucket, cli, tmp_path):  # noqa: F811
+    import sysdiff
+
+    root = f"{bucket}/wh"
+    assert cli("run", str(BUNDLED["sequoia"]), "-w", root)[0] == 0
+    code, out, err = cli("sql", "select count(*) as n from scores", "-w", root, "-f", "csv")
+    assert code == 0, err
+    n_scores = int(out.split()[1])
+    assert n_scores > 0
+    code, out, err = cli("show", "scores", "-w", root, "-f", "csv")
+    assert code == 0 and "spacy_md@3.8.0" in out, err
+    code, out, err = cli("examples", "--sys1", "spacy_sm@3.8.0", "--sys2", "spacy_md@3.8.0",
+                         "--class", "correction", "--view", "upos", "-w", root, "-f", "csv")
+    assert code == 0 and "correction" in out, err
+    code, _out, err = cli("check", "--candidate", "spacy_md@3.8.0", "--baseline",
+                          "spacy_sm@3.8.0", "--max-new-errors", "100000", "-w", root)
+    assert code == 0, err
+    report = tmp_path / "r.html"
+    code, _out, err = cli("report", "-o", str(report), "-w", root)
+    assert code == 0 and report.stat().st_size > 10_000, err
+    with sysdiff.open(root) as wh:
+        assert wh["scores"].height == n_scores
+        assert wh.sql("select count(*) as n from units")["n"][0] > 0
+
+
+def test_the_s3_sandbox_reads_only_the_warehouse(bucket, cli):  # noqa: F811
+    root = f"{bucket}/wh"
+    assert cli("run", str(BUNDLED["sequoia"]), "-w", root)[0] == 0
+    StoreURL(f"{bucket}/secret.parquet").write_bytes(
+        StoreURL(root).fs.cat_file(next(iter(
+            f"{StoreURL(root).key}/{k}" for k in StoreURL(root).find() if k.endswith(".parquet")))))
+    for sql in (f"select * from read_parquet('{bucket}/secret.parquet')",
+                f"select * from read_parquet('{root}/tables/*/*/*.parquet')",
+                "select * from read_csv('/etc/passwd')"):
+        code, _out, err = cli("sql", sql, "-w", root)
+        assert code == 2 and "refused" in err, (sql, err)
+
+
+# ------------------------------------------------------------- crashes, concurrency
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    return sample(tmp_path_factory.mktemp("s3-crash"), 30)
+
+
+def args(files, root: str, names: list[str]) -> list[str]:
+    return ["run", "--key", str(files["key"]), "--corpus", "s", "--task", "dep",
+            "--ar-trials", "100", "-w", root, *[f"--system={n}={files[n]}" for n in names]]
+
+
+def run_sysdiff(argv: list[str], **env: str) -> subprocess.CompletedProcess:
+    from prefect.settings import PREFECT_API_URL
+
+    env = dict(os.environ, PREFECT_API_URL=PREFECT_API_URL.value(), **env)
+    return subprocess.run([sys.executable, "-c", "from sysdiff.flows.cli import main; main()",
+                           *argv], env=env, cwd=REPO, capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(files, tmp_path_factory, prefect_harness):
+    root = tmp_path_factory.mktemp("s3-ref") / "wh"
+    assert run_cli(*args(files, str(root), ["a", "b"]))[0] == 0
+    assert run_cli(*args(files, str(root), ["c"]))[0] == 0
+    return sandbox_dumps(root)
+
+
+def live_and_listed(root: StoreURL) -> tuple[set[str], set[str]]:
+    """The files the latest manifest names, and the objects under tables/."""
+    from sysdiff.flows.names import read_manifest
+
+    manifest = read_manifest(root)
+    live = {e["file"] for parts in manifest["tables"].values() for e in parts.values()}
+    return live, {f"tables/{k}" for k in (root / "tables").find()}
+
+
+@pytest.mark.parametrize("point", ["ingest", "compare", "commit-moving", "commit-manifest"])
+def test_kill_on_s3_then_rerun(point, files, uninterrupted, bucket, cli,  # noqa: F811
+                               monkeypatch):
+    monkeypatch.setenv("SYSDIFF_STORE_GRACE", "0")  # superseded objects go at once
+    root = f"{bucket}/wh"
+    assert cli(*args(files, root, ["a", "b"]))[0] == 0
+    before = sandbox_dumps(StoreURL(root))
+    killed = run_sysdiff(args(files, root, ["c"]), SYSDIFF_CRASH_AT=point)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    after_kill = sandbox_dumps(StoreURL(root))  # readable, and all old or all new
+    assert after_kill in (before, uninterrupted)
+    assert (StoreURL(root) / LEASE).exists()  # the killed run's lease is left ...
+    code, _out, err = cli(*args(files, root, ["c"]))  # ... and taken over: its pid is gone
+    assert code == 0, err
+    assert sandbox_dumps(StoreURL(root)) == uninterrupted
+    objects = StoreURL(root).find()
+    assert not any(k.startswith((STAGING, LEASE)) for k in objects)
+    live, listed = live_and_listed(StoreURL(root))
+    assert live == listed  # no orphans left behind
+
+
+def test_a_second_writer_is_refused_while_the_lease_lives(files, bucket, cli):  # noqa: F811
+    from sysdiff.flows.warehouse import warehouse_lock
+
+    root = f"{bucket}/wh"
+    assert cli(*args(files, root, ["a"]))[0] == 0
+    before = sandbox_dumps(StoreURL(root))
+    with warehouse_lock(StoreURL(root)):  # another run holds the warehouse
+        code, _, err = cli(*args(files, root, ["b"]))
+    assert code == 2 and "another sysdiff run is writing to this warehouse" in err
+    assert sandbox_dumps(StoreURL(root)) == before
+
+
+def test_two_writers_at_once_on_s3(files, uninterrupted, bucket, prefect_harness):  # noqa: F811
+    """Two runs started together: one commits, the other is refused (exit 2) or commits
+    after it; the warehouse is one of the states a serial order gives."""
+    root = f"{bucket}/wh"
+    assert run_cli(*args(files, root, ["a", "b"]))[0] == 0
+    results: list = [None, None]
+
+    def go(i: int) -> None:
+        results[i] = run_sysdiff(args(files, root, ["c"]))
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    codes = sorted(r.returncode for r in results)
+    assert codes in ([0, 0], [0, 2]), [r.stderr[-500:] for r in results]
+    for r in results:
+        if r.returncode == 2:
+            assert "another sysdiff run" in r.stderr
+    assert sandbox_dumps(StoreURL(root)) == uninterrupted
+
+
+def test_a_lost_lease_cannot_overwrite_a_commit(bucket, monkeypatch):  # noqa: F811
+    """Safety does not rest on the lease: two runs that both started from version N (as if
+    one's lease had been taken over) cannot both commit N + 1."""
+    import contextlib
+
+    from sysdiff.flows import objstore
+    from sysdiff.flows.names import read_manifest
+    from sysdiff.flows.warehouse import open_run
+    from sysdiff.schemas.errors import InputError
+    from sysdiff.schemas.tables import all_tables
+
+    monkeypatch.setattr(objstore, "lease", lambda root: contextlib.nullcontext("x"))
+    root = StoreURL(f"{bucket}/wh")
+    empty = pl.from_arrow(all_tables()["vocab"].empty_table())
+    with (pytest.raises(InputError, match="another sysdiff run committed"),
+          open_run(root, run_id="first") as first):
+        first.write("vocab", "corpus=c/system=a", "sig-a", empty)
+        with open_run(root, run_id="second") as second:
+            second.write("vocab", "corpus=c/system=b", "sig-b", empty)
+        # the second committed version 1; the first's create of version 1 fails
+    manifest = read_manifest(root)
+    assert manifest["run"] == "second"
+    assert list(manifest["tables"]["vocab"]) == ["corpus=c/system=b"]
+    assert [p.name for p in (root / LOG).iterdir()] == ["000000000001.json"]
+
+
+def test_readers_during_commits_on_s3(files, bucket, prefect_harness):  # noqa: F811
+    """While runs commit, every read succeeds and sees one whole commit: the scores of
+    2, then 3, then 4 systems, never a mix."""
+    from sysdiff.flows.queries import query
+
+    root = f"{bucket}/wh"
+    assert run_cli(*args(files, root, ["a"]))[0] == 0
+    seen: list[tuple[int, int]] = []
+    errors: list[Exception] = []
+    done = threading.Event()
+
+    def read() -> None:
+        while not done.is_set():
+            try:
+                df = query(StoreURL(root), "select count(distinct system) as s, "
+                           "count(*) as n from scores")
+                seen.append((df["s"][0], df["n"][0]))
+            except Exception as e:  # noqa: BLE001 (any failure is the test's finding)
+                errors.append(e)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for name in ("b", "c"):
+            result = run_sysdiff(args(files, root, [name]))
+            assert result.returncode == 0, result.stderr
+    finally:
+        done.set()
+        reader.join()
+    assert not errors, errors[:3]
+    per_systems = {}
+    for systems, rows in seen:
+        per_systems.setdefault(systems, set()).add(rows)
+    final = query(StoreURL(root), "select count(distinct system) as s from scores")["s"][0]
+    assert len(seen) > 3 and seen[-1][0] == final and len(per_systems) <= 3
+    assert [s for s, _ in seen] == sorted(s for s, _ in seen)  # never back to an old state
+    assert all(len(rows) == 1 for rows in per_systems.values()), per_systems  # whole commits
+    assert json.loads((StoreURL(root) / LOG / "000000000003.json").read_bytes())["tables"]
+
+
+def toml_on_store(name: str, prefix: str, out) -> str:  # noqa: ANN001 (a Path)
+    """The run file of a bundled corpus with its key and systems uploaded under ``prefix``
+    and named by URL (other files, e.g. a label map, stay local)."""
+    import tomllib
+
+    from sysdiff.flows.store import filesystem
+
+    toml = CORPORA[name]
+    text = toml.read_text()
+    cfg = tomllib.loads(text)
+    for rel in [cfg["key"], *cfg["systems"].values()]:
+        url = f"{prefix}/{rel}"
+        filesystem("s3").put_file(str(toml.parent / rel), url.split("://", 1)[1])
+        text = text.replace(f'"{rel}"', f'"{url}"')
+    if "map" in cfg:
+        text = text.replace(f'"{cfg["map"]}"', f'"{toml.parent / cfg["map"]}"')
+    out.write_text(text)
+    return str(out)
+
+
+@pytest.mark.parametrize("name", ["sequoia", "litbank", "unl", "ner"])
+def test_inputs_on_s3(name, local_runs, bucket, cli, tmp_path):  # noqa: F811
+    toml = toml_on_store(name, f"{bucket}/inputs", tmp_path / "run.toml")
+    root = f"{bucket}/wh"
+    code, _out, err = cli("run", toml, "-w", root)
+    assert code == 0, err
+    got = sandbox_dumps(StoreURL(root))
+    assert {t for t in got if got[t] != local_runs[name].get(t)} == set()
+    systems = query(StoreURL(root), "select path from systems")["path"].to_list()
+    assert systems and all(p.startswith(f"{bucket}/inputs/") for p in systems)
+    code, _out, err = cli("run", toml, "-w", root)  # unchanged objects are not read again
+    assert code == 0, err
+    code, _out, err = cli("run", "--key", f"{bucket}/inputs/nothing-here", "--task", "dep",
+                          "--corpus", "x", f"--system=a={bucket}/inputs/nothing-either",
+                          "-w", f"{bucket}/other")
+    assert code == 2 and "nothing-here" in err and "no such" in err, err
+    code, _out, err = cli("run", "--key", "ftp://host/key.conllu", "--task", "dep",
+                          "--corpus", "x", "--system=a=ftp://host/a.conllu", "-w", root)
+    assert code == 2 and "unsupported input URL scheme" in err, err
+
+
+def test_serve_once_into_s3(bucket, cli, tmp_path):  # noqa: F811
+    from tests.conftest import SEQUOIA
+    from tests.test_scale import first_sentences
+
+    corpus = tmp_path / "watch" / "seq"
+    (corpus / "systems").mkdir(parents=True)
+    first_sentences(SEQUOIA / "key.conllu", corpus / "key.conllu", 30)
+    first_sentences(SEQUOIA / "fr_core_news_sm-3.8.0.conllu", corpus / "systems" / "sm.conllu",
+                    30)
+    (corpus / "corpus.toml").write_text('task = "dep"\nar_trials = 100\n')
+    root = f"{bucket}/wh"
+    code, _out, err = cli("serve", "--watch", str(tmp_path / "watch"), "--once", "-w", root)
+    assert code == 0, err
+    assert query(StoreURL(root), "select count(*) as n from scores where corpus = 'seq'"
+                 )["n"][0] > 0
+    assert not (tmp_path / "watch" / "s3:").exists()

@@ -1,0 +1,108 @@
+"""A Dask cluster with no shared disk (issue 22): a scheduler and 2 worker processes, each
+worker in its own temporary folder (its working directory, TMPDIR and Dask's local
+directory), started by the test; inputs and warehouse on the S3 server. A worker refuses
+to open any path of the client's folders (``tests/dask_forbid.py``): the run must read its
+inputs and write its staged files through the object store only, and give the tables of the
+local-disk run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sysdiff.flows.store import StoreURL, filesystem
+from tests.conftest import REPO, run_cli
+from tests.objstore import bucket, free_port, s3_env, wait_for_port  # noqa: F401 (fixtures)
+from tests.snapshot import sandbox_dumps
+from tests.test_scale import sample
+
+pytest.importorskip("distributed")
+
+
+@pytest.fixture
+def cluster(s3_env, tmp_path_factory, prefect_harness):  # noqa: F811
+    """tcp://127.0.0.1:PORT of a scheduler with 2 single-thread workers; yields (address,
+    the workers' folders)."""
+    from prefect.settings import PREFECT_API_URL
+
+    port = free_port()
+    forbid = os.pathsep.join([str(REPO / "data"), str(REPO / "tests" / "data"),
+                              str(tmp_path_factory.getbasetemp())])
+    procs, folders = [], []
+    base = dict(os.environ, PREFECT_API_URL=PREFECT_API_URL.value(), POLARS_MAX_THREADS="1")
+    try:
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+             "--port", str(port), "--dashboard-address", ":0", "--no-show"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        wait_for_port(port, procs[0])
+        for i in range(2):
+            folder = Path(os.path.realpath(
+                __import__("tempfile").mkdtemp(prefix=f"sysdiff-worker{i}-")))
+            folders.append(folder)
+            env = dict(base, TMPDIR=str(folder), SYSDIFF_TEST_FORBID=forbid,
+                       PYTHONPATH=str(REPO))
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "distributed.cli.dask_worker",
+                 f"tcp://127.0.0.1:{port}", "--nworkers", "1", "--nthreads", "1",
+                 "--local-directory", str(folder), "--no-dashboard",
+                 "--preload", "tests.dask_forbid", "--name", f"w{i}"],
+                cwd=folder, env=env, stdout=open(folder / "worker.log", "wb"),  # noqa: SIM115
+                stderr=subprocess.STDOUT))
+        from distributed import Client
+
+        with Client(f"tcp://127.0.0.1:{port}", timeout=60) as client:
+            client.wait_for_workers(2, timeout=120)
+        yield f"tcp://127.0.0.1:{port}", folders
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        import shutil
+
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def upload(files: dict[str, Path], prefix: str) -> dict[str, str]:
+    """The files copied to the store: name -> URL."""
+    fs = filesystem("s3")
+    out = {}
+    for name, path in files.items():
+        url = f"{prefix}/{path.name}"
+        fs.put_file(str(path), url.split("://", 1)[1])
+        out[name] = url
+    return out
+
+
+def test_a_run_on_a_cluster_without_a_shared_disk(cluster, bucket, tmp_path):  # noqa: F811
+    address, folders = cluster
+    files = sample(tmp_path, 40)
+    urls = upload(files, f"{bucket}/inputs")
+    argv = ["--corpus", "s", "--task", "dep", "--ar-trials", "100"]
+    local = tmp_path / "local-wh"
+    code, _, err = run_cli("run", "--key", str(files["key"]), *argv, "-w", str(local),
+                           *[f"--system={n}={p}" for n, p in files.items() if n != "key"])
+    assert code == 0, err
+    root = f"{bucket}/wh"
+    code, _, err = run_cli("run", "--key", urls["key"], *argv, "-w", root,
+                           "--dask-address", address,
+                           *[f"--system={n}={u}" for n, u in urls.items() if n != "key"])
+    logs = {f.name: (f / "forbidden.log").read_text() for f in folders
+            if (f / "forbidden.log").exists()}
+    assert not logs, f"client paths reached the workers: {logs}"
+    assert code == 0, err
+    assert sandbox_dumps(StoreURL(root)) == sandbox_dumps(local)
+    from distributed import Client
+
+    with Client(address) as client:  # both workers ran tasks
+        done = client.run(lambda dask_worker: dask_worker.state.transition_counter)
+    assert len(done) == 2 and all(n > 0 for n in done.values()), done
