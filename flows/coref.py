@@ -184,7 +184,7 @@ def run_coref(spec: RunSpec, stage: Staging) -> None:
                    coref_run(spec, files[KEY_ID].fmt), docs)
 
 
-def key_documents(tokens: str | Path) -> pl.DataFrame:
+def key_documents(tokens: str) -> pl.DataFrame:
     """The key's documents in file order (the units of the bootstrap), from its per-document
     token counts (a file staged now, or live)."""
     return pl.read_parquet(tokens, glob=False).sort("line").select("doc", "part")

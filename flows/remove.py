@@ -215,8 +215,8 @@ def recompute(stage: Staging, spec: RunSpec) -> None:
         rows = known_inputs(stage, corpus)
         paths = {s: str(stage.live_file("mentions", f"corpus={corpus}/system={s}"))
                  for s in rows}
-        docs = coref.key_documents(stage.live_file("coref_tokens",
-                                                   f"corpus={corpus}/system={KEY_ID}"))
+        docs = coref.key_documents(str(stage.live_file("coref_tokens",
+                                                       f"corpus={corpus}/system={KEY_ID}")))
         coref._coref_results(spec, stage, paths, {s: r["sha256"] for s, r in rows.items()},
                              coref.coref_run(spec, rows[KEY_ID]["format"]), docs)
     elif spec.task == "ner":
