@@ -299,9 +299,9 @@ class Warehouse:
     (the table ``sysdiff run`` prints) and ``notes`` what the run noted; the connection
     opens at the first query."""
 
-    def __init__(self, root: Path, corpus: str | None = None, notes: list[str] | None = None,
-                 lazy: bool = False) -> None:
-        self.root = Path(root)
+    def __init__(self, root: Path | StoreURL, corpus: str | None = None,
+                 notes: list[str] | None = None, lazy: bool = False) -> None:
+        self.root = root if isinstance(root, StoreURL) else Path(root)
         self.corpus = corpus
         self.notes = list(notes or [])
         self._boxes: list[Sandbox] = []
