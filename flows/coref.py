@@ -14,6 +14,7 @@ import datetime as dt
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -141,7 +142,7 @@ def ingest_coref_file(job: CorefJob) -> CorefFile:
     n_unknown = int((m["mtype"] == "UNKNOWN").sum())
     here = {t: str(location(job.stage_dir) / f.rel) for t, f in staged.items()}
     return CorefFile(sha, here["mentions"], here["coref_tokens"], fmt,
-                     f"{source.path.name} ({n_unknown} of {m.height})" if n_unknown
+                     f"{Path(str(source.path)).name} ({n_unknown} of {m.height})" if n_unknown
                      else None, tuple(staged.values()))
 
 

@@ -151,15 +151,19 @@ def _renew(root: StoreURL, owner: str, stop: threading.Event) -> None:
 
 def read_versioned(root: StoreURL) -> tuple[int, dict]:
     """The latest manifest version and the manifest (version 0: an empty warehouse)."""
-    from sysdiff.flows.names import read_manifest
-
-    versions = log_versions(root)
     while True:
-        version = versions[-1] if versions else 0
-        try:
-            return version, read_manifest(root) if version else {"version": 1, "tables": {}}
+        versions = log_versions(root)
+        if not versions:
+            return 0, {"version": 1, "tables": {}}
+        try:  # that version itself: the manifest this run's commit must follow
+            manifest = json.loads((root / version_name(versions[-1])).read_bytes())
         except FileNotFoundError:  # pruned between the listing and the read: look again
-            versions = log_versions(root)
+            continue
+        except ValueError as e:
+            raise InputError(f"the warehouse's manifest is damaged ({e}); restore it from "
+                             "a backup, or start a new warehouse",
+                             root / version_name(versions[-1])) from None
+        return versions[-1], manifest
 
 
 def new_stage(root: StoreURL) -> StoreURL:

@@ -35,7 +35,7 @@ EXPECTED = {"pos": "tab-separated token lines (CoNLL-U, CoNLL-X or word<TAB>tag)
 
 def check_file(source: Source, task: str) -> str | None:
     """Check one input file from its head; return the detected format (None for UNL)."""
-    path = source.path
+    path = source.path if isinstance(source.path, StoreURL) else Path(source.path)
     head, whole = read_head(path, EXPECTED[task])
     return detect(path, head, source.fmt, task, whole)
 
