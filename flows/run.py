@@ -14,7 +14,9 @@ from sysdiff.flows import coref, outcome, run_record, spans, srl, tokens, unl
 from sysdiff.flows.prefect_logs import one_line_input_errors
 from sysdiff.flows.shards import task_runner
 from sysdiff.flows.spec import RunSpec
+from sysdiff.flows.store import StoreURL, remote
 from sysdiff.flows.warehouse import crash_point, open_run
+from sysdiff.schemas.errors import InputError
 
 # The flow of each task: ingest, then compute every table (``flows/<task>.py``).
 TASK_FLOWS = {"pos": tokens.run_tokens, "dep": tokens.run_tokens, "coref": coref.run_coref,
@@ -56,6 +58,7 @@ def run_evaluation(spec: RunSpec, warehouse: Path, dask_address: str | None = No
     outcome is the run's, not Prefect's: when Prefect fails around a body that ended well
     (e.g. the background server died), one warning line, and the run's result stands
     (:func:`outcome.settle`)."""
+    refuse_client_paths(spec, warehouse, dask_address)
     run_id = outcome.new_run_id()
     outcome.announce(warehouse, run_id)
     with heartbeats(), outcome.server_watch() as watch:
@@ -66,6 +69,22 @@ def run_evaluation(spec: RunSpec, warehouse: Path, dask_address: str | None = No
             return outcome.settle(warehouse, run_id, error, watch)
         finally:
             outcome.forget(run_id)
+
+
+def refuse_client_paths(spec: RunSpec, warehouse: Path | StoreURL,
+                        dask_address: str | None) -> None:
+    """A cluster given by address with the warehouse on an object store shares no disk with
+    this machine: an input named by a path of this machine is refused before anything runs
+    (the workers would look for it on their own disks)."""
+    if not (dask_address and remote(warehouse)):
+        return
+    local = [s for s in (spec.key, *spec.systems) if not isinstance(s.path, StoreURL)]
+    if local:
+        bucket = "/".join(str(warehouse).split("/")[:3])
+        raise InputError(
+            f"{local[0].path}: a file of this machine, but the Dask workers at {dask_address} "
+            "share no disk with it (the warehouse is on an object store); put the inputs on "
+            f"the store and name them by URL (e.g. {bucket}/in/{Path(local[0].path).name})")
 
 
 def run_name(spec: RunSpec) -> str:

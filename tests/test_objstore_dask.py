@@ -106,3 +106,19 @@ def test_a_run_on_a_cluster_without_a_shared_disk(cluster, bucket, tmp_path):  #
     with Client(address) as client:  # both workers ran tasks
         done = client.run(lambda dask_worker: dask_worker.state.transition_counter)
     assert len(done) == 2 and all(n > 0 for n in done.values()), done
+
+
+def test_a_file_of_the_client_is_refused_for_a_cluster_by_address(bucket, tmp_path):  # noqa: F811
+    """With the warehouse on a store and a cluster by address, an input given as a local
+    path would be looked for on the workers' disks: one line, exit 2, nothing written (the
+    refusal comes before any connection: the address here has no scheduler)."""
+    files = sample(tmp_path, 5)
+    urls = upload({"key": files["key"]}, f"{bucket}/inputs")
+    root = f"{bucket}/wh"
+    code, out, err = run_cli("run", "--key", urls["key"], "--corpus", "s", "--task", "dep",
+                             "-w", root, "--dask-address", "tcp://127.0.0.1:9",
+                             f"--system=a={files['a']}")
+    assert code == 2, err
+    assert f"{files['a']}: a file of this machine" in err
+    assert "share no disk" in err and "Traceback" not in err + out
+    assert not filesystem("s3").exists(root.split("://", 1)[1] + "/_log")
