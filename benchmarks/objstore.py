@@ -46,12 +46,37 @@ def argv(inputs: dict[str, str], warehouse: str, extra: list[str]) -> list[str]:
             *[f"--system={k}={p}" for k, p in inputs.items() if k != "key"], *extra]
 
 
+def cpu_busy() -> tuple[float, float]:
+    """The machine's busy and total CPU seconds since boot, all cores (``/proc/stat``)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    tick = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields) - idle) / tick, sum(fields) / tick
+
+
+def server_cpu() -> float:
+    """CPU seconds used so far by the S3 server (this process's moto child)."""
+    import psutil
+
+    procs = [p for p in psutil.Process().children(recursive=True)
+             if "moto.server" in " ".join(p.cmdline())]
+    return sum(sum(p.cpu_times()[:2]) for p in procs)
+
+
 def timed(label: str, args: list[str]) -> dict:
     load = os.getloadavg()[0]
+    busy0, total0 = cpu_busy()
+    s3_0 = server_cpu()
     wall, rss, steps = run_sysdiff(args)
+    busy1, total1 = cpu_busy()
     row = {"run": label, "wall_s": round(wall, 1), "ingest_s": steps.get("ingest"),
            "compare_s": steps.get("compare"), "peak_rss_gib": round(rss, 2),
-           "load_before": round(load, 1), "load_after": round(os.getloadavg()[0], 1)}
+           "load_before": round(load, 1), "load_after": round(os.getloadavg()[0], 1),
+           # the share of all cores busy during the run (every process), and the CPU
+           # seconds the S3 server took of it: what bounds a speed-up from more workers
+           "cores_busy": round((busy1 - busy0) / (total1 - total0), 2),
+           "s3_server_cpu_s": round(server_cpu() - s3_0, 1)}
     print(row, flush=True)
     return row
 
@@ -92,11 +117,12 @@ def main() -> None:
                                   argv(inputs, f"s3://{bucket}/wh-dask{n}",
                                        ["--dask-local", str(n)])))
     print(f"\n{'run':<45} {'wall s':>8} {'ingest s':>9} {'compare s':>10} {'RSS GiB':>8} "
-          f"{'load':>10}")
+          f"{'load':>10} {'busy':>5} {'S3 cpu s':>9}")
     for r in rows:
         print(f"{r['run']:<45} {r['wall_s']:8.1f} {r['ingest_s'] or 0:9.1f} "
               f"{r['compare_s'] or 0:10.1f} {r['peak_rss_gib']:8.2f} "
-              f"{r['load_before']:>4}->{r['load_after']:<4}")
+              f"{r['load_before']:>4}->{r['load_after']:<4} {r['cores_busy']:5.0%} "
+              f"{r['s3_server_cpu_s']:9.1f}")
     by = {r["run"]: r for r in rows}
     print(f"S3 / local disk: {by['S3 warehouse, threads']['wall_s'] / rows[0]['wall_s']:.2f}x")
     dask = [r for r in rows if "Dask" in r["run"]]

@@ -30,7 +30,7 @@ from prefect.cache_policies import NONE
 
 from sysdiff.flows.ingest import ingest_all
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
-from sysdiff.flows.store import StoreURL, is_url, location, open_read, open_write
+from sysdiff.flows.store import StoreURL, is_url, location, open_read, open_write, remote
 from sysdiff.flows.warehouse import (
     PieceWriter,
     StagedFile,
@@ -451,8 +451,8 @@ def read_range(rj: RangeJob) -> LeanPiece | None:
         return None
     words, dictionaries = tokens.lean_codes(*found)
     path = location(job.stage_dir) / "aux" / f"range-{uuid.uuid4().hex[:16]}.arrow"
-    with open_write(path) as f:
-        words.write_ipc(f, compression="uncompressed")  # read once, by the assembly
+    with open_write(path) as f:  # read once, by the assembly: on a store, fewer bytes
+        words.write_ipc(f, compression="lz4" if remote(path) else "uncompressed")
     return LeanPiece(found[0].n_sents, found[0].sent.size, found[0].n_tokens,
                      freeze(dictionaries), str(path))
 
