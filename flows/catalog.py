@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -153,15 +154,17 @@ def table_ddl() -> dict[str, str]:
     return dict(_DDL)
 
 
-def catalog_statements(manifest: dict, root: Path, ddl: dict[str, str] | None = None
-                       ) -> list[str]:
+def catalog_statements(manifest: dict, root: Path, ddl: dict[str, str] | None = None,
+                       place: Callable[[str], str] | None = None) -> list[str]:
     """The SQL that builds one view (or empty typed table) per table, over the live files
-    named by absolute path under ``root``, then the views built over those (``units``)."""
+    named by absolute path under ``root`` (or where ``place`` puts each), then the views
+    built over those (``units``)."""
     ddl = ddl or manifest.get("ddl") or table_ddl()
+    place = place or (lambda rel: str(root / rel))
     statements = ["CREATE SCHEMA IF NOT EXISTS stored"]
     for table, columns in ddl.items():
         files = table_files(manifest, table)
-        statements.append(view_sql(table, [str(root / f) for f in files]) if files
+        statements.append(view_sql(table, [place(f) for f in files]) if files
                           else empty_table_sql(table, columns))
     return statements + list(DERIVED)
 

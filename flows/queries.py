@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import os
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,6 +39,7 @@ import duckdb
 
 from sysdiff.flows.catalog import catalog_statements, sql_literal, table_files
 from sysdiff.flows.locks import hold_shared, release
+from sysdiff.flows.mirror import mirror
 from sysdiff.flows.names import MANIFEST, read_manifest
 from sysdiff.flows.rows import NUMERIC, Rows, plain, polars_type
 from sysdiff.flows.store import StoreURL
@@ -107,9 +109,10 @@ class Sandbox:
     the readers' lock it holds until :meth:`close`."""
 
     def __init__(self, root: Path, con: duckdb.DuckDBPyConnection, lock: int | None,
-                 files: list[str]) -> None:
+                 files: list[str], cleanup: Callable[[], None] | None = None) -> None:
         self.root, self.con, self.files = root, con, files
         self._lock: int | None = lock
+        self._cleanup = cleanup
 
     def run(self, sql: str, rows: bool = False) -> pl.DataFrame | Rows:
         """One read-only statement's result (see :func:`query`); anything else, a refused
@@ -125,6 +128,9 @@ class Sandbox:
         self.con.close()
         release(self._lock)
         self._lock = None
+        if self._cleanup is not None:
+            self._cleanup()
+            self._cleanup = None
 
 
 def connect(root: Path | StoreURL) -> Sandbox:
@@ -174,11 +180,11 @@ def natural_macro(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def seal(con: duckdb.DuckDBPyConnection, root: Path | StoreURL, manifest: dict,
-         files: dict[str, list[str]]) -> list[str]:
+         files: dict[str, list[str]], place: Callable[[str], str] | None = None) -> list[str]:
     """Build the views, then allow exactly their files and lock the configuration."""
     con.execute("set enable_progress_bar = false")
     natural_macro(con)
-    build_views(con, root, manifest)
+    build_views(con, root, manifest, place)
     allowed = sorted({f for paths in files.values() for f in paths})
     con.execute("set allowed_paths = [" + ", ".join(map(sql_literal, allowed)) + "]")
     con.execute("set enable_external_access = false")
@@ -196,17 +202,20 @@ def connect_store(root: StoreURL) -> Sandbox:
     if not manifest["tables"]:
         raise InputError("no sysdiff warehouse here (no manifest); run 'sysdiff run' "
                          "first, or pass --warehouse", root)
-    files = {t: [str(root / rel) for rel in table_files(manifest, t)] for t in manifest["tables"]}
+    copies = mirror(root, manifest)
+    place = functools.partial(copies.place, root)
+    files = {t: [place(rel) for rel in table_files(manifest, t)] for t in manifest["tables"]}
     con = duckdb.connect(":memory:", config={
         "autoinstall_known_extensions": False, "autoload_known_extensions": False,
         "temp_directory": spill_dir(), "memory_limit": f"{current_limits().memory}B"})
     try:
         con.register_filesystem(root.fs)
-        allowed = seal(con, root, manifest, files)
+        allowed = seal(con, root, manifest, files, place)
     except BaseException:
         con.close()
+        copies.close()
         raise
-    return Sandbox(root, con, None, allowed)
+    return Sandbox(root, con, None, allowed, copies.close)
 
 
 def live_paths(root: Path, manifest: dict) -> dict[str, list[str]]:
@@ -226,7 +235,8 @@ def live_paths(root: Path, manifest: dict) -> dict[str, list[str]]:
     return out
 
 
-def build_views(con: duckdb.DuckDBPyConnection, root: Path, manifest: dict) -> None:
+def build_views(con: duckdb.DuckDBPyConnection, root: Path, manifest: dict,
+                place: Callable[[str], str] | None = None) -> None:
     """One view per table over its live files, an empty typed table for a table without
     files (column types from the manifest; from the schemas for an older manifest), and the
     views built over them (``units``)."""
@@ -235,7 +245,7 @@ def build_views(con: duckdb.DuckDBPyConnection, root: Path, manifest: dict) -> N
         from sysdiff.flows.catalog import table_ddl  # pyarrow: only for an older manifest
 
         ddl = table_ddl()
-    for sql in catalog_statements(manifest, root, ddl):
+    for sql in catalog_statements(manifest, root, ddl, place):
         try:
             con.execute(sql)
         except duckdb.Error as e:  # a damaged file: that table says so, the others work

@@ -320,12 +320,12 @@ class PieceWriter:
         self.out.write_table(conform(df, self.schema), row_group_size=ROW_GROUP)
 
     def close(self, sig: str) -> StagedFile:
-        """Finish the file and name it after its signature."""
+        """Finish the file and name it after its signature (on a disk; on an object store,
+        where a rename is a copy, it keeps its unique name)."""
         sha, size = close_writer(self.out, self.sink)
-        rel = f"tables/{self.table}/{self.partition}/{sig}.parquet"
-        if isinstance(self.dir, StoreURL):
-            (self.dir / self.rel).rename(self.dir / rel)
-        else:
+        rel = self.rel
+        if not isinstance(self.dir, StoreURL):
+            rel = f"tables/{self.table}/{self.partition}/{sig}.parquet"
             os.replace(self.dir / self.rel, self.dir / rel)
         return StagedFile(self.table, rel, ((self.partition, sig),), sha, size)
 

@@ -1,0 +1,134 @@
+"""Reads of a warehouse on an object store go through verified local copies
+(``flows/mirror.py``): the copies are the manifest's bytes (SHA-256 and size), a damaged
+object is never read, a copy is downloaded once, the folder of links goes with its
+connection, the cache keeps to its limit, and big objects are read in place."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from sysdiff.flows import mirror
+from sysdiff.flows.objstore import read_versioned
+from sysdiff.flows.queries import connect
+from sysdiff.flows.store import StoreURL
+from sysdiff.schemas.errors import InputError
+from tests.conftest import BUNDLED
+from tests.objstore import bucket, s3_env  # noqa: F401 (fixtures)
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A private temporary directory for this test's object cache."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return mirror.cache_dir()
+
+
+@pytest.fixture(scope="module")
+def store_wh(s3_env, tmp_path_factory, prefect_harness):  # noqa: F811
+    """The bundled Sequoia sample run into a fresh bucket; its root URL."""
+    from sysdiff.flows.store import filesystem
+    from tests.conftest import run_cli
+
+    name = f"mirror{os.getpid()}"
+    filesystem("s3").mkdir(name)
+    root = f"s3://{name}/wh"
+    code, _out, err = run_cli("run", str(BUNDLED["sequoia"]), "-w", root)
+    assert code == 0, err
+    return root
+
+
+def live_entry(root: str, table: str) -> dict:
+    _version, manifest = read_versioned(StoreURL(root))
+    return next(iter(manifest["tables"][table].values()))
+
+
+def test_every_read_is_of_a_verified_local_copy(store_wh, cache):
+    sandbox = connect(StoreURL(store_wh))
+    try:
+        assert sandbox.files and all(f.startswith(str(cache)) for f in sandbox.files)
+        n = sandbox.run("select count(*) as n from scores")["n"][0]
+        assert n > 0
+        links = {p for p in cache.iterdir() if p.name.startswith("links-")}
+        assert len(links) == 1
+    finally:
+        sandbox.close()
+    assert not any(p.name.startswith("links-") for p in cache.iterdir())
+    entry = live_entry(store_wh, "scores")
+    copy = cache / f"{entry['sha256']}.parquet"
+    import hashlib
+
+    assert hashlib.sha256(copy.read_bytes()).hexdigest() == entry["sha256"]
+    inode = copy.stat().st_ino
+    sandbox = connect(StoreURL(store_wh))  # the copy is reused, not downloaded again
+    try:
+        assert sandbox.run("select count(*) as n from scores")["n"][0] == n
+    finally:
+        sandbox.close()
+    assert copy.stat().st_ino == inode
+
+
+def test_a_damaged_object_is_never_read(store_wh, cache, bucket):  # noqa: F811
+    """An object whose bytes are not the manifest's (same size): its table cannot be read,
+    with the table's name; every other table reads."""
+    entry = live_entry(store_wh, "scores")
+    obj = StoreURL(store_wh) / entry["file"]
+    good = obj.read_bytes()
+    obj.write_bytes(bytes(len(good)))
+    try:
+        sandbox = connect(StoreURL(store_wh))
+        try:
+            with pytest.raises(InputError, match="scores cannot be read"):
+                sandbox.run("select * from scores")
+            assert sandbox.run("select count(*) as n from systems")["n"][0] > 0
+        finally:
+            sandbox.close()
+        assert not (cache / f"{entry['sha256']}.parquet").exists()
+    finally:
+        obj.write_bytes(good)
+
+
+def test_big_objects_are_read_in_place(store_wh, cache, monkeypatch):
+    monkeypatch.setenv("SYSDIFF_MIRROR_BYTES", "1")
+    sandbox = connect(StoreURL(store_wh))
+    try:
+        assert sandbox.files and all(f.startswith("s3://") for f in sandbox.files)
+        assert sandbox.run("select count(*) as n from scores")["n"][0] > 0
+    finally:
+        sandbox.close()
+    assert not any(p.suffix == ".parquet" for p in cache.iterdir())
+
+
+def test_the_cache_keeps_to_its_limit_oldest_first(cache):
+    now = time.time()
+    sizes = {"a": 100, "b": 100, "c": 100, "d": 100}
+    for k, (name, size) in enumerate(sizes.items()):
+        path = cache / f"{name * 64}.parquet"
+        path.write_bytes(b"x" * size)
+        os.utime(path, (now - 100 + k, now - 100 + k))  # a oldest, d newest
+    kept_by_link = cache / f"{'a' * 64}.parquet"
+    links = cache / f"links-{os.getpid()}-x"
+    links.mkdir()
+    os.link(kept_by_link, links / "t.parquet")  # in use by this (live) process
+    mirror.prune(cache, 250)
+    left = sorted(p.name[0] for p in cache.iterdir() if p.suffix == ".parquet")
+    # b and c go (oldest first); a is older still but linked by a live reader
+    assert left == ["a", "d"]
+    assert links.exists()
+
+
+def test_the_links_of_a_dead_reader_are_removed(cache):
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    dead = cache / f"links-{proc.stdout.strip()}-x"
+    dead.mkdir()
+    (dead / "t.parquet").write_bytes(b"x")
+    alive = cache / f"links-{os.getpid()}-y"
+    alive.mkdir()
+    mirror.prune(cache, 1 << 30)
+    assert not dead.exists() and alive.exists()
