@@ -107,34 +107,92 @@ def unit_matrix(rows: pl.DataFrame, units: pl.DataFrame, keys: Sequence[str],
 # ------------------------------------------------------------------------------ samples
 
 
-def weight_rows(n: int, start: int, stop: int, seed: int) -> np.ndarray:
+def weight_rows(n: int, start: int, stop: int, seed: int,
+                out: np.ndarray | None = None) -> np.ndarray:
     """Rows ``start .. stop - 1`` of W: how often each of the n units is drawn in each
     sample (n draws with replacement); float64, so that ``W @ X`` of integer counts is
-    exact."""
-    out = np.empty((stop - start, n), np.float64)
+    exact. Written into ``out`` (its first rows) when given: a buffer reused block after
+    block."""
+    out = np.empty((stop - start, n), np.float64) if out is None else out[:stop - start]
     for k, r in enumerate(range(start, stop)):
         rng = np.random.default_rng([seed, r])
         out[k] = np.bincount(rng.integers(0, n, n), minlength=n)
     return out
 
 
+def exact(x: np.ndarray) -> bool:
+    """Every sum of ``W @ x`` is exact in float64, whatever the order of its additions:
+    x is integer-valued and n * max|x| < 2^53. A row of W is n draws, so each partial sum
+    of a product is an integer of magnitude at most n * max|x|, which float64 holds
+    exactly; the product's bits then do not depend on how BLAS groups the additions, nor
+    on the other columns multiplied with x."""
+    if not x.size:
+        return True
+    if not np.issubdtype(x.dtype, np.integer) and not np.array_equal(x, np.rint(x)):
+        return False  # (NaN too)
+    return x.shape[0] * max(abs(float(x.max())), abs(float(x.min()))) < 2.0 ** 53
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The distinct columns of integer matrices side by side (``distinct``: n x K,
+    float64) and, per matrix, where each of its columns is in ``distinct``."""
+
+    distinct: np.ndarray
+    where: list[np.ndarray]
+
+
+def distinct_columns(matrices: Sequence[np.ndarray], n: int) -> Columns:
+    """The distinct columns of (n x k_i) matrices, once each (compared as float64 bytes:
+    an int32 and a float64 column of the same values are one column)."""
+    index: dict[bytes, int] = {}
+    where = [np.array([index.setdefault(np.ascontiguousarray(x[:, j], np.float64).tobytes(),
+                                        len(index)) for j in range(x.shape[1])], np.intp)
+             for x in matrices]
+    distinct = np.empty((n, len(index)), np.float64)
+    for k, col in enumerate(index):  # (in the order of the numbers given)
+        distinct[:, k] = np.frombuffer(col, np.float64)
+    return Columns(distinct, where)
+
+
 def resample(matrices: Sequence[np.ndarray], opts: Bootstrap) -> list[np.ndarray]:
     """The sample sums of each (n x k_i) matrix of per-unit counts: (B x k_i) = ``W @ X``,
-    W drawn a block of rows at a time (each row once, whatever the number of matrices)."""
-    xs = [np.asarray(x, np.float64) for x in matrices]
+    W drawn a block of rows at a time (each row once, whatever the number of matrices).
+
+    The :func:`exact` matrices (integer counts) are multiplied as one: their distinct
+    columns side by side, one product per block (the same bits as a product per matrix,
+    see :func:`exact`), in blocks of at least as many rows as it has columns (W, not X,
+    is then what a block reads most). Any other matrix is multiplied on its own, in
+    blocks of ``BLOCK_BYTES``."""
+    xs = [np.asarray(x) for x in matrices]
     n = xs[0].shape[0] if xs else 0
     if any(x.shape[0] != n for x in xs):
         raise ValueError(f"count rows of different unit counts: {[x.shape[0] for x in xs]}")
     out = [np.zeros((opts.samples, x.shape[1])) for x in xs]
     if n == 0:
         return out
-    rows = max(1, BLOCK_BYTES // (8 * n))
+    whole = [k for k, x in enumerate(xs) if exact(x)]
+    other = [(np.asarray(xs[k], np.float64), out[k]) for k in range(len(xs)) if k not in whole]
+    cols = distinct_columns([xs[k] for k in whole], n)
+    base = max(1, BLOCK_BYTES // (8 * n))
+    rows = base if other else max(base, cols.distinct.shape[1])
+    buffer = np.empty((min(rows, opts.samples), n), np.float64)
     for start in range(0, opts.samples, rows):
         stop = min(opts.samples, start + rows)
-        w = weight_rows(n, start, stop, opts.seed)
-        for x, o in zip(xs, out, strict=True):
+        w = weight_rows(n, start, stop, opts.seed, buffer)
+        sums = w @ cols.distinct if whole else None
+        for k, at in zip(whole, cols.where, strict=True):
+            out[k][start:stop] = sums[:, at]
+        for x, o in other:
             o[start:stop] = w @ x
     return out
+
+
+def sample_sums(rows: Mapping[K, UnitRows], opts: Bootstrap) -> dict[K, np.ndarray]:
+    """The (B x k) sample sums of every key's per-unit rows, in one pass over W (the same
+    samples for all: a task's accuracies and F1s share them)."""
+    keys = list(rows)
+    return dict(zip(keys, resample([rows[k].matrix() for k in keys], opts), strict=True))
 
 
 def ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -154,9 +212,13 @@ def accuracy_samples(rows: Mapping[K, UnitRows], opts: Bootstrap) -> dict[K, np.
     """(B x N) accuracy samples of every key's per-sentence rows (units, then each system's
     correct units; :func:`~sysdiff.transforms.engine.sentence_rows`): one pass over W for
     all of them."""
-    keys = list(rows)
-    sums = resample([rows[k].matrix() for k in keys], opts)
-    return {k: ratio(s[:, 1:], s[:, :1]) for k, s in zip(keys, sums, strict=True)}
+    return {k: accuracies(s) for k, s in sample_sums(rows, opts).items()}
+
+
+def accuracies(sums: np.ndarray) -> np.ndarray:
+    """(B x N) accuracy samples from the sample sums of per-sentence rows (units, then
+    each system's correct units)."""
+    return ratio(sums[:, 1:], sums[:, :1])
 
 
 # ------------------------------------------------------------------------------ intervals
