@@ -31,6 +31,20 @@ def test_weights_are_multinomial_rows_that_depend_on_seed_row_and_n_only():
     assert not np.array_equal(w[0], w[1])
 
 
+def test_weights_drawn_by_several_threads_are_the_same(monkeypatch):
+    """Rows drawn by several threads into a reused buffer: each row is still the bincount
+    of its own generator's draws."""
+    monkeypatch.setattr(B, "DRAW_THREADS", 3)
+    buffer = np.full((40, 30), -1.0)
+    w = B.weight_rows(30, 5, 45, seed=9, out=buffer)
+    assert w.base is buffer or w is buffer
+    rows = [np.bincount(np.random.default_rng([9, r]).integers(0, 30, 30), minlength=30)
+            for r in range(5, 45)]
+    assert np.array_equal(w, np.array(rows, np.float64))
+    monkeypatch.setattr(B, "DRAW_THREADS", 1)
+    assert np.array_equal(B.weight_rows(30, 5, 45, seed=9), w)
+
+
 def test_sums_are_the_same_in_blocks_of_any_size(monkeypatch):
     """``W @ X`` a block of rows at a time: the block size (a memory bound) changes
     nothing, and neither do the other matrices resampled with the same W."""

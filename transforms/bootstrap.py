@@ -21,7 +21,9 @@ observed delta's, or is 0, capped at 1 (1 when the observed delta is 0).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -33,6 +35,8 @@ DEFAULT_SAMPLES = 1_000
 DEFAULT_CONFIDENCE = 0.95
 #: Bytes of sample weights held at once (a block of rows of W).
 BLOCK_BYTES = 1 << 26
+#: Threads that draw the rows of a block of W.
+DRAW_THREADS = min(4, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
@@ -112,11 +116,22 @@ def weight_rows(n: int, start: int, stop: int, seed: int,
     """Rows ``start .. stop - 1`` of W: how often each of the n units is drawn in each
     sample (n draws with replacement); float64, so that ``W @ X`` of integer counts is
     exact. Written into ``out`` (its first rows) when given: a buffer reused block after
-    block."""
+    block. Rows are drawn by up to :data:`DRAW_THREADS` threads at once (numpy draws and
+    counts without the GIL); each row has its own generator, so W is the same."""
     out = np.empty((stop - start, n), np.float64) if out is None else out[:stop - start]
-    for k, r in enumerate(range(start, stop)):
-        rng = np.random.default_rng([seed, r])
-        out[k] = np.bincount(rng.integers(0, n, n), minlength=n)
+
+    def draw(rows: range) -> None:
+        for r in rows:
+            rng = np.random.default_rng([seed, r])
+            out[r - start] = np.bincount(rng.integers(0, n, n), minlength=n)
+
+    threads = max(1, min(DRAW_THREADS, (stop - start) // 8))  # (8 rows a thread at least)
+    if threads == 1:
+        draw(range(start, stop))
+        return out
+    step = -(-(stop - start) // threads)
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(draw, [range(a, min(stop, a + step)) for a in range(start, stop, step)]))
     return out
 
 
