@@ -35,6 +35,8 @@ DEFAULT_SAMPLES = 1_000
 DEFAULT_CONFIDENCE = 0.95
 #: Bytes of sample weights held at once (a block of rows of W).
 BLOCK_BYTES = 1 << 26
+#: Rows whose values look a column up in :func:`distinct_columns`.
+PROBE_ROWS = 1024
 #: Threads that draw the rows of a block of W.
 DRAW_THREADS = min(4, os.cpu_count() or 1)
 
@@ -158,16 +160,29 @@ class Columns:
 
 
 def distinct_columns(matrices: Sequence[np.ndarray], n: int) -> Columns:
-    """The distinct columns of (n x k_i) matrices, once each (compared as float64 bytes:
-    an int32 and a float64 column of the same values are one column)."""
-    index: dict[bytes, int] = {}
-    where = [np.array([index.setdefault(np.ascontiguousarray(x[:, j], np.float64).tobytes(),
-                                        len(index)) for j in range(x.shape[1])], np.intp)
-             for x in matrices]
-    distinct = np.empty((n, len(index)), np.float64)
-    for k, col in enumerate(index):  # (in the order of the numbers given)
-        distinct[:, k] = np.frombuffer(col, np.float64)
-    return Columns(distinct, where)
+    """The distinct columns of (n x k_i) matrices, once each (compared by value: an int32
+    and a float64 column of the same numbers are one column). Columns are looked up by
+    their values on a fixed sample of rows, then compared whole."""
+    probe = np.unique(np.linspace(0, n - 1, min(n, PROBE_ROWS)).astype(np.intp))
+    index: dict[bytes, list[int]] = {}  # values on the probe rows -> distinct columns
+    # room for every column, a column at a time: the pages of columns never written are
+    # never touched (the distinct ones are a view of the first)
+    out = np.empty((n, sum(x.shape[1] for x in matrices)), np.float64, order="F")
+    k = 0
+    where = []
+    for x in matrices:
+        keys = np.ascontiguousarray(x[probe].T, np.float64)
+        at = np.empty(x.shape[1], np.intp)
+        for j in range(x.shape[1]):
+            bucket = index.setdefault(keys[j].tobytes(), [])
+            same = [c for c in bucket if np.array_equal(out[:, c], x[:, j])]
+            if not same:
+                out[:, k] = x[:, j]
+                bucket.append(k)
+                k += 1
+            at[j] = same[0] if same else k - 1
+        where.append(at)
+    return Columns(out[:, :k], where)
 
 
 def resample(matrices: Sequence[np.ndarray], opts: Bootstrap) -> list[np.ndarray]:
