@@ -7,7 +7,11 @@ multinomial weights over the n units (how often each unit is drawn when n units 
 with replacement); the sums of a sample are that row times the count rows, so every sample
 of every score of every system is one matrix product ``W @ X`` (W: B x n, drawn once per run,
 a block of rows at a time so that memory stays bounded). Scores are recomputed from the
-sample sums by the task (ratios last, as for the published figures).
+sample sums by the task (ratios last, as for the published figures). Integer counts give
+exact sums in float64 whatever the order of the additions (:func:`exact`), so the matrices
+of one pass are multiplied as one product of their distinct columns, bit for bit what a
+product per matrix gives; the token flow passes its accuracies' and its CoNLL 2018 F1s'
+rows together (one W for both).
 
 Row ``r`` of W is drawn by its own generator, seeded with ``(seed, r)``: W depends only on
 the seed, B and n, never on shards, workers, blocks or the systems of the run; every system
