@@ -80,6 +80,7 @@ def test_matrices_resampled_together_get_the_sums_of_separate_passes(monkeypatch
     assert np.array_equal(together[1][:, [0, 2]], together[0][:, [2, 0]])
     assert [B.exact(m) for m in (x, y, z, big)] == [True, True, False, False]
     assert not B.exact(np.array([[1.0], [np.nan]]))
+    assert B.exact(np.array([[True], [False]]))  # Booleans count as 0 and 1
 
 
 def test_distinct_columns_rebuild_every_matrix():

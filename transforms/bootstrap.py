@@ -149,7 +149,7 @@ def exact(x: np.ndarray) -> bool:
     on the other columns multiplied with x."""
     if not x.size:
         return True
-    if not np.issubdtype(x.dtype, np.integer) and not np.array_equal(x, np.rint(x)):
+    if x.dtype.kind not in "biu" and not np.array_equal(x, np.rint(x)):
         return False  # (NaN too)
     return x.shape[0] * max(abs(float(x.max())), abs(float(x.min()))) < 2.0 ** 53
 
