@@ -347,14 +347,18 @@ def compare_tokens(spec: RunSpec, stage: Staging, ingested: dict[str, Ingested])
         key_blank=_absent_columns(vocab_rows).get(KEY_ID, set()), tree=spec.task == "dep",
         per_sentence=spec.intervals.on)
     blocks = pair_blocks(job.pairs, PAIRS_PER_BLOCK)
+    samples = None
     with PairWriter(stage, corpus, todo_pairs, pair_sig) as pair_out, \
             progress("compare", len(shards) * len(blocks)) as tick:
         for k, block in enumerate(blocks):
             part = replace(job, pairs=block, with_corpus=job.with_corpus and k == 0,
+                           per_sentence=job.per_sentence and k == 0,
                            conll18=job.conll18 if k == 0 else [])
             folder = Folder(_merge)
             map_fold(lambda sh, part=part: shard_compare.submit(part, sh), shards, folder, tick)
-            out = Outputs(spec, stage, part, folder.acc, missing)
+            if samples is None:  # drawn once: later blocks count no per-sentence rows
+                samples = draw_samples(folder.acc, part.views, spec.intervals)
+            out = Outputs(spec, stage, part, folder.acc, missing, samples)
             if k == 0:
                 out.per_system(todo_sys, sys_sig)
                 if todo_all:
@@ -398,24 +402,47 @@ def pair_blocks(pairs: list[tuple[int, int]], size: int) -> list[list[tuple[int,
     return [pairs[k:k + size] for k in range(0, len(pairs), size)] or [[]]
 
 
+@dataclass(frozen=True)
+class Samples:
+    """The bootstrap samples of a compare, drawn once (one pass over W) and used by every
+    block of pairs: each view setting's (B x systems) accuracies; each system's (B x
+    CoNLL 2018 count columns) sample sums."""
+
+    accuracy: dict[tuple[str, bool], np.ndarray]
+    conll18: dict[str, np.ndarray]
+
+
+def draw_samples(acc: Mapping[Any, Any], views: Sequence[str], ci: bootstrap.Bootstrap
+                 ) -> Samples:
+    """The samples of the per-sentence rows in ``acc`` (a block's summed counts: each view
+    setting's ``sentences``, the CoNLL 2018 ``conll18_sents``): the accuracies' and the
+    F1s' from the same W, in one pass over it; none with intervals off."""
+    if not ci.on:
+        return Samples({}, {})
+    settings = [(v, p) for v in views for p in VIEWS[v].punct_settings]
+    f1_rows = acc.get("conll18_sents") or {}
+    sums = bootstrap.sample_sums({**{("accuracy", k): acc[k].sentences for k in settings},
+                                  **{("conll18", s): r for s, r in f1_rows.items()}}, ci)
+    return Samples({k: bootstrap.accuracies(sums[("accuracy", k)]) for k in settings},
+                   {s: sums[("conll18", s)] for s in f1_rows})
+
+
 class Outputs:
     """Turns the summed counts of every view setting into staged tables."""
 
     def __init__(self, spec: RunSpec, stage: Staging, job: CompareJob, acc: dict,
-                 missing: dict[str, set[str]]) -> None:
+                 missing: dict[str, set[str]], samples: Samples | None = None) -> None:
         self.spec, self.stage, self.job, self.acc, self.missing = spec, stage, job, acc, missing
+        self.samples = samples or Samples({}, {})
         self.corpus = spec.corpus
         self.tables: dict[str, list[pl.DataFrame]] = {}
         ci = spec.intervals
-        samples = bootstrap.accuracy_samples(
-            {(v, p): acc[(v, p)].sentences for v in job.views
-             for p in VIEWS[v].punct_settings}, ci) if job.per_sentence else {}
         for view in job.views:
             for punct in VIEWS[view].punct_settings:
                 tables = tokens.view_tables(acc[(view, punct)], view, job.systems, job.vocab,
                                             spec.ar_trials, spec.seed, subset_ids=True,
                                             missing=missing[view],
-                                            samples=samples.get((view, punct)),
+                                            samples=self.samples.accuracy.get((view, punct)),
                                             confidence=ci.confidence)
                 if not acc[(view, punct)].n_units and job.systems:
                     notice(f"{score_name(view, punct)}: the key has no evaluable unit"
@@ -485,17 +512,13 @@ class Outputs:
             self.stage.write("conll18", partition(self.corpus, s), sigs[s], df)
 
     def _conll18_intervals(self) -> dict[str, pl.DataFrame]:
-        """system -> (metric, ci_low, ci_high) of the CoNLL 2018 F1s (one pass over the
-        bootstrap weights for every system); nothing without per-sentence rows."""
-        rows = self.acc.get("conll18_sents")
-        if not rows:
-            return {}
+        """system -> (metric, ci_low, ci_high) of the CoNLL 2018 F1s (from the samples
+        drawn with the accuracies'); nothing without per-sentence rows."""
         ci = self.spec.intervals
-        names = list(rows)
         metrics = conll18.sentence_metrics(self.job.tree)
-        sums = bootstrap.resample([rows[s].matrix() for s in names], ci)
         return {s: conll18.f1_intervals(x.reshape(ci.samples, len(metrics), 3), metrics,
-                                        ci.confidence) for s, x in zip(names, sums, strict=True)}
+                                        ci.confidence)
+                for s, x in self.samples.conll18.items()}
 
     def pair_rows(self, name: str) -> Iterator[pl.DataFrame]:
         """The rows of one pair table (pairs, changes, bucket_pairs) of this block's pairs."""

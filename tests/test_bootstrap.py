@@ -31,6 +31,20 @@ def test_weights_are_multinomial_rows_that_depend_on_seed_row_and_n_only():
     assert not np.array_equal(w[0], w[1])
 
 
+def test_weights_drawn_by_several_threads_are_the_same(monkeypatch):
+    """Rows drawn by several threads into a reused buffer: each row is still the bincount
+    of its own generator's draws."""
+    monkeypatch.setattr(B, "DRAW_THREADS", 3)
+    buffer = np.full((40, 30), -1.0)
+    w = B.weight_rows(30, 5, 45, seed=9, out=buffer)
+    assert w.base is buffer or w is buffer
+    rows = [np.bincount(np.random.default_rng([9, r]).integers(0, 30, 30), minlength=30)
+            for r in range(5, 45)]
+    assert np.array_equal(w, np.array(rows, np.float64))
+    monkeypatch.setattr(B, "DRAW_THREADS", 1)
+    assert np.array_equal(B.weight_rows(30, 5, 45, seed=9), w)
+
+
 def test_sums_are_the_same_in_blocks_of_any_size(monkeypatch):
     """``W @ X`` a block of rows at a time: the block size (a memory bound) changes
     nothing, and neither do the other matrices resampled with the same W."""
@@ -43,6 +57,85 @@ def test_sums_are_the_same_in_blocks_of_any_size(monkeypatch):
     blocks = B.resample([x], opts)
     assert np.array_equal(whole[0], blocks[0])
     assert np.array_equal(whole[0], B.weight_rows(40, 0, 25, 3) @ x)  # integer sums: exact
+
+
+def test_matrices_resampled_together_get_the_sums_of_separate_passes(monkeypatch):
+    """One pass over W for many matrices (the integer ones as one product of their
+    distinct columns, in larger blocks; a fractional one on its own) gives, bit for bit,
+    the sums of one pass per matrix and of the plain product with the whole W."""
+    rng = np.random.default_rng(5)
+    n, opts = 60, B.Bootstrap(samples=37, seed=11)
+    x = rng.integers(0, 40, (n, 4)).astype(np.int32)
+    y = np.column_stack([x[:, 2], rng.integers(0, 3, n), x[:, 0]]).astype(np.int64)  # shared
+    z = rng.random((n, 2))  # fractional: multiplied on its own
+    big = np.full((n, 1), 2.0 ** 50)  # integer, but its sums are not exact in float64
+    monkeypatch.setattr(B, "BLOCK_BYTES", 8 * n * 3)  # three rows per block
+    together = B.resample([x, y, z, big], opts)
+    alone = [B.resample([m], opts)[0] for m in (x, y, z, big)]
+    w = B.weight_rows(n, 0, opts.samples, opts.seed)
+    for got, one in zip(together, alone, strict=True):
+        assert got.tobytes() == one.tobytes()
+    for got, m in zip(together[:2], (x, y), strict=True):
+        assert got.tobytes() == (w @ m.astype(np.float64)).tobytes()
+    assert np.array_equal(together[1][:, [0, 2]], together[0][:, [2, 0]])
+    assert [B.exact(m) for m in (x, y, z, big)] == [True, True, False, False]
+    assert not B.exact(np.array([[1.0], [np.nan]]))
+    assert B.exact(np.array([[True], [False]]))  # Booleans count as 0 and 1
+
+
+def test_distinct_columns_rebuild_every_matrix():
+    rng = np.random.default_rng(6)
+    x = rng.integers(0, 3, (30, 6))
+    x[:, 4] = x[:, 1]
+    y = np.column_stack([x[:, 1], rng.integers(0, 3, 30), x[:, 0]]).astype(np.float64)
+    cols = B.distinct_columns([x, y], 30)
+    assert cols.distinct.shape == (30, len({tuple(c) for c in np.column_stack([x, y]).T}))
+    assert np.array_equal(cols.distinct[:, cols.where[0]], x)
+    assert np.array_equal(cols.distinct[:, cols.where[1]], y)
+    assert cols.where[1][0] == cols.where[0][1] == cols.where[0][4]  # int and float: one
+
+
+def test_keys_resampled_in_one_pass_share_w():
+    """``sample_sums`` draws one W for every key (the token flow's accuracies and CoNLL
+    2018 F1s): each key's sums are those of its own pass; the accuracies are
+    ``accuracy_samples``'."""
+    rng = np.random.default_rng(7)
+    opts = B.Bootstrap(samples=50, seed=2)
+    units = rng.integers(1, 30, 25)
+    acc = B.UnitRows.of(0, np.column_stack([units, units[:, None] - rng.integers(0, 2, (25, 2))]))
+    f1 = B.UnitRows.of(0, rng.integers(0, 9, (25, 6)))
+    sums = B.sample_sums({"acc": acc, "f1": f1}, opts)
+    assert sums["f1"].tobytes() == B.resample([f1.matrix()], opts)[0].tobytes()
+    assert sums["acc"].tobytes() == B.resample([acc.matrix()], opts)[0].tobytes()
+    assert B.accuracies(sums["acc"]).tobytes() == \
+        B.accuracy_samples({"acc": acc}, opts)["acc"].tobytes()
+
+
+def test_the_token_flow_draws_accuracies_and_f1s_from_one_w():
+    """``flows/tokens.draw_samples``: every view setting's accuracies and every system's
+    CoNLL 2018 sums in one pass, each equal to its own computation with the same seed;
+    nothing with intervals off."""
+    from types import SimpleNamespace
+
+    from sysdiff.flows.tokens import draw_samples
+    from sysdiff.transforms import conll18
+
+    rng = np.random.default_rng(9)
+    n, opts = 40, B.Bootstrap(samples=30, seed=4)
+    units = rng.integers(1, 30, n)[:, None]
+    sents = {(v, p): B.UnitRows.of(0, np.column_stack([units, units - rng.integers(0, 3, (n, 2))]))
+             for v, p in [("upos", True), ("head", False), ("head", True)]}
+    width = 3 * len(conll18.sentence_metrics(True))
+    f1 = {s: B.UnitRows.of(0, rng.integers(0, 9, (n, width))) for s in ("s1", "s2")}
+    acc = {**{k: SimpleNamespace(sentences=r) for k, r in sents.items()}, "conll18_sents": f1}
+    got = draw_samples(acc, ["upos", "head"], opts)
+    want = B.accuracy_samples(sents, opts)
+    assert got.accuracy.keys() == want.keys()
+    assert all(got.accuracy[k].tobytes() == want[k].tobytes() for k in want)
+    assert all(got.conll18[s].tobytes() == B.resample([f1[s].matrix()], opts)[0].tobytes()
+               for s in f1)
+    off = draw_samples(acc, ["upos", "head"], B.Bootstrap(samples=0))
+    assert off.accuracy == {} and off.conll18 == {}
 
 
 def test_quantiles_are_numpys_linear_quantiles_of_the_samples_with_data():
@@ -134,6 +227,23 @@ def test_per_sentence_conll18_rows_add_up_to_the_official_counts(tree):
     words = rows.reshape(hi - lo, len(metrics), 3)[:, -1]
     assert (words[:, 0] == words[:, 1]).all() and words[:, 0].sum() == key.height
     assert (rows.reshape(hi - lo, len(metrics), 3)[:, :, 0].sum(axis=1) > 0).all()
+
+
+def test_sentence_sums_are_per_sentence_bincounts():
+    """The per-sentence sums of the CoNLL 2018 rows against the straightforward bincount:
+    words in any order, sentences without a word, a shard that starts anywhere."""
+    from sysdiff.transforms import conll18
+
+    rng = np.random.default_rng(8)
+    sent = rng.choice([40, 41, 43, 44, 47], 200)  # 42, 45, 46: no word
+    m = pl.DataFrame({"sent": sent.astype(np.int32), "a": rng.random(200) < 0.7,
+                      "b": rng.random(200) < 0.2})
+    got = conll18.sentence_sums(m, ["a", "b"], 40, 8)
+    s = sent - 40
+    want = np.column_stack([np.bincount(s, weights=m[c].to_numpy(), minlength=8)
+                            for c in ("a", "b")] + [np.bincount(s, minlength=8)])
+    assert got.dtype == np.int64 and np.array_equal(got, want)
+    assert got[[2, 5, 6]].sum() == 0 and got[:, -1].sum() == 200
 
 
 def test_no_number_without_data_no_interval_either():

@@ -7,7 +7,11 @@ multinomial weights over the n units (how often each unit is drawn when n units 
 with replacement); the sums of a sample are that row times the count rows, so every sample
 of every score of every system is one matrix product ``W @ X`` (W: B x n, drawn once per run,
 a block of rows at a time so that memory stays bounded). Scores are recomputed from the
-sample sums by the task (ratios last, as for the published figures).
+sample sums by the task (ratios last, as for the published figures). Integer counts give
+exact sums in float64 whatever the order of the additions (:func:`exact`), so the matrices
+of one pass are multiplied as one product of their distinct columns, bit for bit what a
+product per matrix gives; the token flow passes its accuracies' and its CoNLL 2018 F1s'
+rows together (one W for both).
 
 Row ``r`` of W is drawn by its own generator, seeded with ``(seed, r)``: W depends only on
 the seed, B and n, never on shards, workers, blocks or the systems of the run; every system
@@ -21,7 +25,9 @@ observed delta's, or is 0, capped at 1 (1 when the observed delta is 0).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -33,6 +39,10 @@ DEFAULT_SAMPLES = 1_000
 DEFAULT_CONFIDENCE = 0.95
 #: Bytes of sample weights held at once (a block of rows of W).
 BLOCK_BYTES = 1 << 26
+#: Rows whose values look a column up in :func:`distinct_columns`.
+PROBE_ROWS = 1024
+#: Threads that draw the rows of a block of W.
+DRAW_THREADS = min(4, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
@@ -107,34 +117,116 @@ def unit_matrix(rows: pl.DataFrame, units: pl.DataFrame, keys: Sequence[str],
 # ------------------------------------------------------------------------------ samples
 
 
-def weight_rows(n: int, start: int, stop: int, seed: int) -> np.ndarray:
+def weight_rows(n: int, start: int, stop: int, seed: int,
+                out: np.ndarray | None = None) -> np.ndarray:
     """Rows ``start .. stop - 1`` of W: how often each of the n units is drawn in each
     sample (n draws with replacement); float64, so that ``W @ X`` of integer counts is
-    exact."""
-    out = np.empty((stop - start, n), np.float64)
-    for k, r in enumerate(range(start, stop)):
-        rng = np.random.default_rng([seed, r])
-        out[k] = np.bincount(rng.integers(0, n, n), minlength=n)
+    exact. Written into ``out`` (its first rows) when given: a buffer reused block after
+    block. Rows are drawn by up to :data:`DRAW_THREADS` threads at once (numpy draws and
+    counts without the GIL); each row has its own generator, so W is the same."""
+    out = np.empty((stop - start, n), np.float64) if out is None else out[:stop - start]
+
+    def draw(rows: range) -> None:
+        for r in rows:
+            rng = np.random.default_rng([seed, r])
+            out[r - start] = np.bincount(rng.integers(0, n, n), minlength=n)
+
+    threads = max(1, min(DRAW_THREADS, (stop - start) // 8))  # (8 rows a thread at least)
+    if threads == 1:
+        draw(range(start, stop))
+        return out
+    step = -(-(stop - start) // threads)
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(draw, [range(a, min(stop, a + step)) for a in range(start, stop, step)]))
     return out
+
+
+def exact(x: np.ndarray) -> bool:
+    """Every sum of ``W @ x`` is exact in float64, whatever the order of its additions:
+    x is integer-valued and n * max|x| < 2^53. A row of W is n draws, so each partial sum
+    of a product is an integer of magnitude at most n * max|x|, which float64 holds
+    exactly; the product's bits then do not depend on how BLAS groups the additions, nor
+    on the other columns multiplied with x."""
+    if not x.size:
+        return True
+    if x.dtype.kind not in "biu" and not np.array_equal(x, np.rint(x)):
+        return False  # (NaN too)
+    return x.shape[0] * max(abs(float(x.max())), abs(float(x.min()))) < 2.0 ** 53
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The distinct columns of integer matrices side by side (``distinct``: n x K,
+    float64) and, per matrix, where each of its columns is in ``distinct``."""
+
+    distinct: np.ndarray
+    where: list[np.ndarray]
+
+
+def distinct_columns(matrices: Sequence[np.ndarray], n: int) -> Columns:
+    """The distinct columns of (n x k_i) matrices, once each (compared by value: an int32
+    and a float64 column of the same numbers are one column). Columns are looked up by
+    their values on a fixed sample of rows, then compared whole."""
+    probe = np.unique(np.linspace(0, n - 1, min(n, PROBE_ROWS)).astype(np.intp))
+    index: dict[bytes, list[int]] = {}  # values on the probe rows -> distinct columns
+    # room for every column, a column at a time: the pages of columns never written are
+    # never touched (the distinct ones are a view of the first)
+    out = np.empty((n, sum(x.shape[1] for x in matrices)), np.float64, order="F")
+    k = 0
+    where = []
+    for x in matrices:
+        keys = np.ascontiguousarray(x[probe].T, np.float64)
+        at = np.empty(x.shape[1], np.intp)
+        for j in range(x.shape[1]):
+            bucket = index.setdefault(keys[j].tobytes(), [])
+            same = [c for c in bucket if np.array_equal(out[:, c], x[:, j])]
+            if not same:
+                out[:, k] = x[:, j]
+                bucket.append(k)
+                k += 1
+            at[j] = same[0] if same else k - 1
+        where.append(at)
+    return Columns(out[:, :k], where)
 
 
 def resample(matrices: Sequence[np.ndarray], opts: Bootstrap) -> list[np.ndarray]:
     """The sample sums of each (n x k_i) matrix of per-unit counts: (B x k_i) = ``W @ X``,
-    W drawn a block of rows at a time (each row once, whatever the number of matrices)."""
-    xs = [np.asarray(x, np.float64) for x in matrices]
+    W drawn a block of rows at a time (each row once, whatever the number of matrices).
+
+    The :func:`exact` matrices (integer counts) are multiplied as one: their distinct
+    columns side by side, one product per block (the same bits as a product per matrix,
+    see :func:`exact`), in blocks of at least as many rows as it has columns (W, not X,
+    is then what a block reads most). Any other matrix is multiplied on its own, in
+    blocks of ``BLOCK_BYTES``."""
+    xs = [np.asarray(x) for x in matrices]
     n = xs[0].shape[0] if xs else 0
     if any(x.shape[0] != n for x in xs):
         raise ValueError(f"count rows of different unit counts: {[x.shape[0] for x in xs]}")
     out = [np.zeros((opts.samples, x.shape[1])) for x in xs]
     if n == 0:
         return out
-    rows = max(1, BLOCK_BYTES // (8 * n))
+    whole = [k for k, x in enumerate(xs) if exact(x)]
+    other = [(np.asarray(xs[k], np.float64), out[k]) for k in range(len(xs)) if k not in whole]
+    cols = distinct_columns([xs[k] for k in whole], n)
+    base = max(1, BLOCK_BYTES // (8 * n))
+    rows = base if other else max(base, cols.distinct.shape[1])
+    buffer = np.empty((min(rows, opts.samples), n), np.float64)
     for start in range(0, opts.samples, rows):
         stop = min(opts.samples, start + rows)
-        w = weight_rows(n, start, stop, opts.seed)
-        for x, o in zip(xs, out, strict=True):
+        w = weight_rows(n, start, stop, opts.seed, buffer)
+        sums = w @ cols.distinct if whole else None
+        for k, at in zip(whole, cols.where, strict=True):
+            out[k][start:stop] = sums[:, at]
+        for x, o in other:
             o[start:stop] = w @ x
     return out
+
+
+def sample_sums(rows: Mapping[K, UnitRows], opts: Bootstrap) -> dict[K, np.ndarray]:
+    """The (B x k) sample sums of every key's per-unit rows, in one pass over W (the same
+    samples for all: a task's accuracies and F1s share them)."""
+    keys = list(rows)
+    return dict(zip(keys, resample([rows[k].matrix() for k in keys], opts), strict=True))
 
 
 def ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -154,9 +246,13 @@ def accuracy_samples(rows: Mapping[K, UnitRows], opts: Bootstrap) -> dict[K, np.
     """(B x N) accuracy samples of every key's per-sentence rows (units, then each system's
     correct units; :func:`~sysdiff.transforms.engine.sentence_rows`): one pass over W for
     all of them."""
-    keys = list(rows)
-    sums = resample([rows[k].matrix() for k in keys], opts)
-    return {k: ratio(s[:, 1:], s[:, :1]) for k, s in zip(keys, sums, strict=True)}
+    return {k: accuracies(s) for k, s in sample_sums(rows, opts).items()}
+
+
+def accuracies(sums: np.ndarray) -> np.ndarray:
+    """(B x N) accuracy samples from the sample sums of per-sentence rows (units, then
+    each system's correct units)."""
+    return ratio(sums[:, 1:], sums[:, :1])
 
 
 # ------------------------------------------------------------------------------ intervals

@@ -278,18 +278,27 @@ def sentence_counts(key: pl.DataFrame, system: pl.DataFrame, gold: pl.DataFrame 
             AllTags=pl.col("UPOS") & pl.col("XPOS") & pl.col("UFeats")).collect()
         m = m.with_columns(gold_content=pl.lit(False), system_content=pl.lit(False))
         metrics = list(TAG_METRICS)
-    sent = m["sent"].to_numpy().astype(np.int64) - first
+    sums = sentence_sums(m, [*metrics, "gold_content", "system_content"], first, n_sents)
+    gold_content, sys_content, words = sums[:, -3], sums[:, -2], sums[:, -1]
     out = np.zeros((n_sents, len(metrics) + 1, 3), np.int64)
-    words = np.bincount(sent, minlength=n_sents)
-    gold_content = np.bincount(sent, weights=m["gold_content"].to_numpy(), minlength=n_sents)
-    sys_content = np.bincount(sent, weights=m["system_content"].to_numpy(), minlength=n_sents)
     for k, metric in enumerate(metrics):
-        out[:, k, 0] = np.bincount(sent, weights=m[metric].to_numpy(), minlength=n_sents)
+        out[:, k, 0] = sums[:, k]
         content = metric in CONTENT_METRICS
         out[:, k, 1] = gold_content if content else words
         out[:, k, 2] = sys_content if content else words
     out[:, -1] = words[:, None]
     return out.reshape(n_sents, -1)
+
+
+def sentence_sums(m: pl.DataFrame, columns: list[str], first: int, n_sents: int
+                  ) -> np.ndarray:
+    """(n_sents x columns + 1): per sentence ``first`` .. of the words of ``m``, how many
+    of them are true in each Boolean column, then how many there are (0 for a sentence
+    without a word)."""
+    g = m.group_by("sent").agg(pl.col(columns).cast(pl.Int64).sum(), pl.len().alias("_n"))
+    out = np.zeros((n_sents, len(columns) + 1), np.int64)
+    out[g["sent"].to_numpy().astype(np.int64) - first] = g.select(*columns, "_n").to_numpy()
+    return out
 
 
 def sentence_totals(rows: np.ndarray, tree: bool) -> pl.DataFrame:
