@@ -104,12 +104,35 @@ def _first_top_level_paren(text: str) -> int:
     return -1
 
 
+def _atomic(pattern: str) -> str:
+    """``pattern`` matched once, never backtracked into: what a possessive quantifier does
+    (``X*+`` is ``(?>X*)``), written as an atomic group because Python 3.11.0-3.11.2 match
+    lookarounds inside possessive repeats wrongly (``(?:a|:(?!0))*+`` matches ``:0``)."""
+    return f"(?>{pattern})"
+
+
+_NO_PARENS = r'[^()"]'
+
+
+def _nested(depth: int) -> str:
+    """Text in parentheses, without quotes, nested at most ``depth`` levels."""
+    if depth == 1:
+        inside = _atomic(_NO_PARENS + "*")
+    else:
+        inside = _atomic(f"(?:{_atomic(_NO_PARENS + '+')}|{_nested(depth - 1)})*")
+    return rf"\({inside}\)"
+
+
 # Fast path: headword without quotes/brackets, an optional constraint list nested at most three
 # levels, then the suffix. Anything else goes through :func:`_split_head`.
-_HEAD = r'[^()"\[\]{}:.]*+(?:(?:\.(?!@)|:(?![0-9A-Za-z]{2}(?:\.@|$)))[^()"\[\]{}:.]*+)*+'
-_CONSTRAINTS = r'(?:\((?:[^()"]++|\((?:[^()"]++|\([^()"]*+\))*+\))*+\))?'
+_NOT_HEAD_END = r'[^()"\[\]{}:.]*'
+_HEAD = _atomic(_NOT_HEAD_END) + _atomic(
+    rf'(?:(?:\.(?!@)|:(?![0-9A-Za-z]{{2}}(?:\.@|$))){_atomic(_NOT_HEAD_END)})*')
+_CONSTRAINTS = f"(?:{_nested(3)})?"
+_ATTRS = _atomic(r"(?:\.@" + _atomic(r"[\w\-]+") + ")*")
 _NODE_FAST = re.compile(
-    rf"(?P<uw>{_HEAD}{_CONSTRAINTS})(?::(?P<id>[0-9A-Za-z]{{2}}))?(?P<attrs>(?:\.@[\w\-]++)*+)"
+    rf"(?P<uw>{_HEAD}{_CONSTRAINTS})(?::(?P<id>[0-9A-Za-z]{{2}}))?"
+    rf"(?P<attrs>{_ATTRS})"
 )
 _HAS_WS = re.compile(r"\s")
 _BAD_UW_CHARS = re.compile(r'[{}\[\]"]')
@@ -154,8 +177,9 @@ def parse_node(text: str) -> UnlNode:
 # Relations (table format)
 
 _REL_HEAD = re.compile(r"([a-z]{2,3})(?::([0-9A-Za-z]{2}))?\s*\(")
+_NO_PARENS_COMMA = r'[^(),"]+'
 # Fast path: no quotes, at most two levels of nested parentheses, a top-level comma.
-_ARG = r'(?:[^(),"]++|\((?:[^()"]++|\((?:[^()"]++|\([^()"]*+\))*+\))*+\))*+'
+_ARG = _atomic(f"(?:{_atomic(_NO_PARENS_COMMA)}|{_nested(3)})*")
 _REL_FAST = re.compile(rf"([a-z]{{2,3}})(?::([0-9A-Za-z]{{2}}))?\s*\(({_ARG}),({_ARG})\)")
 _SKIP_WS = re.compile(r"\s*")
 _REL_FAST_WS = re.compile(rf"(\s*)([a-z]{{2,3}})(?::([0-9A-Za-z]{{2}}))?\s*\(({_ARG}),({_ARG})\)")
