@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -55,28 +56,78 @@ def cpu_busy() -> tuple[float, float]:
     return (sum(fields) - idle) / tick, sum(fields) / tick
 
 
-def server_cpu() -> float:
-    """CPU seconds used so far by the S3 server (this process's moto child)."""
-    import psutil
+ROLES = ("client", "workers", "prefect", "s3")
 
-    procs = [p for p in psutil.Process().children(recursive=True)
-             if "moto.server" in " ".join(p.cmdline())]
-    return sum(sum(p.cpu_times()[:2]) for p in procs)
+
+def role(cmdline: str) -> str:
+    """Which part of the run a process is: the sysdiff client, Prefect's server, the S3
+    server, or (anything else the client started) the Dask workers."""
+    if "moto.server" in cmdline:
+        return "s3"
+    if "sysdiff.flows.cli" in cmdline:
+        return "client"
+    if "uvicorn" in cmdline or "prefect.server" in cmdline:
+        return "prefect"
+    return "workers"
+
+
+class CpuByRole:
+    """CPU seconds per part of the run, read off this process's descendants every 0.2 s
+    (a process that ends between two readings loses at most 0.2 s of its time)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, tuple[str, float]] = {}
+        self.start: dict[int, float] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.sample, daemon=True)
+
+    def read(self) -> dict[int, tuple[str, float]]:
+        import psutil
+
+        out = {}
+        for proc in psutil.Process().children(recursive=True):
+            try:
+                with proc.oneshot():
+                    times = proc.cpu_times()
+                    out[proc.pid] = (role(" ".join(proc.cmdline())), times.user + times.system)
+            except psutil.Error:
+                continue
+        return out
+
+    def sample(self) -> None:
+        while not self.stop.wait(0.2):
+            self.seen.update(self.read())
+
+    def __enter__(self) -> CpuByRole:
+        self.start = {pid: cpu for pid, (_r, cpu) in self.read().items()}
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.seen.update(self.read())
+
+    def seconds(self) -> dict[str, float]:
+        totals = dict.fromkeys(ROLES, 0.0)
+        for pid, (name, cpu) in self.seen.items():
+            totals[name] += cpu - self.start.get(pid, 0.0)
+        return {name: round(cpu, 1) for name, cpu in totals.items()}
 
 
 def timed(label: str, args: list[str]) -> dict:
     load = os.getloadavg()[0]
     busy0, total0 = cpu_busy()
-    s3_0 = server_cpu()
-    wall, rss, steps = run_sysdiff(args)
+    with CpuByRole() as cpu:
+        wall, rss, steps = run_sysdiff(args)
     busy1, total1 = cpu_busy()
     row = {"run": label, "wall_s": round(wall, 1), "ingest_s": steps.get("ingest"),
            "compare_s": steps.get("compare"), "peak_rss_gib": round(rss, 2),
            "load_before": round(load, 1), "load_after": round(os.getloadavg()[0], 1),
            # the share of all cores busy during the run (every process), and the CPU
-           # seconds the S3 server took of it: what bounds a speed-up from more workers
+           # seconds of each part: what bounds a speed-up from more workers
            "cores_busy": round((busy1 - busy0) / (total1 - total0), 2),
-           "s3_server_cpu_s": round(server_cpu() - s3_0, 1)}
+           "cpu_s": cpu.seconds()}
     print(row, flush=True)
     return row
 
@@ -117,12 +168,12 @@ def main() -> None:
                                   argv(inputs, f"s3://{bucket}/wh-dask{n}",
                                        ["--dask-local", str(n)])))
     print(f"\n{'run':<45} {'wall s':>8} {'ingest s':>9} {'compare s':>10} {'RSS GiB':>8} "
-          f"{'load':>10} {'busy':>5} {'S3 cpu s':>9}")
+          f"{'load':>10} {'busy':>5}  CPU s: " + " ".join(f"{r:>8}" for r in ROLES))
     for r in rows:
         print(f"{r['run']:<45} {r['wall_s']:8.1f} {r['ingest_s'] or 0:9.1f} "
               f"{r['compare_s'] or 0:10.1f} {r['peak_rss_gib']:8.2f} "
-              f"{r['load_before']:>4}->{r['load_after']:<4} {r['cores_busy']:5.0%} "
-              f"{r['s3_server_cpu_s']:9.1f}")
+              f"{r['load_before']:>4}->{r['load_after']:<4} {r['cores_busy']:5.0%}         "
+              + " ".join(f"{r['cpu_s'][name]:8.1f}" for name in ROLES))
     by = {r["run"]: r for r in rows}
     print(f"S3 / local disk: {by['S3 warehouse, threads']['wall_s'] / rows[0]['wall_s']:.2f}x")
     dask = [r for r in rows if "Dask" in r["run"]]
