@@ -34,7 +34,7 @@ from sysdiff.flows.shards import map_fold
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
 from sysdiff.flows.store import location
 from sysdiff.flows.warehouse import (
-    PieceWriter,
+    PieceWriters,
     StagedFile,
     Staging,
     corpus_partition,
@@ -160,34 +160,28 @@ def ingest_span_file(job: SpanIngest) -> SpanFile:
                                                str(source.path))
     stats = _Stats(spec.scheme)
     fmt = source.fmt
-    writers: dict[str, PieceWriter] = {}
-    with StableFile(source.path) as file:  # one version: hash, rows, stamp
-        try:
-            for chunk in iter_tags(file, source.fmt, spec.scheme):
-                if not writers:
-                    fmt = chunk.fmt
-                    writers = {t: PieceWriter(job.stage_dir, t, part)
-                               for t in SPAN_FILE_TABLES}
-                toks = D.map_types(chunk.tokens, mapping).with_columns(label=D.label_expr())
-                lo, hi = int(chunk.sents["sent"][0]), int(chunk.sents["sent"][-1])
-                if check is not None:
-                    kw = key_tokens.words(lo, hi)
-                    check.add(chunk, kw)
-                    stats.add_accuracy(toks, kw)
-                spans, decoded = D.decode_spans(toks, spec.scheme)
-                stats.add(chunk, spans, decoded, toks)
-                writers["span_tokens"].append(with_literals(
-                    _stored_tokens(toks, key is None), corpus=corpus, system=sid))
-                writers["sents"].append(with_literals(chunk.sents, corpus=corpus, system=sid))
-                writers["spans"].append(with_literals(spans, corpus=corpus, system=sid))
-            mismatch = None if check is None else check.difference()
-            sha = file.sha256  # of the bytes parsed; the reader checked it is unchanged
-            sig = ingest_signature(spec, sid, sha, fmt, key.sig if key else None)
-            staged = {t: w.close(sig) for t, w in writers.items()}
-        except BaseException:
-            for w in writers.values():
-                w.abort()
-            raise
+    # one version of the file: hash, rows, stamp; the staged files dropped on an error
+    with StableFile(source.path) as file, PieceWriters(job.stage_dir, part) as writers:
+        for chunk in iter_tags(file, source.fmt, spec.scheme):
+            if not writers.opened:
+                fmt = chunk.fmt
+                writers.open(SPAN_FILE_TABLES)
+            toks = D.map_types(chunk.tokens, mapping).with_columns(label=D.label_expr())
+            lo, hi = int(chunk.sents["sent"][0]), int(chunk.sents["sent"][-1])
+            if check is not None:
+                kw = key_tokens.words(lo, hi)
+                check.add(chunk, kw)
+                stats.add_accuracy(toks, kw)
+            spans, decoded = D.decode_spans(toks, spec.scheme)
+            stats.add(chunk, spans, decoded, toks)
+            writers.append("span_tokens", with_literals(
+                _stored_tokens(toks, key is None), corpus=corpus, system=sid))
+            writers.append("sents", with_literals(chunk.sents, corpus=corpus, system=sid))
+            writers.append("spans", with_literals(spans, corpus=corpus, system=sid))
+        mismatch = None if check is None else check.difference()
+        sha = file.sha256  # of the bytes parsed; the reader checked it is unchanged
+        sig = ingest_signature(spec, sid, sha, fmt, key.sig if key else None)
+        staged = writers.close(sig)
     here = {t: str(location(job.stage_dir) / f.rel) for t, f in staged.items()}
     alignment = "identical"
     if mismatch is not None:  # another tokenisation: placed on the key's characters, or an error

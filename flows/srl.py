@@ -31,7 +31,7 @@ from sysdiff.flows.shards import map_fold
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
 from sysdiff.flows.store import location
 from sysdiff.flows.warehouse import (
-    PieceWriter,
+    PieceWriters,
     StagedFile,
     Staging,
     corpus_partition,
@@ -160,37 +160,32 @@ def ingest_srl_file(job: SrlIngest) -> SrlFile:
     fmt = source.fmt
     n_sents = n_tokens = n_args = n_docs = 0
     tables = (*FILE_TABLES, "srl_tokens") if key is None else FILE_TABLES
-    writers: dict[str, PieceWriter] = {}
-    with StableFile(source.path) as file:  # one version: hash, rows, stamp
-        try:
-            for chunk in iter_srl(file, source.fmt):
-                if not writers:
-                    fmt = chunk.fmt
-                    _check_mode(spec, source, fmt, key)
-                    writers = {t: PieceWriter(job.stage_dir, t, part) for t in tables}
-                if check is not None:
-                    lo, hi = int(chunk.sents["sent"][0]), int(chunk.sents["sent"][-1])
-                    check.add(chunk, key_words.words(lo, hi))
-                args = _mapped(chunk.args, mapping)
-                n_sents += chunk.sents.height
-                n_tokens += chunk.tokens.height
-                n_args += args.height
-                n_docs = int(chunk.sents["doc"][-1]) + 1
-                tag = {"corpus": corpus, "system": sid}
-                writers["srl_predicates"].append(with_literals(chunk.preds, **tag))
-                writers["srl_arguments"].append(with_literals(args, **tag))
-                writers["sents"].append(with_literals(chunk.sents, **tag))
-                if key is None:
-                    writers["srl_tokens"].append(with_literals(chunk.tokens, **tag))
+    # one version of the file: hash, rows, stamp; the staged files dropped on an error
+    with StableFile(source.path) as file, PieceWriters(job.stage_dir, part) as writers:
+        for chunk in iter_srl(file, source.fmt):
+            if not writers.opened:
+                fmt = chunk.fmt
+                _check_mode(spec, source, fmt, key)
+                writers.open(tables)
             if check is not None:
-                check.finish()
-            sha = file.sha256  # of the bytes parsed; the reader checked it is unchanged
-            sig = ingest_signature(spec, sid, sha, fmt, key.sig if key else None)
-            staged = {t: w.close(sig) for t, w in writers.items()}
-        except BaseException:
-            for w in writers.values():
-                w.abort()
-            raise
+                lo, hi = int(chunk.sents["sent"][0]), int(chunk.sents["sent"][-1])
+                check.add(chunk, key_words.words(lo, hi))
+            args = _mapped(chunk.args, mapping)
+            n_sents += chunk.sents.height
+            n_tokens += chunk.tokens.height
+            n_args += args.height
+            n_docs = int(chunk.sents["doc"][-1]) + 1
+            tag = {"corpus": corpus, "system": sid}
+            writers.append("srl_predicates", with_literals(chunk.preds, **tag))
+            writers.append("srl_arguments", with_literals(args, **tag))
+            writers.append("sents", with_literals(chunk.sents, **tag))
+            if key is None:
+                writers.append("srl_tokens", with_literals(chunk.tokens, **tag))
+        if check is not None:
+            check.finish()
+        sha = file.sha256  # of the bytes parsed; the reader checked it is unchanged
+        sig = ingest_signature(spec, sid, sha, fmt, key.sig if key else None)
+        staged = writers.close(sig)
     row = systems_row(spec, source, job.role, sha, fmt, n_docs, n_sents, n_args,
                       n_tokens=n_tokens, at=job.at, stamp=file.stamp)
     staged["systems"] = stage_frame(job.stage_dir, "systems", part, sig, row)

@@ -33,6 +33,7 @@ from sysdiff.flows.spec import KEY_ID, RunSpec, Source
 from sysdiff.flows.store import StoreURL, is_url, location, open_read, open_write, remote
 from sysdiff.flows.warehouse import (
     PieceWriter,
+    PieceWriters,
     StagedFile,
     Staging,
     known_inputs,
@@ -517,33 +518,25 @@ def ingest_full(job: TokenJob) -> Ingested:
                                                str(source.path))
     fmt, n_sents, n_units, n_docs, n_tokens = source.fmt, 0, 0, 0, 0
     vocab, hashes = [], []
-    writers: dict[str, PieceWriter] = {}
-    with StableFile(source.path) as file:  # one version: hash, rows, stamp
-        try:
-            for chunk in iter_conll(file, source.fmt):
-                if not writers:
-                    fmt = chunk.fmt
-                    writers = {t: PieceWriter(job.stage_dir, t, part)
-                               for t in ("units", "sents")}
-                if check is not None:
-                    check.add(chunk, _key_words(key, chunk.sents))
-                else:
-                    hashes.append(form_hashes(chunk.words["form"]))
-                writers["units"].append(with_literals(chunk.tokens, corpus=spec.corpus,
-                                                      system=sid))
-                writers["sents"].append(with_literals(chunk.sents, corpus=spec.corpus,
-                                                      system=sid))
-                vocab.append(label_counts(chunk.words))
-                n_sents, n_units = n_sents + chunk.sents.height, n_units + chunk.words.height
-                n_tokens += token_count(chunk.tokens)
-                n_docs = int(chunk.sents["doc"][-1]) + 1
-            sha = file.sha256  # of the bytes parsed; the reader checked it is unchanged
-            sig = _ingest_signature(sha, fmt, job.role, key.sha256 if key else None)
-            staged = {t: w.close(sig) for t, w in writers.items()}
-        except BaseException:
-            for w in writers.values():
-                w.abort()
-            raise
+    # one version of the file: hash, rows, stamp; the staged files dropped on an error
+    with StableFile(source.path) as file, PieceWriters(job.stage_dir, part) as writers:
+        for chunk in iter_conll(file, source.fmt):
+            if not writers.opened:
+                fmt = chunk.fmt
+                writers.open(("units", "sents"))
+            if check is not None:
+                check.add(chunk, _key_words(key, chunk.sents))
+            else:
+                hashes.append(form_hashes(chunk.words["form"]))
+            writers.append("units", with_literals(chunk.tokens, corpus=spec.corpus, system=sid))
+            writers.append("sents", with_literals(chunk.sents, corpus=spec.corpus, system=sid))
+            vocab.append(label_counts(chunk.words))
+            n_sents, n_units = n_sents + chunk.sents.height, n_units + chunk.words.height
+            n_tokens += token_count(chunk.tokens)
+            n_docs = int(chunk.sents["doc"][-1]) + 1
+        sha = file.sha256  # of the bytes parsed; the reader checked it is unchanged
+        sig = _ingest_signature(sha, fmt, job.role, key.sha256 if key else None)
+        staged = writers.close(sig)
     units = str(location(job.stage_dir) / staged["units"].rel)
     mismatch = None if check is None else check.difference()
     files = list(staged.values())

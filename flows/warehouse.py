@@ -337,6 +337,46 @@ class PieceWriter:
             (self.dir / self.rel).unlink(missing_ok=True)
 
 
+class PieceWriters:
+    """The staging writers of one input file's tables, opened once the first chunk has told
+    which tables its format fills: :meth:`open`, :meth:`append` per chunk, then :meth:`close`
+    names them all after the signature. As a context manager, an exception before
+    :meth:`close` drops every file opened."""
+
+    def __init__(self, stage_dir: str | Path | StoreURL, partition: str) -> None:
+        self.stage_dir, self.partition = stage_dir, partition
+        self.writers: dict[str, PieceWriter] = {}
+
+    @property
+    def opened(self) -> bool:
+        return bool(self.writers)
+
+    def open(self, tables: Iterable[str]) -> None:
+        for table in tables:
+            self.writers[table] = PieceWriter(self.stage_dir, table, self.partition)
+
+    def append(self, table: str, df: pl.DataFrame) -> None:
+        self.writers[table].append(df)
+
+    def close(self, sig: str) -> dict[str, StagedFile]:
+        """Finish every file; after this, nothing is dropped on an exception."""
+        staged = {table: w.close(sig) for table, w in self.writers.items()}
+        self.writers = {}
+        return staged
+
+    def abort(self) -> None:
+        for w in self.writers.values():
+            w.abort()
+        self.writers = {}
+
+    def __enter__(self) -> PieceWriters:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        if kind is not None:
+            self.abort()
+
+
 def stage_frame(stage_dir: str | Path, table: str, partition: str, sig: str,
                 df: pl.DataFrame) -> StagedFile:
     """Write one partition's rows into a staging folder (from a task)."""

@@ -1,0 +1,55 @@
+"""The staging writers of one input file: named after the signature when closed, dropped
+when the file's read fails before that, kept when it fails after."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from sysdiff.flows.warehouse import PieceWriters
+
+
+def counts(first: int, n: int) -> pl.DataFrame:
+    """``n`` rows of the ``vocab`` table, their counts ``first`` ... ``first + n - 1``."""
+    return pl.DataFrame({"corpus": ["c"] * n, "system": ["s"] * n, "field": ["upos"] * n,
+                         "label": [f"L{i}" for i in range(n)],
+                         "n": list(range(first, first + n))})
+
+
+def staged_files(root: Path) -> list[Path]:
+    return sorted((root / "tables").rglob("*.parquet"))
+
+
+def test_closed_files_are_named_after_the_signature_and_hold_every_piece(tmp_path):
+    with PieceWriters(tmp_path, "c/s") as writers:
+        writers.open(["vocab"])
+        writers.append("vocab", counts(0, 3))
+        writers.append("vocab", counts(3, 2))
+        staged = writers.close("sig1")
+    path = tmp_path / staged["vocab"].rel
+    assert path.name == "sig1.parquet"
+    assert staged_files(tmp_path) == [path]
+    assert pl.read_parquet(path)["n"].to_list() == [0, 1, 2, 3, 4]
+    assert staged["vocab"].partitions == (("c/s", "sig1"),)
+    # on a local disk the commit hashes the file (on a store, the writer does)
+    assert (staged["vocab"].sha256, staged["vocab"].size) == ("", -1)
+
+
+def test_an_error_before_the_close_drops_every_file_opened(tmp_path):
+    with pytest.raises(ValueError, match="bad line"), PieceWriters(tmp_path, "c/s") as writers:
+        writers.open(["sents", "vocab"])
+        writers.append("vocab", counts(0, 3))
+        assert len(staged_files(tmp_path)) == 2  # both pending files exist while reading
+        raise ValueError("bad line")
+    assert staged_files(tmp_path) == []
+
+
+def test_an_error_after_the_close_keeps_the_files(tmp_path):
+    with pytest.raises(ValueError, match="later"), PieceWriters(tmp_path, "c/s") as writers:
+        writers.open(["vocab"])
+        writers.append("vocab", counts(0, 1))
+        staged = writers.close("sig2")
+        raise ValueError("later")
+    assert staged_files(tmp_path) == [tmp_path / staged["vocab"].rel]
