@@ -16,6 +16,9 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
 # Tests never start or use the background Prefect server of the machine's user (the server
 # tests give theirs a private state folder); in-process runs use the session harness.
 os.environ.setdefault("SYSDIFF_SERVER", "off")
+# The tests of the warm runner choose it per run (SYSDIFF_RUNNER=off or unset): a value in
+# the caller's environment would turn every "with the runner" case into a run without it.
+os.environ.pop("SYSDIFF_RUNNER", None)
 
 REPO = Path(__file__).resolve().parent.parent
 SEQUOIA = REPO / "data" / "sequoia"
