@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
@@ -73,8 +74,42 @@ class Done:
     def __init__(self, value: object) -> None:
         self.value = value
 
+    def ready(self) -> bool:
+        return True
+
     def result(self) -> object:
         return self.value
+
+
+#: Seconds between two looks at the files in flight while the flow waits on the first.
+POLL_S = 0.02
+
+
+def finished(future: Any) -> bool:
+    """Whether ``future`` (a submitted task's, or a file's ingest of several tasks with a
+    ``ready`` method) has its result, without waiting for it."""
+    wrapped = getattr(future, "wrapped_future", None)  # Prefect's threads and Dask futures
+    if wrapped is not None:
+        return wrapped.done()
+    ready = getattr(future, "ready", None)
+    return True if ready is None else ready()
+
+
+def advance(future: Any) -> None:
+    """Let a file's ingest of several tasks submit its next tasks if their inputs are in
+    (a file read range by range: its ranges once planned, its assembly once read)."""
+    step = getattr(future, "advance", None)
+    if step is not None:
+        step()
+
+
+def _await_first(head: Any, pending: deque) -> None:
+    """Wait until ``head`` has its result, moving every other file in flight on meanwhile
+    (so one file's assembly overlaps the next file's ranges, on threads and on Dask)."""
+    while not finished(head):
+        for _source, _role, other in pending:
+            advance(other)
+        time.sleep(POLL_S)
 
 
 def ingest_all(spec: RunSpec, stage: Staging, reuse: Reuse, submit: Submit) -> dict[str, T]:
@@ -102,11 +137,11 @@ def ingest_all(spec: RunSpec, stage: Staging, reuse: Reuse, submit: Submit) -> d
         try:
             for source, role in systems:
                 pending.append((source, role, launch(source, role, key)))
-                if len(pending) >= limit:
-                    _settle(spec, stage, out, *pending.popleft())
+                if _window_full(pending, limit):
+                    _settle_first(spec, stage, out, pending)
                     tick()
             while pending:
-                _settle(spec, stage, out, *pending.popleft())
+                _settle_first(spec, stage, out, pending)
                 tick()
         except InputError:
             for _source, _role, future in pending:
@@ -114,6 +149,22 @@ def ingest_all(spec: RunSpec, stage: Staging, reuse: Reuse, submit: Submit) -> d
             raise
     check_some_left(spec, stage)
     return out
+
+
+def _window_full(pending: deque, limit: int) -> bool:
+    """Whether the flow must settle a file before it submits the next: ``limit`` files read
+    whole are in flight, or twice as many in all (a file read range by range holds no memory
+    in the flow, and its tasks run only as the runner has room for them; more of them in
+    flight keep the runner's workers busy between one file's stages)."""
+    whole = sum(1 for *_, future in pending if not hasattr(future, "advance"))
+    return whole >= limit or len(pending) >= 2 * limit
+
+
+def _settle_first(spec: RunSpec, stage: Staging, out: dict, pending: deque) -> None:
+    """Settle the first file in flight (in source order) once its result is in."""
+    source, role, future = pending.popleft()
+    _await_first(future, pending)
+    _settle(spec, stage, out, source, role, future)
 
 
 def _settle(spec: RunSpec, stage: Staging, out: dict, source: Source, role: str,
@@ -132,5 +183,6 @@ def _settle(spec: RunSpec, stage: Staging, out: dict, source: Source, role: str,
 def _wait_quietly(future: Any) -> None:
     """Let a task still running finish before the run's staging folder goes (its error, if
     any, is not the one to report)."""
+    quiet = getattr(future, "wait_submitted", None)  # a file of several tasks: no new ones
     with contextlib.suppress(Exception):  # the first error is already on its way
-        future.result()
+        quiet() if quiet else future.result()

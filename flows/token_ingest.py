@@ -14,6 +14,7 @@ a problem, or aligns a file tokenised otherwise on the characters).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import io
@@ -22,13 +23,14 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
 from prefect import task
 from prefect.cache_policies import NONE
 
-from sysdiff.flows.ingest import ingest_all
+from sysdiff.flows.ingest import finished, ingest_all
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
 from sysdiff.flows.store import StoreURL, is_url, location, open_read, open_write, remote
 from sysdiff.flows.warehouse import (
@@ -478,28 +480,63 @@ def assemble(aj: AssembleJob) -> Ingested:
 
 
 class RangedIngest:
-    """A large system file's ingest as the flow drives it: the plan task now; when its
-    result is asked for, one task per range, then one that assembles them (or, when the
-    file cannot be read fast, the full reader's one task)."""
+    """A large system file's ingest as the flow drives it: the plan task now; once it is
+    done, one task per range; once they are done, one that assembles them (or, when the
+    file cannot be read fast, the full reader's one task). :meth:`advance` submits the next
+    stage without waiting, so several files' stages overlap on the task runner."""
 
-    def __init__(self, job: TokenJob) -> None:
+    def __init__(self, job: TokenJob, plan: Any = None) -> None:
         self.job = job
-        self.plan = plan_file.submit(job)
+        self.plan = plan if plan is not None else plan_file.submit(job)
+        self.reads: list | None = None  # the range tasks, once submitted
+        self.last: Any = None  # the assembly (or the full reader), once submitted
+
+    def advance(self) -> None:
+        """Submit the next stage if the current one is done (never waits; an error is left
+        for :meth:`result`, which raises it in the run's source order)."""
+        with contextlib.suppress(Exception):
+            if self.last is None and self.reads is None and finished(self.plan):
+                self._read_ranges()
+            if self.last is None and self.reads is not None and all(map(finished,
+                                                                          self.reads)):
+                self._assemble()
+
+    def ready(self) -> bool:
+        self.advance()
+        return self.last is not None and finished(self.last)
 
     def result(self) -> Ingested:
+        if self.last is None and self.reads is None:
+            self._read_ranges()
+        if self.last is None:
+            self._assemble()
+        return self.last.result()
+
+    def wait_submitted(self) -> None:
+        """Wait for the tasks submitted so far, submitting no more (an error elsewhere)."""
+        for future in [self.plan, *(self.reads or []), *([self.last] if self.last else [])]:
+            with contextlib.suppress(Exception):
+                future.result()
+
+    def _read_ranges(self) -> None:
         plan, job = self.plan.result(), self.job
         if plan.ranges is None:
-            return ingest_file.submit(replace(job, lean=False)).result()
+            self.last = ingest_file.submit(replace(job, lean=False))
+            return
         n_key = key_shape(job.key.sents).size
-        futures = [read_range.submit(RangeJob(job, plan, i, _n_sents(plan.ranges, i, n_key)))
-                   for i in range(len(plan.ranges))]
-        pieces = [f.result() for f in futures]
+        self.reads = [read_range.submit(RangeJob(job, plan, i, _n_sents(plan.ranges, i, n_key)))
+                      for i in range(len(plan.ranges))]
+
+    def _assemble(self) -> None:
+        pieces = [f.result() for f in self.reads or []]
+        job = self.job
         if any(p is None for p in pieces):
             for p in pieces:
                 if p is not None:
                     location(p.path).unlink(missing_ok=True)
-            return ingest_file.submit(replace(job, lean=False)).result()
-        return assemble.submit(AssembleJob(job, plan.whole, tuple(pieces))).result()
+            self.last = ingest_file.submit(replace(job, lean=False))
+            return
+        self.last = assemble.submit(AssembleJob(job, self.plan.result().whole, tuple(pieces)))
 
 
 def _n_sents(ranges: tuple[ByteRange, ...], i: int, n_key: int) -> int:
@@ -657,14 +694,29 @@ def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
             return _live(stage, spec.corpus, row)
         return None
 
+    plans: dict[str, Any] = {}  # system -> its plan task, submitted beside the key's read
+
+    def plan_early(at: dt.datetime) -> None:
+        """Plan the large system files that must be read while the key is: they do not
+        need it (an unchanged file is left for the reuse check, which needs the key)."""
+        for source, role in spec.sources:
+            row = known.get(source.id)
+            if role == "key" or (row is not None and unchanged(row, source.path)):
+                continue
+            if _size(source.path) > range_bytes():
+                job = TokenJob(spec, source, role, str(stage.dir), None, at)
+                plans[source.id] = plan_file.submit(job)
+
     def submit(source: Source, role: str, key: Ingested | None, at: dt.datetime):
         if key is not None and not key.forms:  # a key read by an earlier run
             key = forms_once(key)
         job = TokenJob(spec, source, role, str(stage.dir), key, at)
         if key is None:
-            return KeyIngest(job)
-        if key is not None and _size(source.path) > range_bytes():
-            return RangedIngest(job)
+            read = KeyIngest(job)
+            plan_early(at)
+            return read
+        if _size(source.path) > range_bytes():
+            return RangedIngest(job, plans.pop(source.id, None))
         return ingest_file.submit(job)
 
     @functools.cache
