@@ -74,9 +74,6 @@ class Done:
     def __init__(self, value: object) -> None:
         self.value = value
 
-    def ready(self) -> bool:
-        return True
-
     def result(self) -> object:
         return self.value
 

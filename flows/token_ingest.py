@@ -521,7 +521,7 @@ class RangedIngest:
     def _read_ranges(self) -> None:
         plan, job = self.plan.result(), self.job
         if plan.ranges is None:
-            self.last = ingest_file.submit(replace(job, lean=False))
+            self._read_whole()
             return
         n_key = key_shape(job.key.sents).size
         self.reads = [read_range.submit(RangeJob(job, plan, i, _n_sents(plan.ranges, i, n_key)))
@@ -534,9 +534,13 @@ class RangedIngest:
             for p in pieces:
                 if p is not None:
                     location(p.path).unlink(missing_ok=True)
-            self.last = ingest_file.submit(replace(job, lean=False))
+            self._read_whole()
             return
         self.last = assemble.submit(AssembleJob(job, self.plan.result().whole, tuple(pieces)))
+
+    def _read_whole(self) -> None:
+        """The file is not read fast: the full reader's one task."""
+        self.last = ingest_file.submit(replace(self.job, lean=False))
 
 
 def _n_sents(ranges: tuple[ByteRange, ...], i: int, n_key: int) -> int:
@@ -695,6 +699,12 @@ def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
         return None
 
     plans: dict[str, Any] = {}  # system -> its plan task, submitted beside the key's read
+    sizes: dict[str, int] = {}  # system -> its size, looked up once (a request on a store)
+
+    def large(source: Source) -> bool:
+        if source.id not in sizes:
+            sizes[source.id] = _size(source.path)
+        return sizes[source.id] > range_bytes()
 
     def plan_early(at: dt.datetime) -> None:
         """Plan the large system files that must be read while the key is: they do not
@@ -703,7 +713,7 @@ def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
             row = known.get(source.id)
             if role == "key" or (row is not None and unchanged(row, source.path)):
                 continue
-            if _size(source.path) > range_bytes():
+            if large(source):
                 job = TokenJob(spec, source, role, str(stage.dir), None, at)
                 plans[source.id] = plan_file.submit(job)
 
@@ -715,7 +725,7 @@ def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
             read = KeyIngest(job)
             plan_early(at)
             return read
-        if _size(source.path) > range_bytes():
+        if large(source):
             return RangedIngest(job, plans.pop(source.id, None))
         return ingest_file.submit(job)
 
