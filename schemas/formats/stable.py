@@ -22,6 +22,7 @@ before parsing (the hash stays the hash of the file's bytes).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -40,6 +41,9 @@ NOT_KEPT = "nothing read from it was committed"
 #: How far before a chunk's nominal end :meth:`StableFile.chunks` looks for its boundary
 #: (the whole chunk when no record ends there).
 LOOK_BACK = 1 << 20
+#: How far ahead of what an object's stream has read a read may start and still be read
+#: from the stream (see :class:`_Stream`).
+STREAM_REACH = 64 << 20
 #: The most one ``pread`` returns on Linux (larger reads come in several calls).
 _MAX_READ = 0x7FFFF000
 
@@ -121,7 +125,7 @@ class StableFile:
         """The next ``n`` bytes (the rest of the file by default), hashed; never past the
         size the file had when it was opened. A file found shorter is an InputError."""
         want = self.size - self.pos if n is None else min(n, self.size - self.pos)
-        data = self.read_at(self.pos, want)
+        data = self._read(self.pos, want, consume=True)
         self.pos += len(data)
         if self._hash is not None:
             self._hash.update(data)
@@ -130,9 +134,14 @@ class StableFile:
     def read_at(self, offset: int, n: int) -> bytes:
         """``n`` bytes from ``offset`` (fewer only at the end of the file as opened); not
         hashed, the position does not move."""
+        return self._read(offset, n, consume=False)
+
+    def _read(self, offset: int, n: int, consume: bool) -> bytes:
+        """:meth:`read_at`; ``consume``: a read in order (an object then comes from one
+        stream, see :class:`StoreObject`)."""
         n = max(0, min(n, self.size - offset))
         if self._obj is not None:
-            data = self._obj.read_at(offset, n)
+            data = self._obj.read_at(offset, n, consume)
             if len(data) < n:
                 raise changed_error(self.path, self.stamp, self._now())
             return data
@@ -260,7 +269,13 @@ def input_stamp(path: object) -> Stamp:
 class StoreObject:
     """An input object read through fsspec (credentials from the store's environment), as
     one version: its stamp is (0, a hash of its ETag, size, modification time), the same on
-    every worker; reads that find another version are refused."""
+    every worker; reads that find another version are refused.
+
+    Sequential reads (:meth:`read_at` with ``consume``: a pass over the file in order) come
+    from one open GET on S3 (:class:`_Stream`) rather than a ranged request per block: one
+    request per pass instead of one per block (a store bills and waits per request, and an
+    S3 server that copies the object for every range, as moto does, costs the object's
+    size per block). Other reads, and other stores, are one ranged request each."""
 
     def __init__(self, url: str) -> None:
         import fsspec
@@ -275,20 +290,118 @@ class StoreObject:
             self.file = self.fs.open(self.key, "rb", block_size=1 << 23)
         except OSError as e:
             raise InputError(f"cannot read object: {e}", url) from None
+        self.stream: _Stream | None = None
 
     def now(self) -> Stamp | None:
         """The stamp of the object the URL leads to now (None: none)."""
         return object_stamp(self.url, self.fs)
 
-    def read_at(self, offset: int, n: int) -> bytes:
+    def read_at(self, offset: int, n: int, consume: bool = False) -> bytes:
+        """``n`` bytes from ``offset``. ``consume``: the reader will never ask for bytes
+        before ``offset + n`` again except through ranged reads (a pass in order)."""
         try:
+            if self.stream is None or not self.stream.holds(offset):
+                self.close_stream()
+                if consume and _Stream.supports(self.fs):
+                    self.stream = _Stream(self.fs, self.key, self.file, offset)
+            if self.stream is not None:
+                with contextlib.suppress(_Stream.Broken):
+                    return self.stream.take(offset, n, consume)
+                self.close_stream()  # a broken connection: this read is a ranged request
             self.file.seek(offset)
             return self.file.read(n)
         except OSError:  # the store refused the version read first (e.g. If-Match)
             raise changed_error(self.url, self.stamp, self.now()) from None
 
+    def close_stream(self) -> None:
+        if self.stream is not None:
+            self.stream.close()
+            self.stream = None
+
     def close(self) -> None:
+        self.close_stream()
         self.file.close()
+
+
+class _Stream:
+    """One GET of an S3 object from ``start`` to its end, with the version read first
+    (``If-Match`` its ETag), read in order: the pieces received from the first byte not yet
+    consumed up to the furthest asked for (a look ahead, such as :meth:`StableFile.chunks`'
+    search for a cut, is received once and kept for the read that consumes it). A read's
+    bytes are joined from the pieces: one copy."""
+
+    class Broken(Exception):
+        """The stream's connection failed (not the store refusing the version)."""
+
+    def __init__(self, fs, key: str, file, start: int) -> None:  # noqa: ANN001 (s3fs objects)
+        from fsspec.asyn import sync
+
+        self.sync, self.loop = sync, fs.loop
+        bucket, name, _version = fs.split_path(key)
+        match = {"IfMatch": file.details["ETag"]} if "ETag" in getattr(file, "details", {}) \
+            else {}
+        resp = sync(fs.loop, fs._call_s3, "get_object", Bucket=bucket, Key=name,
+                    Range=f"bytes={start}-", **match)
+        self.body = resp["Body"]
+        self.start = start  # the file position of pieces[0][0]
+        self.pieces: list[memoryview] = []
+        self.held = 0  # bytes in pieces
+
+    @staticmethod
+    def supports(fs) -> bool:  # noqa: ANN001 (an fsspec filesystem)
+        return hasattr(fs, "_call_s3") and hasattr(fs, "split_path")
+
+    def holds(self, offset: int) -> bool:
+        """``offset`` is in the pieces, or ahead in the stream by at most
+        :data:`STREAM_REACH` bytes (further is a ranged read: not worth streaming to)."""
+        return 0 <= offset - self.start <= self.held + STREAM_REACH
+
+    def take(self, offset: int, n: int, consume: bool) -> bytes:
+        """``n`` bytes from ``offset`` (fewer at the end); ``consume``: drop what is before
+        their end."""
+        end = offset + n
+        while self.start + self.held < end:
+            try:
+                more = self.sync(self.loop, self.body.read, end - self.start - self.held)
+            except Exception as e:  # a connection's error (a version refused is at the GET)
+                raise _Stream.Broken(str(e)) from e
+            if not more:
+                break
+            self.pieces.append(memoryview(more))
+            self.held += len(more)
+        data = b"".join(self._slices(offset - self.start, end - self.start))
+        if consume:
+            self._drop(min(self.held, end - self.start))
+        return data
+
+    def _slices(self, lo: int, hi: int) -> list[memoryview]:
+        """The pieces' bytes ``lo`` to ``hi`` (relative to :attr:`start`)."""
+        out, at = [], 0
+        for piece in self.pieces:
+            a, b = max(lo - at, 0), min(hi - at, len(piece))
+            if a < b:
+                out.append(piece[a:b])
+            at += len(piece)
+            if at >= hi:
+                break
+        return out
+
+    def _drop(self, k: int) -> None:
+        """Forget the first ``k`` bytes."""
+        self.start += k
+        self.held -= k
+        while k and self.pieces:
+            first = self.pieces[0]
+            if len(first) <= k:
+                self.pieces.pop(0)
+                k -= len(first)
+            else:
+                self.pieces[0] = first[k:]
+                k = 0
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.body.close()
 
 
 def _open_regular(path: Path) -> int:
