@@ -245,3 +245,27 @@ def test_two_blank_lines_in_a_ranged_file_send_it_to_the_full_reader(files, whol
                  )["n"][0] > 0  # read in full
     sql = "select * from scores order by all"
     assert query(tmp_path / "wh", sql).equals(query(whole, sql))
+
+
+def test_the_key_frame_is_saved_part_by_part_as_numpy_saves_it_whole(tmp_path, monkeypatch):
+    """The key's frame and form hashes are written range by range (``save_parts``: no copy
+    of a whole column in memory): the file is byte for byte ``np.save`` of the concatenation,
+    and the frame task keeps only the frame's arrays of each range it reads."""
+    from sysdiff.flows.token_ingest import FrameJob, frame_arrays, frame_key, load_array, \
+        save_array, save_parts
+
+    rng = np.random.default_rng(3)
+    parts = [rng.integers(0, 2**63, k, dtype=np.uint64) for k in (5, 0, 17, 1)]
+    save_parts(tmp_path / "parts.npy", parts)
+    save_array(tmp_path / "whole.npy", np.concatenate(parts))
+    assert (tmp_path / "parts.npy").read_bytes() == (tmp_path / "whole.npy").read_bytes()
+    with pytest.raises(ValueError):
+        save_parts(tmp_path / "mixed.npy", [parts[0], parts[0].astype(np.int64)])
+    data = (SEQUOIA / "key.conllu").read_bytes()
+    whole = fast_words(data, "conllu", ())
+    want = frame_arrays(whole)
+    assert set(want) == {"digest", "deps", "misc"}
+    monkeypatch.setenv("SYSDIFF_RANGE_BYTES", str(len(data) // 7))  # the frame in 7 ranges
+    frame = frame_key.fn(FrameJob(str(SEQUOIA / "key.conllu"), "conllu", str(tmp_path)))
+    for name, values in want.items():
+        assert np.array_equal(load_array(str(Path(frame.folder) / f"{name}.npy")), values)

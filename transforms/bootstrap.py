@@ -71,13 +71,19 @@ class Bootstrap:
 class UnitRows:
     """Count rows per unit (sentence or document) of a corpus, as pieces keyed by the
     corpus-wide index of their first unit (a shard's piece: its units x the task's count
-    columns). Pieces add up by union; :meth:`matrix` stacks them in corpus order."""
+    columns). Pieces add up by union; :meth:`matrix` stacks them in corpus order.
+
+    A piece of integer counts is kept in the smallest integer type that holds it
+    (:func:`compact`: a sentence's counts are small, so a corpus' rows take a fraction of
+    their int64 size); :meth:`matrix` gives them back in the type they came in."""
 
     pieces: dict[int, np.ndarray] = field(default_factory=dict)
+    dtype: np.dtype | None = None  # the type the rows came in (None: the pieces')
 
     @classmethod
     def of(cls, first: int, rows: np.ndarray) -> UnitRows:
-        return cls({int(first): rows})
+        rows = np.asarray(rows)
+        return cls({int(first): compact(rows)}, rows.dtype)
 
     def merge(self, other: UnitRows) -> UnitRows:
         """Add the pieces of ``other`` (in place) and return self."""
@@ -85,13 +91,39 @@ class UnitRows:
         if overlap:
             raise ValueError(f"units counted twice (pieces at {sorted(overlap)[:3]})")
         self.pieces.update(other.pieces)
+        self.dtype = self.dtype if self.dtype is not None else other.dtype
         return self
+
+    @property
+    def n_units(self) -> int:
+        return sum(p.shape[0] for p in self.pieces.values())
+
+    @property
+    def width(self) -> int:
+        return next(iter(self.pieces.values())).shape[1] if self.pieces else 0
+
+    def ordered(self) -> list[np.ndarray]:
+        """The pieces in corpus order."""
+        return [self.pieces[k] for k in sorted(self.pieces)]
 
     def matrix(self, width: int | None = None) -> np.ndarray:
         """The rows of every unit in corpus order (n x columns)."""
         if not self.pieces:
             return np.zeros((0, width or 0))
-        return np.concatenate([self.pieces[k] for k in sorted(self.pieces)])
+        out = np.concatenate(self.ordered())
+        return out.astype(self.dtype, copy=False) if self.dtype is not None else out
+
+
+def compact(rows: np.ndarray) -> np.ndarray:
+    """Integer rows in the smallest signed integer type that holds them (others as they
+    are)."""
+    if rows.dtype.kind not in "iu" or not rows.size:
+        return rows
+    lo, hi = int(rows.min()), int(rows.max())
+    for t in (np.int8, np.int16, np.int32):
+        if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max:
+            return rows.astype(t)
+    return rows
 
 
 def unit_matrix(rows: pl.DataFrame, units: pl.DataFrame, keys: Sequence[str],
@@ -163,25 +195,27 @@ class Columns:
     where: list[np.ndarray]
 
 
-def distinct_columns(matrices: Sequence[np.ndarray], n: int) -> Columns:
-    """The distinct columns of (n x k_i) matrices, once each (compared by value: an int32
-    and a float64 column of the same numbers are one column). Columns are looked up by
-    their values on a fixed sample of rows, then compared whole."""
+def distinct_columns(matrices: Sequence[np.ndarray | UnitRows], n: int) -> Columns:
+    """The distinct columns of (n x k_i) matrices (arrays, or :class:`UnitRows` read piece
+    by piece: never stacked whole), once each (compared by value: an int32 and a float64
+    column of the same numbers are one column). Columns are looked up by their values on a
+    fixed sample of rows, then compared whole."""
     probe = np.unique(np.linspace(0, n - 1, min(n, PROBE_ROWS)).astype(np.intp))
     index: dict[bytes, list[int]] = {}  # values on the probe rows -> distinct columns
     # room for every column, a column at a time: the pages of columns never written are
     # never touched (the distinct ones are a view of the first)
-    out = np.empty((n, sum(x.shape[1] for x in matrices)), np.float64, order="F")
+    out = np.empty((n, sum(_width(x) for x in matrices)), np.float64, order="F")
     k = 0
     where = []
+    column = np.empty(n, np.float64)
     for x in matrices:
-        keys = np.ascontiguousarray(x[probe].T, np.float64)
-        at = np.empty(x.shape[1], np.intp)
-        for j in range(x.shape[1]):
-            bucket = index.setdefault(keys[j].tobytes(), [])
-            same = [c for c in bucket if np.array_equal(out[:, c], x[:, j])]
+        at = np.empty(_width(x), np.intp)
+        for j in range(at.size):
+            _column(x, j, column)
+            bucket = index.setdefault(column[probe].tobytes(), [])
+            same = [c for c in bucket if np.array_equal(out[:, c], column)]
             if not same:
-                out[:, k] = x[:, j]
+                out[:, k] = column
                 bucket.append(k)
                 k += 1
             at[j] = same[0] if same else k - 1
@@ -189,24 +223,42 @@ def distinct_columns(matrices: Sequence[np.ndarray], n: int) -> Columns:
     return Columns(out[:, :k], where)
 
 
-def resample(matrices: Sequence[np.ndarray], opts: Bootstrap) -> list[np.ndarray]:
-    """The sample sums of each (n x k_i) matrix of per-unit counts: (B x k_i) = ``W @ X``,
-    W drawn a block of rows at a time (each row once, whatever the number of matrices).
+def _width(x: np.ndarray | UnitRows) -> int:
+    return x.width if isinstance(x, UnitRows) else x.shape[1]
+
+
+def _column(x: np.ndarray | UnitRows, j: int, out: np.ndarray) -> None:
+    """Column ``j`` of ``x`` into ``out`` (float64, n)."""
+    if not isinstance(x, UnitRows):
+        out[:] = x[:, j]
+        return
+    at = 0
+    for piece in x.ordered():
+        out[at:at + piece.shape[0]] = piece[:, j]
+        at += piece.shape[0]
+
+
+def resample(matrices: Sequence[np.ndarray | UnitRows], opts: Bootstrap) -> list[np.ndarray]:
+    """The sample sums of each (n x k_i) matrix of per-unit counts (an array, or
+    :class:`UnitRows`): (B x k_i) = ``W @ X``, W drawn a block of rows at a time (each row
+    once, whatever the number of matrices).
 
     The :func:`exact` matrices (integer counts) are multiplied as one: their distinct
     columns side by side, one product per block (the same bits as a product per matrix,
     see :func:`exact`), in blocks of at least as many rows as it has columns (W, not X,
     is then what a block reads most). Any other matrix is multiplied on its own, in
     blocks of ``BLOCK_BYTES``."""
-    xs = [np.asarray(x) for x in matrices]
-    n = xs[0].shape[0] if xs else 0
-    if any(x.shape[0] != n for x in xs):
-        raise ValueError(f"count rows of different unit counts: {[x.shape[0] for x in xs]}")
-    out = [np.zeros((opts.samples, x.shape[1])) for x in xs]
+    xs = [x if isinstance(x, UnitRows) else np.asarray(x) for x in matrices]
+    sizes = [x.n_units if isinstance(x, UnitRows) else x.shape[0] for x in xs]
+    n = sizes[0] if xs else 0
+    if any(size != n for size in sizes):
+        raise ValueError(f"count rows of different unit counts: {sizes}")
+    out = [np.zeros((opts.samples, _width(x))) for x in xs]
     if n == 0:
         return out
-    whole = [k for k, x in enumerate(xs) if exact(x)]
-    other = [(np.asarray(xs[k], np.float64), out[k]) for k in range(len(xs)) if k not in whole]
+    whole = [k for k, x in enumerate(xs) if _exact(x, n)]
+    other = [(np.asarray(_dense(xs[k]), np.float64), out[k]) for k in range(len(xs))
+             if k not in whole]
     cols = distinct_columns([xs[k] for k in whole], n)
     base = max(1, BLOCK_BYTES // (8 * n))
     rows = base if other else max(base, cols.distinct.shape[1])
@@ -222,11 +274,28 @@ def resample(matrices: Sequence[np.ndarray], opts: Bootstrap) -> list[np.ndarray
     return out
 
 
+def _exact(x: np.ndarray | UnitRows, n: int) -> bool:
+    """:func:`exact` of a matrix, or of rows in pieces (n of them)."""
+    if not isinstance(x, UnitRows):
+        return exact(x)
+    pieces = x.ordered()
+    if not all(exact(p) for p in pieces):
+        return False
+    top = max((max(abs(float(p.max())), abs(float(p.min()))) for p in pieces if p.size),
+              default=0.0)
+    return n * top < 2.0 ** 53
+
+
+def _dense(x: np.ndarray | UnitRows) -> np.ndarray:
+    return x.matrix() if isinstance(x, UnitRows) else x
+
+
 def sample_sums(rows: Mapping[K, UnitRows], opts: Bootstrap) -> dict[K, np.ndarray]:
     """The (B x k) sample sums of every key's per-unit rows, in one pass over W (the same
-    samples for all: a task's accuracies and F1s share them)."""
+    samples for all: a task's accuracies and F1s share them). The rows are read piece by
+    piece, never stacked whole."""
     keys = list(rows)
-    return dict(zip(keys, resample([rows[k].matrix() for k in keys], opts), strict=True))
+    return dict(zip(keys, resample([rows[k] for k in keys], opts), strict=True))
 
 
 def ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
