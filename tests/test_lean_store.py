@@ -251,8 +251,14 @@ def test_the_key_frame_is_saved_part_by_part_as_numpy_saves_it_whole(tmp_path, m
     """The key's frame and form hashes are written range by range (``save_parts``: no copy
     of a whole column in memory): the file is byte for byte ``np.save`` of the concatenation,
     and the frame task keeps only the frame's arrays of each range it reads."""
-    from sysdiff.flows.token_ingest import FrameJob, frame_arrays, frame_key, load_array, \
-        save_array, save_parts
+    from sysdiff.flows.token_ingest import (
+        FrameJob,
+        frame_arrays,
+        frame_key,
+        load_array,
+        save_array,
+        save_parts,
+    )
 
     rng = np.random.default_rng(3)
     parts = [rng.integers(0, 2**63, k, dtype=np.uint64) for k in (5, 0, 17, 1)]
