@@ -52,6 +52,16 @@ def s3_server_process() -> Iterator[dict[str, str]]:
             proc.wait()
 
 
+def forget_filesystems(store) -> None:  # noqa: ANN001 (the module)
+    """Drop every S3 filesystem made so far, sysdiff's and fsspec's cached instances (an
+    input's reader asks fsspec): each keeps the endpoint of the server it was made for, and
+    each test module that imports ``s3_env`` starts its own server."""
+    import fsspec
+
+    store._FILESYSTEMS.clear()
+    fsspec.get_filesystem_class("s3").clear_instance_cache()
+
+
 @pytest.fixture(scope="session")
 def s3_env() -> Iterator[dict[str, str]]:
     """The session's S3 server, its variables set in this process (and so its children)."""
@@ -63,11 +73,11 @@ def s3_env() -> Iterator[dict[str, str]]:
         saved = {k: os.environ.get(k) for k in (*env, "AWS_PROFILE")}
         os.environ.pop("AWS_PROFILE", None)
         os.environ.update(env)
-        store._FILESYSTEMS.clear()
+        forget_filesystems(store)
         try:
             yield env
         finally:
-            store._FILESYSTEMS.clear()
+            forget_filesystems(store)
             for k, v in saved.items():
                 if v is None:
                     os.environ.pop(k, None)
