@@ -106,6 +106,22 @@ class UnitRows:
         """The pieces in corpus order."""
         return [self.pieces[k] for k in sorted(self.pieces)]
 
+    def column(self, j: int, out: np.ndarray) -> None:
+        """Column ``j`` of the rows, in corpus order, into ``out`` (n)."""
+        at = 0
+        for piece in self.ordered():
+            out[at:at + piece.shape[0]] = piece[:, j]
+            at += piece.shape[0]
+
+    def exact(self) -> bool:
+        """:func:`exact` of the stacked rows, piece by piece."""
+        pieces = self.ordered()
+        if not all(exact(p) for p in pieces):
+            return False
+        top = max((max(abs(float(p.max())), abs(float(p.min()))) for p in pieces if p.size),
+                  default=0.0)
+        return self.n_units * top < 2.0 ** 53
+
     def matrix(self, width: int | None = None) -> np.ndarray:
         """The rows of every unit in corpus order (n x columns)."""
         if not self.pieces:
@@ -204,14 +220,15 @@ def distinct_columns(matrices: Sequence[np.ndarray | UnitRows], n: int) -> Colum
     index: dict[bytes, list[int]] = {}  # values on the probe rows -> distinct columns
     # room for every column, a column at a time: the pages of columns never written are
     # never touched (the distinct ones are a view of the first)
-    out = np.empty((n, sum(_width(x) for x in matrices)), np.float64, order="F")
+    xs = [rows_of(x) for x in matrices]
+    out = np.empty((n, sum(x.width for x in xs)), np.float64, order="F")
     k = 0
     where = []
     column = np.empty(n, np.float64)
-    for x in matrices:
-        at = np.empty(_width(x), np.intp)
+    for x in xs:
+        at = np.empty(x.width, np.intp)
         for j in range(at.size):
-            _column(x, j, column)
+            x.column(j, column)
             bucket = index.setdefault(column[probe].tobytes(), [])
             same = [c for c in bucket if np.array_equal(out[:, c], column)]
             if not same:
@@ -223,19 +240,9 @@ def distinct_columns(matrices: Sequence[np.ndarray | UnitRows], n: int) -> Colum
     return Columns(out[:, :k], where)
 
 
-def _width(x: np.ndarray | UnitRows) -> int:
-    return x.width if isinstance(x, UnitRows) else x.shape[1]
-
-
-def _column(x: np.ndarray | UnitRows, j: int, out: np.ndarray) -> None:
-    """Column ``j`` of ``x`` into ``out`` (float64, n)."""
-    if not isinstance(x, UnitRows):
-        out[:] = x[:, j]
-        return
-    at = 0
-    for piece in x.ordered():
-        out[at:at + piece.shape[0]] = piece[:, j]
-        at += piece.shape[0]
+def rows_of(x: np.ndarray | UnitRows) -> UnitRows:
+    """``x`` as :class:`UnitRows` (an array: one piece, kept as it is)."""
+    return x if isinstance(x, UnitRows) else UnitRows({0: np.asarray(x)})
 
 
 def resample(matrices: Sequence[np.ndarray | UnitRows], opts: Bootstrap) -> list[np.ndarray]:
@@ -248,17 +255,17 @@ def resample(matrices: Sequence[np.ndarray | UnitRows], opts: Bootstrap) -> list
     see :func:`exact`), in blocks of at least as many rows as it has columns (W, not X,
     is then what a block reads most). Any other matrix is multiplied on its own, in
     blocks of ``BLOCK_BYTES``."""
-    xs = [x if isinstance(x, UnitRows) else np.asarray(x) for x in matrices]
-    sizes = [x.n_units if isinstance(x, UnitRows) else x.shape[0] for x in xs]
+    xs = [rows_of(x) for x in matrices]
+    sizes = [x.n_units for x in xs]
     n = sizes[0] if xs else 0
     if any(size != n for size in sizes):
         raise ValueError(f"count rows of different unit counts: {sizes}")
-    out = [np.zeros((opts.samples, _width(x))) for x in xs]
+    out = [np.zeros((opts.samples, x.width)) for x in xs]
     if n == 0:
         return out
-    whole = [k for k, x in enumerate(xs) if _exact(x, n)]
-    other = [(np.asarray(_dense(xs[k]), np.float64), out[k]) for k in range(len(xs))
-             if k not in whole]
+    whole = [k for k, x in enumerate(xs) if x.exact()]
+    other = [(np.concatenate(xs[k].ordered()).astype(np.float64), out[k])
+             for k in range(len(xs)) if k not in whole]  # not integer counts: stacked
     cols = distinct_columns([xs[k] for k in whole], n)
     base = max(1, BLOCK_BYTES // (8 * n))
     rows = base if other else max(base, cols.distinct.shape[1])
@@ -272,22 +279,6 @@ def resample(matrices: Sequence[np.ndarray | UnitRows], opts: Bootstrap) -> list
         for x, o in other:
             o[start:stop] = w @ x
     return out
-
-
-def _exact(x: np.ndarray | UnitRows, n: int) -> bool:
-    """:func:`exact` of a matrix, or of rows in pieces (n of them)."""
-    if not isinstance(x, UnitRows):
-        return exact(x)
-    pieces = x.ordered()
-    if not all(exact(p) for p in pieces):
-        return False
-    top = max((max(abs(float(p.max())), abs(float(p.min()))) for p in pieces if p.size),
-              default=0.0)
-    return n * top < 2.0 ** 53
-
-
-def _dense(x: np.ndarray | UnitRows) -> np.ndarray:
-    return x.matrix() if isinstance(x, UnitRows) else x
 
 
 def sample_sums(rows: Mapping[K, UnitRows], opts: Bootstrap) -> dict[K, np.ndarray]:

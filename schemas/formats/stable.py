@@ -300,11 +300,12 @@ class StoreObject:
         """``n`` bytes from ``offset``. ``consume``: the reader will never ask for bytes
         before ``offset + n`` again except through ranged reads (a pass in order)."""
         try:
-            if self.stream is None or not self.stream.holds(offset):
+            held = self.stream is not None and self.stream.holds(offset)
+            if consume and not held and _Stream.supports(self.fs):
                 self.close_stream()
-                if consume and _Stream.supports(self.fs):
-                    self.stream = _Stream(self.fs, self.key, self.file, offset)
-            if self.stream is not None:
+                self.stream = _Stream(self.fs, self.key, self.file, offset)
+                held = True
+            if held:
                 with contextlib.suppress(_Stream.Broken):
                     return self.stream.take(offset, n, consume)
                 self.close_stream()  # a broken connection: this read is a ranged request
