@@ -12,7 +12,7 @@ from prefect import flow
 
 from sysdiff.flows import coref, outcome, run_record, spans, srl, tokens, unl
 from sysdiff.flows.prefect_logs import one_line_input_errors
-from sysdiff.flows.shards import task_runner
+from sysdiff.flows.shards import settings_serialized_once, task_runner
 from sysdiff.flows.spec import RunSpec
 from sysdiff.flows.store import StoreURL, remote
 from sysdiff.flows.warehouse import crash_point, open_run
@@ -61,7 +61,7 @@ def run_evaluation(spec: RunSpec, warehouse: Path, dask_address: str | None = No
     refuse_client_paths(spec, warehouse, dask_address)
     run_id = outcome.new_run_id()
     outcome.announce(warehouse, run_id)
-    with heartbeats(), outcome.server_watch() as watch:
+    with heartbeats(), settings_serialized_once(), outcome.server_watch() as watch:
         try:
             return evaluate.with_options(task_runner=task_runner(dask_address, dask_local),
                                          flow_run_name=run_name(spec))(spec, warehouse, run_id)

@@ -8,9 +8,12 @@ result per shard. The fold order is fixed, so results do not depend on timing.
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import os
+import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -41,14 +44,45 @@ def task_runner(dask_address: str | None, dask_local: int):
         forced = os.environ.get("SYSDIFF_INGEST_THREADS")  # files read at once, if set
         return ThreadPoolTaskRunner(max_workers=max(threads, int(forced) if forced else 0))
     try:
-        from prefect_dask import DaskTaskRunner
+        from sysdiff.flows.dask_runner import KeyedDaskTaskRunner
     except ImportError:
         raise InputError("Dask needs the 'dask' extra: pip install 'sysdiff[dask]'") from None
     if dask_address:
-        return DaskTaskRunner(address=dask_address)
-    return DaskTaskRunner(cluster_kwargs={"n_workers": dask_local, "threads_per_worker": 1,
+        return KeyedDaskTaskRunner(address=dask_address)
+    return KeyedDaskTaskRunner(cluster_kwargs={"n_workers": dask_local, "threads_per_worker": 1,
                                           "processes": True, "dashboard_address": None,
                                           "env": ONE_THREAD | {"PREFECT_API_URL": api_url()}})
+
+
+@contextlib.contextmanager
+def settings_serialized_once() -> Iterator[None]:
+    """Within: Prefect's settings are serialized once per settings object, not once per task.
+
+    Prefect's Dask runner ships the current context with every task it submits, and
+    ``SettingsContext.serialize`` (a pydantic dump of every setting) costs 15-30 ms of the
+    client's CPU per task, as much as the rest of a submit. A run's settings do not change
+    while it runs; a context with other settings objects (``temporary_settings``) is
+    serialized afresh. Each caller gets its own copy of the cached dump."""
+    from prefect.context import SettingsContext
+
+    original = SettingsContext.serialize
+    done: dict[tuple[int, int, bool], tuple[Any, Any, dict]] = {}
+    lock = threading.Lock()
+
+    def serialize(self: SettingsContext, include_secrets: bool = True) -> dict[str, Any]:
+        key = (id(self.profile), id(self.settings), include_secrets)
+        with lock:
+            hit = done.get(key)
+            if hit is None or hit[0] is not self.profile or hit[1] is not self.settings:
+                hit = done[key] = (self.profile, self.settings,
+                                   original(self, include_secrets=include_secrets))
+        return copy.deepcopy(hit[2])
+
+    SettingsContext.serialize = serialize  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        SettingsContext.serialize = original  # type: ignore[method-assign]
 
 
 def api_url() -> str:

@@ -1,0 +1,86 @@
+"""Tasks submitted to Dask carry Prefect's settings serialized once per settings object
+(:func:`settings_serialized_once`), with the same values as Prefect's own serialization, and
+under keys of their own (:class:`KeyedDaskTaskRunner`: Dask tokenizes nothing)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from prefect import flow, task
+from prefect.context import SettingsContext
+from prefect.settings import PREFECT_TASK_DEFAULT_RETRIES, get_current_settings, temporary_settings
+
+from sysdiff.flows.shards import settings_serialized_once
+
+
+@pytest.fixture
+def dumps(monkeypatch):
+    """Every settings object Prefect's own serialization was asked for."""
+    seen: list[int] = []
+    original = SettingsContext.serialize
+
+    def counted(self, include_secrets: bool = True):
+        seen.append(id(self.settings))
+        return original(self, include_secrets=include_secrets)
+
+    monkeypatch.setattr(SettingsContext, "serialize", counted)
+    return seen
+
+
+def test_one_dump_per_settings_object_with_prefects_values(dumps):
+    context = SettingsContext.get()
+    expected = context.serialize()
+    dumps.clear()
+    with settings_serialized_once():
+        first = context.serialize()
+        first["settings"]["mutated"] = True  # a caller's copy: the next one is clean
+        rest = [context.serialize() for _ in range(5)]
+        with temporary_settings({PREFECT_TASK_DEFAULT_RETRIES: 7}):
+            other = SettingsContext.get().serialize()
+            again = SettingsContext.get().serialize()
+    assert len(dumps) == 2, dumps  # one per settings object, not one per call
+    assert all(r == expected for r in rest)
+    assert "mutated" not in rest[0]["settings"]
+    assert other == again != expected
+    assert other["settings"]["tasks"]["default_retries"] == 7
+    assert SettingsContext.serialize.__name__ == "counted"  # Prefect's method is back
+
+
+@task
+def retries_seen(_: int) -> int:
+    return get_current_settings().tasks.default_retries
+
+
+@flow
+def submits() -> tuple[list[int], list[int], list[str]]:
+    first = [retries_seen.submit(i) for i in range(4)]
+    plain = [f.result() for f in first]
+    with temporary_settings({PREFECT_TASK_DEFAULT_RETRIES: 3}):
+        second = [retries_seen.submit(i) for i in range(4)]
+        changed = [f.result() for f in second]
+    return plain, changed, [f.wrapped_future.key for f in first + second]
+
+
+def test_tasks_on_dask_see_the_settings_they_were_submitted_with(dumps, monkeypatch,
+                                                                 prefect_harness):
+    import distributed.client
+
+    from sysdiff.flows.dask_runner import KeyedDaskTaskRunner
+
+    tokens: list[object] = []
+    tokenize = distributed.client.tokenize
+    monkeypatch.setattr(distributed.client, "tokenize",
+                        lambda *a, **k: tokens.append(a) or tokenize(*a, **k))
+    runner = KeyedDaskTaskRunner(cluster_kwargs={"n_workers": 1, "processes": False,
+                                                 "dashboard_address": None})
+    default = get_current_settings().tasks.default_retries
+    with settings_serialized_once():
+        plain, changed, keys = submits.with_options(task_runner=runner)()
+    assert plain == [default] * 4
+    assert changed == [3] * 4
+    assert default != 3
+    assert 1 < len(dumps) < 8, dumps  # 8 tasks: once per settings object, not per task
+    assert tokens == []  # the keys were given
+    assert len(set(keys)) == 8
+    assert all(re.fullmatch(r"retries_seen-[0-9a-f]{32}", k) for k in keys), keys
