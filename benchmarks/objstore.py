@@ -8,12 +8,14 @@ warehouse and the inputs on the S3 server (no shared disk). Each run is a fresh 
 Not for CI.
 
     python benchmarks/objstore.py --data /path/to/10Mx10 [--skip-dask] [--inputs local]
+                                  [--repeat N]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import threading
 import time
@@ -23,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.scale import generate, parse_size, run_sysdiff  # noqa: E402
+from benchmarks.scale import generate, parse_size, prefect_api, run_sysdiff  # noqa: E402
 from tests.objstore import s3_server_process  # noqa: E402
 
 
@@ -66,9 +68,27 @@ def role(cmdline: str) -> str:
         return "s3"
     if "sysdiff.flows.cli" in cmdline:
         return "client"
-    if "uvicorn" in cmdline or "prefect.server" in cmdline:
+    if "uvicorn" in cmdline or "prefect.server" in cmdline or "server start" in cmdline:
         return "prefect"
     return "workers"
+
+
+def background_server() -> list:
+    """sysdiff's background Prefect server and its children, when the runs report to it
+    (not a descendant of this process, but its CPU is the run's as much as a temporary
+    server's would be)."""
+    import psutil
+
+    from sysdiff.flows.server import running
+
+    server = None if os.environ.get("SYSDIFF_SERVER") == "off" else running()
+    if server is None:
+        return []
+    try:
+        root = psutil.Process(server.pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
 
 
 class CpuByRole:
@@ -85,7 +105,7 @@ class CpuByRole:
         import psutil
 
         out = {}
-        for proc in psutil.Process().children(recursive=True):
+        for proc in [*psutil.Process().children(recursive=True), *background_server()]:
             try:
                 with proc.oneshot():
                     times = proc.cpu_times()
@@ -142,7 +162,10 @@ def main() -> None:
     ap.add_argument("--inputs", choices=["s3", "local"], default="s3",
                     help="where the Dask runs read the inputs (s3: no shared disk)")
     ap.add_argument("--skip-dask", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="pairs of 1- and 2-worker Dask runs (interleaved; medians reported)")
     args = ap.parse_args()
+    print(f"Prefect API: {prefect_api()}", flush=True)
     paths = generate(Path(args.data), parse_size(args.size), args.systems)
     local_inputs = {k: str(p) for k, p in paths.items()}
     rows = []
@@ -163,10 +186,11 @@ def main() -> None:
             if args.inputs == "s3":
                 inputs, up = upload(paths, f"s3://{bucket}/inputs")
                 print({"upload_s": round(up, 1)}, flush=True)
-            for n in (1, 2):
-                rows.append(timed(f"S3 warehouse, inputs {args.inputs}, Dask {n} worker(s)",
-                                  argv(inputs, f"s3://{bucket}/wh-dask{n}",
-                                       ["--dask-local", str(n)])))
+            for k in range(args.repeat):  # 1 and 2 workers alternate
+                for n in (1, 2):
+                    rows.append(timed(f"S3 warehouse, inputs {args.inputs}, Dask {n} worker(s)",
+                                      argv(inputs, f"s3://{bucket}/wh-dask{n}-{k}",
+                                           ["--dask-local", str(n)])))
     print(f"\n{'run':<45} {'wall s':>8} {'ingest s':>9} {'compare s':>10} {'RSS GiB':>8} "
           f"{'load':>10} {'busy':>5}  CPU s: " + " ".join(f"{r:>8}" for r in ROLES))
     for r in rows:
@@ -176,10 +200,13 @@ def main() -> None:
               + " ".join(f"{r['cpu_s'][name]:8.1f}" for name in ROLES))
     by = {r["run"]: r for r in rows}
     print(f"S3 / local disk: {by['S3 warehouse, threads']['wall_s'] / rows[0]['wall_s']:.2f}x")
-    dask = [r for r in rows if "Dask" in r["run"]]
-    if len(dask) == 2:
-        speedup = dask[0]["wall_s"] / dask[1]["wall_s"]
-        print(f"Dask 1 worker / 2 workers (whole run): {speedup:.2f}x")
+    one = [r["wall_s"] for r in rows if "Dask 1 " in r["run"]]
+    two = [r["wall_s"] for r in rows if "Dask 2 " in r["run"]]
+    if one and two:
+        print(f"Dask 1 worker / 2 workers (whole run, medians of {len(one)}): "
+              f"{statistics.median(one):.1f} / {statistics.median(two):.1f} s = "
+              f"{statistics.median(one) / statistics.median(two):.2f}x "
+              f"(pairs: {', '.join(f'{a / b:.2f}x' for a, b in zip(one, two, strict=True))})")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,10 @@ within 2x of it. Ingest alone is set against a bare ``polars`` read of the colum
 system); the target is 1.5x. With ``--dask`` the whole run is repeated (a fresh warehouse
 each time) on 1 and on 2 local Dask workers; the speed-up is the ratio of their wall times.
 ``--clean`` deletes each size's data and warehouse once measured.
+
+Runs report to the Prefect API of the environment: sysdiff's background server by default
+(started before the first timed run, as on a machine that runs sysdiff every night), or a
+temporary server in each run with ``SYSDIFF_SERVER=off`` (about 5 s more a run).
 """
 
 from __future__ import annotations
@@ -152,6 +156,30 @@ def run_sysdiff(args: list[str]) -> tuple[float, float, dict[str, float]]:
     return wall, (kb[-1] / 2**20 if kb else float("nan")), steps
 
 
+def prefect_api() -> str:
+    """Where the timed runs report (the background server is started now if it is used)."""
+    if os.environ.get("PREFECT_API_URL"):
+        return os.environ["PREFECT_API_URL"]
+    if os.environ.get("SYSDIFF_SERVER") == "off":
+        return "a temporary server in each run (SYSDIFF_SERVER=off)"
+    subprocess.run([sys.executable, "-c", "from sysdiff.flows.cli import main; main()",
+                    "server", "start"], cwd=ROOT, check=True, capture_output=True)
+    return "sysdiff's background server"
+
+
+def dask_runs(base: list[str], wh: Path, repeat: int) -> dict[str, float | list[float]]:
+    """Median wall seconds of the whole run on 1 and on 2 local Dask workers (a fresh
+    warehouse each time; 1 and 2 workers alternate, so a slower spell of the machine falls
+    on both), with every run's time."""
+    walls: dict[str, list[float]] = {"1w": [], "2w": []}
+    for _ in range(repeat):
+        for label in walls:
+            subprocess.run(["rm", "-rf", str(wh)], check=True)
+            walls[label].append(round(run_sysdiff([*base, "--dask-local", label[0]])[0], 1))
+    return {**{f"run_{k}_s": float(np.median(v)) for k, v in walls.items()},
+            **{f"runs_{k}_s": v for k, v in walls.items()}}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", default="10M,30M,100M")
@@ -160,8 +188,11 @@ def main() -> None:
     ap.add_argument("--shard-sents", type=int, default=20000)
     ap.add_argument("--dask", action="store_true",
                     help="also time the whole run on 1 vs 2 local Dask workers")
+    ap.add_argument("--dask-repeat", type=int, default=1,
+                    help="pairs of 1- and 2-worker runs (interleaved; medians reported)")
     ap.add_argument("--clean", action="store_true", help="delete each size's files when done")
     args = ap.parse_args()
+    print(f"Prefect API: {prefect_api()}", flush=True)
     results = []
     for size in args.sizes.split(","):
         n = parse_size(size)
@@ -181,9 +212,7 @@ def main() -> None:
                "numpy_s": round(numpy_s, 1), "load": round(os.getloadavg()[0], 1)}
         row["bare_read_s"] = round(bare_read(paths), 1)
         if args.dask:
-            for label, extra in [("1w", ["--dask-local", "1"]), ("2w", ["--dask-local", "2"])]:
-                subprocess.run(["rm", "-rf", str(wh)], check=True)
-                row[f"run_{label}_s"] = round(run_sysdiff([*base, *extra])[0], 1)
+            row.update(dask_runs(base, wh, args.dask_repeat))
         results.append(row)
         print(row, flush=True)
         if args.clean:
@@ -202,7 +231,8 @@ def main() -> None:
               f"{r['bare_read_s']:.1f} s: {(r['ingest_s'] or 0) / r['bare_read_s']:.2f}x")
         if r.get("run_2w_s"):
             one, two = r["run_1w_s"], r["run_2w_s"]
-            print(f"{'':>6} whole run on Dask: 1 worker {one:.1f} s, 2 workers {two:.1f} s: "
+            print(f"{'':>6} whole run on Dask (medians of {len(r['runs_1w_s'])}): 1 worker "
+                  f"{one:.1f} s {r['runs_1w_s']}, 2 workers {two:.1f} s {r['runs_2w_s']}: "
                   f"speed-up {one / two:.2f}x")
 
 if __name__ == "__main__":
