@@ -12,6 +12,10 @@ port, stopped at the end) with no configured Prefect API, in this order:
 - the bundled Sequoia (key + 4 parsers), warm: into a new warehouse, and an unchanged rerun;
 - the read-only commands on the Sequoia warehouse: ``sql "select 1"``, ``show scores``,
   ``examples``, ``check``;
+- the Python API on the 1-sentence corpus: ``sysdiff.evaluate`` called ``--repeat`` + 1
+  times in one fresh interpreter (a script evaluating each checkpoint): its first call,
+  imports included, against the command line in its own process; its later calls against
+  the warm runner;
 - baselines in the same run: the 1-sentence run with the background server but every
   command in its own process (``SYSDIFF_RUNNER=off``), and with Prefect's temporary server
   in each process (``SYSDIFF_SERVER=off``: how every run worked before).
@@ -24,6 +28,7 @@ check <= 0.5 s.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import socket
@@ -106,6 +111,34 @@ class Bench:
         raise SystemExit("the warm runner did not start")
 
 
+#: A script's use of the API: ``n`` calls of ``sysdiff.evaluate`` in one interpreter; prints
+#: their wall times as JSON, the first one with the imports.
+API_SCRIPT = """
+import json, sys, time
+t0 = time.perf_counter()
+import sysdiff
+key, system, root, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+times = []
+for i in range(n):
+    t = time.perf_counter()
+    sysdiff.evaluate(key=key, systems={"a": system}, corpus=f"api{i}", warehouse=f"{root}{i}")
+    times.append(time.perf_counter() - (t0 if i == 0 else t))
+print(json.dumps(times))
+"""
+
+
+def api_times(bench: Bench, corpus: Path, n: int) -> tuple[list[float], list[float]]:
+    """The API's first call (imports included) and ``n`` later calls, in one fresh
+    interpreter with the background server up."""
+    proc = subprocess.run([sys.executable, "-c", API_SCRIPT, str(corpus / "key.conllu"),
+                           str(corpus / "a.conllu"), str(bench.tmp / "api-wh"), str(n + 1)],
+                          env=bench.env, cwd=bench.tmp, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"the API script failed ({proc.returncode}):\n{proc.stderr}")
+    times = json.loads(proc.stdout)
+    return times[:1], times[1:]
+
+
 def median(times: list[float]) -> float:
     return statistics.median(times)
 
@@ -167,6 +200,7 @@ def main() -> None:
             read_times = {label: [bench.time([*argv, "-w", seq_root])
                                   for _ in range(args.repeat)]
                           for label, argv in reads.items()}
+            api_first, api_later = api_times(bench, tmp / "corpus", args.repeat)
             own = [bench.time([*one, "-w", str(bench.warehouse())], SYSDIFF_RUNNER="off")
                    for _ in range(args.baseline_repeat)]
             own_rerun_root = str(bench.warehouse())
@@ -197,6 +231,9 @@ def main() -> None:
         row("Sequoia (key + 4 parsers), warm, new warehouse", seq_fresh, RUN_TARGET),
         row("Sequoia, warm, unchanged rerun", seq_rerun, RUN_TARGET),
         *(row(label, t, READ_TARGET) for label, t in read_times.items()),
+        row("API: sysdiff.evaluate, first call in a fresh interpreter (imports included)",
+            api_first),
+        row("API: later calls in the same interpreter", api_later),
         row("baseline: 1-sentence run, background server, own process (SYSDIFF_RUNNER=off)",
             own),
         row("baseline: the same, unchanged rerun", own_rerun),
@@ -208,7 +245,8 @@ def main() -> None:
         f"own process with the server / warm = {ratio(own, fresh)}"
         + (f"; cold / warm = {ratio(cold, fresh)}" if cold else "")
         + ". Unchanged reruns: temporary server / warm = "
-        f"{ratio(eph_rerun, rerun)}. sql \"select 1\" / target = "
+        f"{ratio(eph_rerun, rerun)}. API first call / own process = {ratio(api_first, own)}; "
+        f"API later calls / warm = {ratio(api_later, fresh)}. sql \"select 1\" / target = "
         f"{median(sql_times) / READ_TARGET:.2f}.",
     ]
     print("\n".join(lines))
@@ -216,7 +254,7 @@ def main() -> None:
 
 def ratio(slow: list[float], fast: list[float]) -> str:
     """``slow`` / ``fast`` medians, as ``12.3x``."""
-    return f"{median(slow) / median(fast):.1f}x"
+    return f"{median(slow) / median(fast):.2f}x"
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 import polars as pl
 import pytest
@@ -74,44 +73,30 @@ def test_open_reads_every_table_through_the_sandbox(api_warehouse):
 
 
 #: A training script's use of the API, run in a fresh interpreter: evaluate three
-#: checkpoints, then a bad input; prints the times of the calls (the first one with the
-#: imports), the scores' systems, the notes and the error as JSON.
+#: checkpoints, then a bad input; prints the scores' systems, the notes and the error as JSON.
 SCRIPT = """
-import json, sys, time
-t0 = time.perf_counter()
+import json, sys
 import sysdiff
 key, md, sm, root = sys.argv[1:5]
-times, wh = [], None
+wh = None
 for i in range(3):
-    t = time.perf_counter()
     wh = sysdiff.evaluate(key=key, systems={"md": md, "sm": sm}, corpus=f"api{i}", task="dep",
                           warehouse=root)
-    times.append(time.perf_counter() - (t0 if i == 0 else t))
 try:
     sysdiff.evaluate(key=key + ".missing", systems={"md": md}, corpus="bad", warehouse=root)
     error = None
 except sysdiff.InputError as e:
     error = str(e)
-print(json.dumps({"times": times, "systems": wh.scores["system"].to_list(),
+print(json.dumps({"systems": wh.scores["system"].to_list(),
                   "notes": wh.notes, "error": error}))
 """
 
 
-def timed(argv: list[str], env: dict | None = None) -> float:
-    """Wall time of ``sysdiff ARGV`` in a fresh interpreter (it must succeed)."""
-    t = time.perf_counter()
-    status, _, err, _ = cli(*argv, env=env)
-    assert status == 0, err
-    return time.perf_counter() - t
-
-
 @pytest.mark.usefixtures("state")
-def test_the_api_is_as_fast_and_quiet_as_the_cli(tmp_path):
+def test_the_api_reports_to_the_background_server_quietly(tmp_path):
     """With the background server running, ``sysdiff.evaluate`` reports to it (no temporary
-    server), under a readable name, writes nothing on stderr (also for bad input), and costs
-    what the command line costs: its first call in a fresh interpreter what a run of the
-    command line in its own process costs (both import Prefect), its later calls (a script
-    evaluating each checkpoint) what a run through the warm runner costs."""
+    server), under a readable name, and writes nothing on stderr (also for bad input). What
+    its calls cost against the command line's is measured in ``benchmarks/startup.py``."""
     from sysdiff.flows import runner, server
 
     key, md, sm = (SEQUOIA / f for f in ("key.conllu", "fr_core_news_md-3.8.0.conllu",
@@ -119,11 +104,10 @@ def test_the_api_is_as_fast_and_quiet_as_the_cli(tmp_path):
     root = tmp_path / "wh"
     run = ["run", "--key", str(key), "--system", f"md={md}", "--system", f"sm={sm}",
            "--task", "dep", "-w", str(root)]
-    timed([*run, "--corpus", "start"])  # starts the background server and the warm runner
+    status, _, err, _ = cli(*run, "--corpus", "start")  # starts the server and the runner
+    assert status == 0, err
     api = server.live_server().api_url
     assert isinstance(runner.wait_ready(api), dict)
-    warm = min(timed([*run, "--corpus", f"cli{i}"]) for i in range(2))
-    own = timed([*run, "--corpus", "own"], env=dict(os.environ, SYSDIFF_RUNNER="off"))
 
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(key), str(md), str(sm),
                            str(root)], capture_output=True, text=True, cwd=REPO, timeout=600)
@@ -134,11 +118,6 @@ def test_the_api_is_as_fast_and_quiet_as_the_cli(tmp_path):
     assert got["systems"] == ["md", "sm"]
     assert got["notes"] == ["sysdiff: note: xpos: the key has no XPOS column (all '_'); "
                             "not evaluated"]
-    first, later = got["times"][0], min(got["times"][1:])
-    print(f"CLI warm {warm:.2f} s, own process {own:.2f} s; API first call (imports "
-          f"included) {first:.2f} s, later calls {later:.2f} s")
-    assert first / own < 1.5, (first, own)
-    assert later / warm < 1.5, (later, warm)
     names = [r["name"] for r in flow_runs(api)]
     assert {f"api{i} · dep · 2 systems" for i in range(3)} <= set(names), names
 
