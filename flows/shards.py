@@ -62,14 +62,43 @@ def settings_serialized_once() -> Iterator[None]:
     ``SettingsContext.serialize`` (a pydantic dump of every setting) costs 15-30 ms of the
     client's CPU per task, as much as the rest of a submit. A run's settings do not change
     while it runs; a context with other settings objects (``temporary_settings``) is
-    serialized afresh. Each caller gets its own copy of the cached dump."""
+    serialized afresh. Each caller gets its own copy of the cached dump. Runs in threads of
+    one process share one installation: the first to enter installs it, the last to leave
+    puts Prefect's method back, whatever order they end in."""
     from prefect.context import SettingsContext
 
-    original = SettingsContext.serialize
+    with _SERIALIZE.lock:
+        if _SERIALIZE.users == 0:
+            _SERIALIZE.original = SettingsContext.serialize
+            SettingsContext.serialize = _cached_serialize(SettingsContext.serialize)
+        _SERIALIZE.users += 1
+    try:
+        yield
+    finally:
+        with _SERIALIZE.lock:
+            _SERIALIZE.users -= 1
+            if _SERIALIZE.users == 0:
+                SettingsContext.serialize = _SERIALIZE.original
+
+
+@dataclass
+class _Installation:
+    """Who uses the cached serialization now, and Prefect's method to put back."""
+
+    lock: threading.Lock
+    users: int = 0
+    original: Any = None
+
+
+_SERIALIZE = _Installation(threading.Lock())
+
+
+def _cached_serialize(original: Callable) -> Callable:
+    """``original`` (``SettingsContext.serialize``), computed once per settings object."""
     done: dict[tuple[int, int, bool], tuple[Any, Any, dict]] = {}
     lock = threading.Lock()
 
-    def serialize(self: SettingsContext, include_secrets: bool = True) -> dict[str, Any]:
+    def serialize(self: Any, include_secrets: bool = True) -> dict[str, Any]:
         key = (id(self.profile), id(self.settings), include_secrets)
         with lock:
             hit = done.get(key)
@@ -78,11 +107,7 @@ def settings_serialized_once() -> Iterator[None]:
                                    original(self, include_secrets=include_secrets))
         return copy.deepcopy(hit[2])
 
-    SettingsContext.serialize = serialize  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        SettingsContext.serialize = original  # type: ignore[method-assign]
+    return serialize
 
 
 def api_url() -> str:

@@ -77,14 +77,14 @@ def test_64_systems_in_8_threads_20_times(corpus, tmp_path, monkeypatch, prefect
 
 
 def test_64_systems_on_a_dask_cluster(corpus, tmp_path, monkeypatch, prefect_harness):
-    pytest.importorskip("prefect_dask")
     from distributed import LocalCluster
-    from prefect_dask import DaskTaskRunner
+
+    from sysdiff.flows.dask_runner import KeyedDaskTaskRunner
 
     monkeypatch.setenv("SYSDIFF_INGEST_THREADS", "8")
     with LocalCluster(n_workers=2, threads_per_worker=4, processes=True,
                       dashboard_address=None) as cluster:
-        repeated(DaskTaskRunner(address=cluster.scheduler_address), corpus, tmp_path,
+        repeated(KeyedDaskTaskRunner(address=cluster.scheduler_address), corpus, tmp_path,
                  DASK_REPEATS)
 
 

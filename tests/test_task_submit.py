@@ -47,6 +47,21 @@ def test_one_dump_per_settings_object_with_prefects_values(dumps):
     assert SettingsContext.serialize.__name__ == "counted"  # Prefect's method is back
 
 
+def test_runs_that_end_out_of_order_put_prefects_method_back(dumps):
+    context = SettingsContext.get()
+    first, second = settings_serialized_once(), settings_serialized_once()
+    first.__enter__()
+    second.__enter__()
+    patched = SettingsContext.serialize
+    first.__exit__(None, None, None)  # the first run ends while the second goes on
+    assert SettingsContext.serialize is patched
+    context.serialize()
+    context.serialize()
+    second.__exit__(None, None, None)
+    assert SettingsContext.serialize.__name__ == "counted"  # Prefect's method is back
+    assert len(dumps) == 1, dumps
+
+
 @task
 def retries_seen(_: int) -> int:
     return get_current_settings().tasks.default_retries
@@ -75,11 +90,11 @@ def test_tasks_on_dask_see_the_settings_they_were_submitted_with(dumps, monkeypa
     runner = KeyedDaskTaskRunner(cluster_kwargs={"n_workers": 1, "processes": False,
                                                  "dashboard_address": None})
     default = get_current_settings().tasks.default_retries
+    assert default != 3, "the test changes the setting to 3: it must differ from the default"
     with settings_serialized_once():
         plain, changed, keys = submits.with_options(task_runner=runner)()
     assert plain == [default] * 4
     assert changed == [3] * 4
-    assert default != 3
     assert 1 < len(dumps) < 8, dumps  # 8 tasks: once per settings object, not per task
     assert tokens == []  # the keys were given
     assert len(set(keys)) == 8
