@@ -20,8 +20,6 @@ from tests.objstore import bucket, free_port, s3_env, wait_for_port  # noqa: F40
 from tests.snapshot import sandbox_dumps
 from tests.test_scale import sample
 
-pytest.importorskip("distributed")
-
 
 @pytest.fixture
 def cluster(s3_env, tmp_path_factory, prefect_harness):  # noqa: F811
