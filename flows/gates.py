@@ -32,7 +32,8 @@ from pathlib import Path
 from sysdiff.flows.catalog import sql_literal
 from sysdiff.flows.names import COREF_TASKS, SPAN_TASKS, SRL_TASKS, UNL_TASKS
 from sysdiff.flows.queries import query_rows
-from sysdiff.flows.render import p_value
+from sysdiff.flows.render import p_is, p_resolution, p_value
+from sysdiff.flows.run_record import p_resolution_of
 from sysdiff.flows.show.common import (
     check_systems,
     check_view,
@@ -231,7 +232,8 @@ def check(root: Path, corpus: str | None, baseline: str | None, candidate: str,
                               f"{what} of {candidate} vs {baseline}: {100 * delta:+.2f} "
                               f"points; at least {min_delta:+.2f} required"))
     if require_significant:
-        gates.append(_significance(p, paired, baseline, candidate, blind))
+        with p_resolution(*p_resolution_of(root, corpus)):
+            gates.append(_significance(p, paired, baseline, candidate, blind))
     return gates
 
 
@@ -248,14 +250,15 @@ def _significance(p: dict, what: str, baseline: str, candidate: str, blind: list
                   "the run was made with --bootstrap 0") + ")")
         return _blind("require_significant", 0.0, why)
     shown = f"{100 * delta:+.2f} points [{100 * low:+.2f}, {100 * high:+.2f}]"
+    boot = p_is(p.get("bootstrap_p"), bootstrap=True)
     if low > 0 or high < 0:
         kind = "gain" if low > 0 else "loss"
         return Gate("require_significant", True, 100 * delta, 0.0,
                     f"{what} of {candidate} vs {baseline}: {shown}, a significant {kind} "
-                    f"(the interval excludes 0; bootstrap p = {p_value(p.get('bootstrap_p'))})")
+                    f"(the interval excludes 0; bootstrap p {boot})")
     return Gate("require_significant", False, 100 * delta, 0.0,
                 f"{what} of {candidate} vs {baseline}: {shown}; the interval holds 0: not a "
-                f"significant difference (bootstrap p = {p_value(p.get('bootstrap_p'))})")
+                f"significant difference (bootstrap p {boot})")
 
 
 def _blind(name: str, limit: float, why: str) -> Gate:

@@ -33,7 +33,8 @@ def cell(value: object, column: str = "", numeric: bool = False) -> str:
     if value is None:
         return NO_DATA if numeric else ""
     if isinstance(value, float) and is_p_value(column):
-        return p_value(value, randomization=column in RANDOMIZATION_COLUMNS)
+        return p_value(value, randomization=column in RANDOMIZATION_COLUMNS,
+                       bootstrap=column in BOOTSTRAP_COLUMNS)
     if isinstance(value, float):
         return f"{value:.2f}" if is_percent(column) else f"{value:.4f}"
     if isinstance(value, list):
@@ -80,41 +81,53 @@ def fold_intervals(columns: list[str], numeric: list[bool], rows: list[list[str]
 
 #: Columns of approximate randomization p-values (their floor is 1 / (trials + 1)).
 RANDOMIZATION_COLUMNS = ("ar_p",)
-_trials: contextvars.ContextVar[int | None] = contextvars.ContextVar("ar_trials", default=None)
+#: Columns of paired bootstrap p-values (0 when no sample crossed: below 2 / samples).
+BOOTSTRAP_COLUMNS = ("bootstrap_p",)
+_trials: contextvars.ContextVar[tuple[int | None, int | None]] = contextvars.ContextVar(
+    "p_resolution", default=(None, None))
 
 
 @contextlib.contextmanager
-def randomization_trials(trials: int | None) -> Iterator[None]:
-    """Within the block, randomization p-values were computed with ``trials`` trials (the
-    corpus' run): one at its floor is written ``< 1e-4 (10,000 trials)``."""
-    token = _trials.set(trials)
+def p_resolution(trials: int | None, samples: int | None = None) -> Iterator[None]:
+    """Within the block, randomization p-values were computed with ``trials`` trials and
+    bootstrap p-values from ``samples`` samples (the corpus' run; None: the defaults): one at
+    its floor is written ``< 1e-4 (10,000 trials)`` or ``< 0.002 (1,000 samples)``."""
+    token = _trials.set((trials, samples))
     try:
         yield
     finally:
         _trials.reset(token)
 
 
-def p_value(value: float | None, randomization: bool = False) -> str:
+def p_value(value: float | None, randomization: bool = False, bootstrap: bool = False) -> str:
     """A p-value for people, the same everywhere: 3 significant digits, in scientific
     notation below 0.001 (``0.866``, ``0.0123``, ``1.4e-13``); :data:`NO_DATA` when NULL. A
     ``randomization`` p at its floor, 1 / (trials + 1) (no trial reached the observed
-    difference), is ``< 1e-4 (10,000 trials)``: the test cannot tell smaller values apart."""
+    difference), is ``< 1e-4 (10,000 trials)``: the test cannot tell smaller values apart. A
+    ``bootstrap`` p of 0 (no sample's delta crossed 0) is ``< 0.002 (1,000 samples)``: its
+    next value up is 2 / samples (METRICS 1.6b), so 0 is a bound, not a p-value."""
     if value is None or value != value:
         return NO_DATA
-    trials = _trials.get() or DEFAULT_TRIALS
+    trials, samples = _trials.get()
+    trials = trials or DEFAULT_TRIALS
     if randomization and abs(value * (trials + 1) - 1) < 1e-9:
         return f"< {_number(1 / trials)} ({trials:,} trials)"
+    if bootstrap and value == 0:
+        samples = samples or DEFAULT_SAMPLES
+        return f"< {_number(2 / samples)} ({samples:,} samples)"
     return _number(value)
 
 
-def p_is(value: float | None, randomization: bool = False) -> str:
+def p_is(value: float | None, randomization: bool = False, bootstrap: bool = False) -> str:
     """``= 0.866``, ``= 1.4e-13`` or ``< 1e-4 (10,000 trials)``: a p-value after its name."""
-    text = p_value(value, randomization)
+    text = p_value(value, randomization, bootstrap)
     return text if text.startswith("<") else f"= {text}"
 
 
-#: The randomization trials assumed when a corpus' run did not record them (the default).
+#: The randomization trials and bootstrap samples assumed when a corpus' run did not record
+#: them (the defaults).
 DEFAULT_TRIALS = 10_000
+DEFAULT_SAMPLES = 1_000
 
 
 def _number(value: float) -> str:

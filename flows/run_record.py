@@ -3,7 +3,7 @@
 (mappings, randomization trials and seed, shard size, version order, decoding and matching
 options). ``sysdiff rm`` recomputes a corpus' tables with them (the same signatures, so only
 what depended on a removed system is computed again), and ``show`` reads the number of
-randomization trials to say when an AR p-value is at its floor.
+randomization trials and bootstrap samples to say when a p-value is at its floor.
 
 Light (stdlib only): read by the read-only commands.
 """
@@ -24,7 +24,6 @@ KEY = "corpora"
 #: computed from them again are the same).
 OPTIONS = ("mappings", "ar_trials", "seed", "bootstrap", "confidence", "shard_sents", "unl",
            "versions", "scheme", "match", "singletons")
-DEFAULT_TRIALS = 10_000
 
 
 def options_of(spec: RunSpec) -> dict[str, Any]:
@@ -51,14 +50,16 @@ def recorded(manifest: dict, corpus: str) -> dict[str, Any] | None:
     return found if isinstance(found, dict) else None
 
 
-def ar_trials(root: Path, corpus: str) -> int | None:
-    """The randomization trials the corpus' p-values were computed with (None: unknown)."""
+def p_resolution_of(root: Path, corpus: str) -> tuple[int | None, int | None]:
+    """The randomization trials and bootstrap samples the corpus' p-values were computed
+    with (None: unknown)."""
     try:
-        found = recorded(read_manifest(root), corpus)
+        found = recorded(read_manifest(root), corpus) or {}
     except Exception:  # noqa: BLE001 (a damaged manifest is said by the query itself)
-        return None
-    value = (found or {}).get("ar_trials")
-    return int(value) if isinstance(value, int) else None
+        found = {}
+    trials, samples = found.get("ar_trials"), found.get("bootstrap")
+    return (trials if isinstance(trials, int) else None,
+            samples if isinstance(samples, int) and samples > 0 else None)
 
 
 def spec_for(corpus: str, task: str, key: Source, systems: list[Source],

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sysdiff.flows.render import p_value, randomization_trials
+from sysdiff.flows.render import p_resolution, p_value
 from sysdiff.schemas.vocabulary import COREF_METRICS, VIEWS, natural_key, view_named
 from tests.conftest import REPO, SEQUOIA, run_cli
 from tests.test_scale import first_sentences
@@ -40,7 +40,8 @@ def small(tmp_path_factory, prefect_harness) -> Path:
     systems = [a for name, f in zip(("A10", "A2", "A11", "A1"), files, strict=True)
                for a in ("--system", f"{name}={f}")]
     code, out, err = run_cli("run", "--key", str(key), "--corpus", "small", "--task", "dep",
-                             *systems, "-w", str(root), "--ar-trials", "200")
+                             *systems, "-w", str(root), "--ar-trials", "200",
+                             "--bootstrap", "250")
     assert code == 0, err
     return root
 
@@ -184,9 +185,19 @@ def test_p_values_have_one_format():
         "0.866", "0.0123", "0.001", "1.4e-13", "1.53e-9", "—"]
     assert p_value(1 / 10_001, randomization=True) == "< 1e-4 (10,000 trials)"
     assert p_value(2 / 10_001, randomization=True) == "2e-4"
-    with randomization_trials(200):
+    with p_resolution(200):
         assert p_value(1 / 201, randomization=True) == "< 0.005 (200 trials)"
         assert p_value(1 / 201) == "0.00498"  # McNemar's p: no floor
+
+
+def test_a_bootstrap_p_of_0_is_a_bound_of_its_samples():
+    """No sample crossed: p < 2 / B (its next value up), not a p-value of 0."""
+    assert p_value(0.0, bootstrap=True) == "< 0.002 (1,000 samples)"
+    assert p_value(0.002, bootstrap=True) == "0.002"
+    assert p_value(None, bootstrap=True) == "—"
+    with p_resolution(200, 250):
+        assert p_value(0.0, bootstrap=True) == "< 0.008 (250 samples)"
+        assert p_value(0.0, randomization=True) == "0"  # not a randomization floor
 
 
 def test_p_values_print_the_same_everywhere(bundled, tmp_path):
@@ -220,6 +231,27 @@ def test_a_randomization_p_at_its_floor_names_the_run_s_trials(small):
     code, out, err = run_cli("show", "pairs", "--view", view, *punct_flag, "-w", str(small))
     shown = {frozenset(r[2:]) for r in floor.rows() if r[:2] == (view, punct)}
     assert out.count("< 0.005 (200 trials)") == len(shown)  # each pair once
+
+
+def test_a_bootstrap_p_of_0_names_the_run_s_samples(small):
+    """Where no bootstrap sample crossed 0 (p stored as 0, METRICS 1.6b), ``show`` and the
+    gate say ``< 0.008 (250 samples)`` (the run's B), never a p of 0."""
+    from sysdiff.flows.queries import query
+
+    zero = query(small, "select view, punct, sys1, sys2 from pairs where bootstrap_p = 0 "
+                        "and sys1 < sys2 order by all")
+    assert zero.height >= 1
+    view, punct, sys1, sys2 = zero.row(0)
+    flags = ["--view", view, "--punct" if punct else "--no-punct", "-w", str(small)]
+    code, out, err = run_cli("show", "changes", "--sys1", sys1, "--sys2", sys2, *flags)
+    assert code == 0, err
+    assert "bootstrap p < 0.008 (250 samples)" in out
+    code, out, err = run_cli("show", "pairs", *flags)
+    shown = {frozenset(r[2:]) for r in zero.rows() if r[:2] == (view, punct)}
+    assert out.count("< 0.008 (250 samples)") == len(shown)
+    code, out, err = run_cli("check", "--baseline", sys1, "--candidate", sys2,
+                             "--require-significant", *flags)
+    assert "bootstrap p < 0.008 (250 samples)" in out + err
 
 
 def test_history_p_values(bundled):

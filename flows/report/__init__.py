@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sysdiff.flows.render import randomization_trials
+from sysdiff.flows.render import p_resolution
 from sysdiff.flows.report.coref import coref_html
 from sysdiff.flows.report.data import Read, corpora, load_corpus, reader, tables_in
 from sysdiff.flows.report.drill import Drill
@@ -27,7 +27,7 @@ from sysdiff.flows.report.srl import srl_html
 from sysdiff.flows.report.tokens import view_html
 from sysdiff.flows.report.unl import unl_html
 from sysdiff.flows.report_assets import CSS, JS
-from sysdiff.flows.run_record import ar_trials
+from sysdiff.flows.run_record import p_resolution_of
 
 __all__ = ["build_report", "corpus_html", "page"]
 
@@ -84,7 +84,7 @@ def build_report(root: Path, corpus: str | None, out: Path,
         ids, drill = Ids(), Drill()
         sections, anchors = [], []
         for name in corpora(read, corpus):
-            with randomization_trials(ar_trials(root, name)):
+            with p_resolution(*p_resolution_of(root, name)):
                 html_, views = corpus_html(read, name, examples_per_cell, drill, ids)
             sections.append(html_)
             anchors += views

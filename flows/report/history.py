@@ -212,7 +212,7 @@ def steps_html(rows: pl.DataFrame) -> str:
              td(points(r["delta"]), "correction" if r["step"] > 0 else "new_error"),
              td(ci_text(r.get("delta_ci_low"), r.get("delta_ci_high"))),
              td(str(r["corrections"])), td(str(r["new_errors"])), td(str(r["changed_errors"])),
-             td(p_value(r["mcnemar_p"])), td(p_value(r.get("bootstrap_p")))]
+             td(p_value(r["mcnemar_p"])), td(p_value(r.get("bootstrap_p"), bootstrap=True))]
             for r in sig.iter_rows(named=True)]
     return table_html(["name", "from", "to", "Δ (points)", "Δ interval", "corrections",
                        "new errors", "changed errors", "McNemar p", "bootstrap p"], body,

@@ -53,15 +53,15 @@ def stars(p: float | None) -> str:
     return "**" if p < 0.01 else "*" if p < 0.05 else ""
 
 
-def p_value(p: float | None, randomization: bool = False) -> str:
+def p_value(p: float | None, randomization: bool = False, bootstrap: bool = False) -> str:
     """A p-value as everywhere (:func:`sysdiff.flows.render.p_value`: ``1.4e-13``, a
-    randomization p at its floor ``< 1e-4 (10,000 trials)``) with its significance marks
-    (:data:`NO_DATA` for None)."""
+    randomization p at its floor ``< 1e-4 (10,000 trials)``, a bootstrap p of 0 ``< 0.002
+    (1,000 samples)``) with its significance marks (:data:`NO_DATA` for None)."""
     from sysdiff.flows.render import p_value as text
 
     if p is None or p != p:
         return NO_DATA
-    return f'{html.escape(text(p, randomization))}<span class="sig">{stars(p)}</span>'
+    return f'{html.escape(text(p, randomization, bootstrap))}<span class="sig">{stars(p)}</span>'
 
 
 def p_is(p: float | None, randomization: bool = False) -> str:

@@ -22,8 +22,8 @@ from sysdiff.flows.names import (
     UNL_TASKS,
 )
 from sysdiff.flows.queries import query, query_rows
-from sysdiff.flows.render import randomization_trials, to_text
-from sysdiff.flows.run_record import ar_trials
+from sysdiff.flows.render import p_resolution, to_text
+from sysdiff.flows.run_record import p_resolution_of
 from sysdiff.flows.show.common import (
     BY_PAIR,
     ONCE,
@@ -136,7 +136,7 @@ def show_table(root: Path, table: str, corpus: str | None, view: str | None, sys
         raise InputError(f"unknown table '{table}'; expected one of {', '.join(SHOWABLE)}")
     tasks = SHOWABLE[table][0]
     corpus = pick_corpus(root, corpus, tasks, f"show {table}")
-    with randomization_trials(ar_trials(root, corpus)):
+    with p_resolution(*p_resolution_of(root, corpus)):
         return _show_corpus(root, table, corpus, view, sys1, sys2, punct, top, fmt, name)
 
 

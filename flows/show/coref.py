@@ -79,7 +79,7 @@ def _coref_pair(root: Path, corpus: str, criterion: str, sys1: str, sys2: str, t
                         r["changed_errors"])
     head += (f"Delta ARCS F1: {points(r['delta_f1'], r['delta_ci_low'], r['delta_ci_high'])} "
              f"({criterion})  McNemar p = {p_value(r['mcnemar_p'])}  bootstrap p = "
-             f"{p_value(r['bootstrap_p'])}\n")
+             f"{p_value(r['bootstrap_p'], bootstrap=True)}\n")
     head += ("Read 'a->b' as the mention's ARCS class in sys1 -> in sys2 (tp, fp, fn, wl, "
              "tn; METRICS 2.3).\n")
     rows = query_rows(root, f"""select lower(c1) || '->' || lower(c2) as change, sum(count) as count

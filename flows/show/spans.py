@@ -90,7 +90,7 @@ def _span_pair(root: Path, corpus: str, view: str, sys1: str, sys2: str, top: in
     head += (f"Delta F1: {points(r['delta_f1'], r['delta_ci_low'], r['delta_ci_high'])}  "
              f"McNemar p {p_is(r['mcnemar_p'])}"
              f"  AR p (F1, by sentence) {p_is(r['ar_p'], randomization=True)}"
-             f"  bootstrap p {p_is(r['bootstrap_p'])}\n"
+             f"  bootstrap p {p_is(r['bootstrap_p'], bootstrap=True)}\n"
              + "".join(f"Not evaluated: {line}\n" for line in span_unevaluated(root, corpus))
              + SPAN_LEGEND)
     rows = query_rows(root, f"""select c1 || '->' || c2 as change, count,

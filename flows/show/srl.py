@@ -145,7 +145,7 @@ def _srl_pair(root: Path, corpus: str, unit: str, role: str | None, sys1: str, s
         delta = points(r["delta_f1"], r["delta_ci_low"], r["delta_ci_high"])
         head += (f"Delta F1: {delta}  McNemar p {p_is(r['mcnemar_p'])}  AR p "
                  f"(units right, by sentence) {p_is(r['ar_p'], randomization=True)}  "
-                 f"bootstrap p {p_is(r['bootstrap_p'])}\n" + SRL_LEGEND)
+                 f"bootstrap p {p_is(r['bootstrap_p'], bootstrap=True)}\n" + SRL_LEGEND)
     trans = query_rows(root, f"""select c1 || '->' || c2 as change, count,
         case when c1 in {OK} and c2 not in {OK} then 'new_error'
              when c2 in {OK} and c1 not in {OK} then 'correction'

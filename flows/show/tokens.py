@@ -119,7 +119,7 @@ def _changes(root: Path, corpus: str, view: str, punct: bool, name: str, where: 
             f"Delta accuracy: {points(r['delta_acc'], r['delta_ci_low'], r['delta_ci_high'])} "
             f"({name})  McNemar p {p_is(r['mcnemar_p'])}  "
             f"AR p {p_is(r['ar_p'], randomization=True)}  "
-            f"bootstrap p {p_is(r['bootstrap_p'])}\n"
+            f"bootstrap p {p_is(r['bootstrap_p'], bootstrap=True)}\n"
             + "".join(f"Not evaluated: {line}\n"
                       for line in unevaluated(root, corpus, view, punct, (sys1, sys2)))
             + LEGEND)
