@@ -191,7 +191,7 @@ def _differing(found: FastWords, frame: str, first_word: int) -> dict[str, pl.Se
     for name, column in found.extras.items():
         keys = load_array(str(location(frame) / f"{name}.npy"))
         differ = value_hashes(column) != keys[first_word:first_word + column.codes.size]
-        values = pl.Series(name, [None] * column.codes.size, pl.String)
+        values = pl.repeat(None, column.codes.size, dtype=pl.String, eager=True).alias(name)
         if differ.any():
             values = values.scatter(np.flatnonzero(differ), column.filter(differ))
         out[name] = values
