@@ -83,7 +83,8 @@ def fold_intervals(columns: list[str], numeric: list[bool], rows: list[list[str]
 RANDOMIZATION_COLUMNS = ("ar_p",)
 #: Columns of paired bootstrap p-values (0 when no sample crossed: below 2 / samples).
 BOOTSTRAP_COLUMNS = ("bootstrap_p",)
-_trials: contextvars.ContextVar[tuple[int | None, int | None]] = contextvars.ContextVar(
+#: (randomization trials, bootstrap samples) of the corpus shown (None: the defaults).
+_resolution: contextvars.ContextVar[tuple[int | None, int | None]] = contextvars.ContextVar(
     "p_resolution", default=(None, None))
 
 
@@ -92,11 +93,11 @@ def p_resolution(trials: int | None, samples: int | None = None) -> Iterator[Non
     """Within the block, randomization p-values were computed with ``trials`` trials and
     bootstrap p-values from ``samples`` samples (the corpus' run; None: the defaults): one at
     its floor is written ``< 1e-4 (10,000 trials)`` or ``< 0.002 (1,000 samples)``."""
-    token = _trials.set((trials, samples))
+    token = _resolution.set((trials, samples))
     try:
         yield
     finally:
-        _trials.reset(token)
+        _resolution.reset(token)
 
 
 def p_value(value: float | None, randomization: bool = False, bootstrap: bool = False) -> str:
@@ -108,7 +109,7 @@ def p_value(value: float | None, randomization: bool = False, bootstrap: bool = 
     next value up is 2 / samples (METRICS 1.6b), so 0 is a bound, not a p-value."""
     if value is None or value != value:
         return NO_DATA
-    trials, samples = _trials.get()
+    trials, samples = _resolution.get()
     trials = trials or DEFAULT_TRIALS
     if randomization and abs(value * (trials + 1) - 1) < 1e-9:
         return f"< {_number(1 / trials)} ({trials:,} trials)"
@@ -125,7 +126,8 @@ def p_is(value: float | None, randomization: bool = False, bootstrap: bool = Fal
 
 
 #: The randomization trials and bootstrap samples assumed when a corpus' run did not record
-#: them (the defaults).
+#: them: ``RunSpec``'s defaults (``ar_trials``, ``bootstrap``), repeated here so that the
+#: read-only commands' rendering imports neither the run's spec nor numpy.
 DEFAULT_TRIALS = 10_000
 DEFAULT_SAMPLES = 1_000
 

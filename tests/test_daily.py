@@ -233,6 +233,18 @@ def test_a_randomization_p_at_its_floor_names_the_run_s_trials(small):
     assert out.count("< 0.005 (200 trials)") == len(shown)  # each pair once
 
 
+def test_the_floors_assumed_without_a_record_are_the_run_defaults():
+    """A corpus without a recorded run is shown with RunSpec's defaults (kept twice)."""
+    import dataclasses
+
+    from sysdiff.flows import render
+    from sysdiff.flows.spec import RunSpec
+
+    defaults = {f.name: f.default for f in dataclasses.fields(RunSpec)}
+    assumed = (render.DEFAULT_TRIALS, render.DEFAULT_SAMPLES)
+    assert assumed == (defaults["ar_trials"], defaults["bootstrap"])
+
+
 def test_a_bootstrap_p_of_0_names_the_run_s_samples(small):
     """Where no bootstrap sample crossed 0 (p stored as 0, METRICS 1.6b), ``show`` and the
     gate say ``< 0.008 (250 samples)`` (the run's B), never a p of 0."""
