@@ -1,17 +1,33 @@
-"""Prefect's Dask task runner, with each task submitted under a key of its own.
+"""Prefect's Dask task runner, with each task submitted under a key of its own and run on
+the worker through one Prefect client per worker thread.
 
 Without a key, Dask names a task by a token of everything submitted: the task, its
 parameters and the Prefect context with every setting, walked value by value (about 20 ms
 of the client's CPU a task, more with large parameters). Prefect gives each submitted task
 a new run id, so that token never matches an earlier one: a key made of the task's name
-and a random suffix names the task as uniquely, at no cost. Imported only when Dask is
-used (the ``dask`` extra)."""
+and a random suffix names the task as uniquely, at no cost.
+
+prefect-dask runs each task on the worker from its serialized context alone: Prefect builds
+its settings again from their dump (reading the environment and config files), makes two
+clients (one for the flow's context, one for the task's), each with an SSL context of its
+own (the CA bundle read and parsed), and checks the API version: about 120 ms of the
+worker's CPU per task, more than many tasks' own work. Here each worker thread keeps, per
+serialized settings (a run's), the built settings and one open client, and runs the task
+with them (:class:`Hydrated`). Imported only when Dask is used
+(the ``dask`` extra)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import hashlib
+import json
+import threading
 import uuid
+from collections import OrderedDict
 from typing import Any
 
+import distributed
 from prefect_dask import DaskTaskRunner
 from prefect_dask.task_runners import PrefectDaskFuture
 
@@ -23,11 +39,89 @@ class KeyedDaskTaskRunner(DaskTaskRunner):
                dependencies: Any = None) -> PrefectDaskFuture:
         if not self._started:
             raise RuntimeError("The task runner must be started before submitting work.")
-        future = self.client.submit(
-            task, key=task_key(task.name), parameters=self._optimize_futures(parameters),
-            wait_for=self._optimize_futures(wait_for) if wait_for else None,
-            dependencies=dependencies, return_type="state")
-        return PrefectDaskFuture(wrapped_future=future, task_run_id=future.task_run_id)
+        from prefect.context import serialize_context
+        from prefect.utilities.engine import collect_task_run_inputs_sync
+
+        client, run_id = self.client, uuid.uuid4()
+        parameters = self._optimize_futures(parameters)
+        inputs = {k: collect_task_run_inputs_sync(v, future_cls=distributed.Future)
+                  for k, v in parameters.items()}
+        if dependencies:
+            inputs = {k: v.union(dependencies.get(k, set())) for k, v in inputs.items()}
+        context = serialize_context(asset_ctx_kwargs={
+            "task": task, "task_run_id": run_id, "task_inputs": inputs,
+            "copy_to_child_ctx": True})
+        future = distributed.Client.submit(
+            client, run_on_worker, key=task_key(task.name), task=task, task_run_id=run_id,
+            parameters=parameters, return_type="state", dependencies=inputs, context=context,
+            wait_for=self._optimize_futures(wait_for) if wait_for else None)
+        return PrefectDaskFuture(wrapped_future=future, task_run_id=run_id)
+
+
+def run_on_worker(task: Any, **kwargs: Any) -> Any:
+    """Run a Prefect task on a Dask worker with its thread's client and settings for the
+    settings it was submitted with (:class:`Hydrated`)."""
+    from prefect.context import SyncClientContext
+    from prefect.task_engine import run_task_async, run_task_sync
+
+    if task.isasync:
+        return asyncio.run(run_task_async(task, **kwargs))
+    context = kwargs.get("context") or {}
+    if not context.get("settings_context"):
+        return run_task_sync(task, **kwargs)
+    hydrated = Hydrated.of(context["settings_context"])
+    kwargs["context"] = {**context, "settings_context": hydrated.settings}
+    token = SyncClientContext.__var__.set(hydrated.client)
+    try:
+        return run_task_sync(task, **kwargs)
+    finally:
+        SyncClientContext.__var__.reset(token)
+
+
+#: Settings (with their clients) a worker thread keeps; the least recently used go.
+HELD_PER_THREAD = 8
+
+
+class Hydrated:
+    """A worker thread's Prefect settings and open client for one serialized settings
+    context, made the first time it is seen: the settings as built objects (validated
+    again, a ``Settings`` built from its dump reads the environment and config files anew:
+    about 40 ms a task), the client with the API version checked once."""
+
+    _thread = threading.local()
+
+    def __init__(self, serialized: dict) -> None:
+        from prefect.client.orchestration import get_client
+        from prefect.context import SettingsContext, SyncClientContext
+
+        built = SettingsContext(**serialized)
+        self.settings = {"profile": built.profile, "settings": built.settings}
+        outer = SyncClientContext.__var__.set(None)  # a client of these settings, not one
+        try:  # the thread's context may hold (a cluster in the flow's process)
+            with SettingsContext(**self.settings):
+                client = get_client(sync_client=True)
+                client.__enter__()
+                client.raise_for_api_version_mismatch_once()
+        finally:
+            SyncClientContext.__var__.reset(outer)
+        self.client = SyncClientContext.model_construct(client=client)
+
+    @classmethod
+    def of(cls, serialized: dict) -> Hydrated:
+        key = hashlib.sha256(json.dumps(serialized, sort_keys=True, default=str).encode()
+                             ).digest()
+        held = cls._thread.__dict__.setdefault("held", OrderedDict())
+        if key not in held:
+            held[key] = cls(serialized)
+            while len(held) > HELD_PER_THREAD:  # a long-lived worker serving many runs
+                held.popitem(last=False)[1].close()
+        held.move_to_end(key)
+        return held[key]
+
+    def close(self) -> None:
+        """Close the client (only this thread holds it, and it runs no task now)."""
+        with contextlib.suppress(Exception):
+            self.client.client.__exit__(None, None, None)
 
 
 def task_key(name: str) -> str:

@@ -99,3 +99,65 @@ def test_tasks_on_dask_see_the_settings_they_were_submitted_with(dumps, monkeypa
     assert tokens == []  # the keys were given
     assert len(set(keys)) == 8
     assert all(re.fullmatch(r"retries_seen-[0-9a-f]{32}", k) for k in keys), keys
+
+
+@task
+def client_seen(_: int) -> tuple[int, int, int]:
+    from prefect.context import SyncClientContext
+
+    return (id(SyncClientContext.get().client), id(get_current_settings()),
+            get_current_settings().tasks.default_retries)
+
+
+@flow
+def submits_for_clients() -> tuple[list[tuple], list[tuple]]:
+    plain = [f.result() for f in [client_seen.submit(i) for i in range(4)]]
+    with temporary_settings({PREFECT_TASK_DEFAULT_RETRIES: 3}):
+        changed = [f.result() for f in [client_seen.submit(i) for i in range(4)]]
+    return plain, changed
+
+
+def test_a_dask_worker_thread_keeps_one_client_and_settings_per_run_settings(
+        monkeypatch, prefect_harness):
+    """prefect-dask alone builds the settings again and makes two clients (each with an SSL
+    context) for every task; a worker thread here builds them once per settings."""
+    import ssl
+
+    from sysdiff.flows.dask_runner import KeyedDaskTaskRunner
+
+    made: list[object] = []
+    original = ssl.create_default_context
+    monkeypatch.setattr(ssl, "create_default_context",
+                        lambda *a, **k: made.append(a) or original(*a, **k))
+    runner = KeyedDaskTaskRunner(cluster_kwargs={"n_workers": 1, "threads_per_worker": 1,
+                                                 "processes": False,
+                                                 "dashboard_address": None})
+    default = get_current_settings().tasks.default_retries
+    assert default != 3, "the test changes the setting to 3: it must differ from the default"
+    made.clear()
+    with settings_serialized_once():
+        plain, changed = submits_for_clients.with_options(task_runner=runner)()
+    assert [r[2] for r in plain] == [default] * 4 and [r[2] for r in changed] == [3] * 4
+    assert len({r[:2] for r in plain}) == 1 and len({r[:2] for r in changed}) == 1
+    assert plain[0][0] != changed[0][0] and plain[0][1] != changed[0][1]
+    # one client per settings on the worker, plus the flow's own: not two per task
+    assert len(made) <= 4, len(made)
+
+
+def test_a_worker_thread_keeps_the_last_settings_it_saw_and_closes_the_others(
+        prefect_harness):
+    from prefect.context import serialize_context
+
+    from sysdiff.flows.dask_runner import HELD_PER_THREAD, Hydrated
+
+    seen = []
+    for retries in range(HELD_PER_THREAD + 1):
+        with temporary_settings({PREFECT_TASK_DEFAULT_RETRIES: 10 + retries}):
+            serialized = serialize_context()["settings_context"]
+        seen.append((serialized, Hydrated.of(serialized)))
+    first, last = seen[0][1], seen[-1][1]
+    assert last.settings["settings"].tasks.default_retries == 10 + HELD_PER_THREAD
+    assert Hydrated.of(seen[-1][0]) is last  # kept
+    assert Hydrated.of(seen[1][0]) is seen[1][1]
+    assert first.client.client._closed and not last.client.client._closed
+    assert Hydrated.of(seen[0][0]) is not first  # made again, once evicted
