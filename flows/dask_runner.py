@@ -33,7 +33,9 @@ from prefect_dask.task_runners import PrefectDaskFuture
 
 
 class KeyedDaskTaskRunner(DaskTaskRunner):
-    """:class:`DaskTaskRunner` whose tasks are submitted under ``<task name>-<random hex>``."""
+    """:class:`DaskTaskRunner` whose tasks are submitted under ``<task name>-<random hex>``
+    and run by :func:`run_on_worker` (the submit is prefect-dask's ``PrefectDaskClient.submit``
+    with these two changes)."""
 
     def submit(self, task: Any, parameters: dict[str, Any], wait_for: Any = None,
                dependencies: Any = None) -> PrefectDaskFuture:
