@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
+import inspect
 import json
 import threading
 import uuid
@@ -50,14 +52,22 @@ class KeyedDaskTaskRunner(DaskTaskRunner):
                   for k, v in parameters.items()}
         if dependencies:
             inputs = {k: v.union(dependencies.get(k, set())) for k, v in inputs.items()}
-        context = serialize_context(asset_ctx_kwargs={
-            "task": task, "task_run_id": run_id, "task_inputs": inputs,
-            "copy_to_child_ctx": True})
+        assets = {"asset_ctx_kwargs": {"task": task, "task_run_id": run_id,
+                                       "task_inputs": inputs, "copy_to_child_ctx": True}}
+        context = serialize_context(**(assets if _with_assets() else {}))
         future = distributed.Client.submit(
             client, run_on_worker, key=task_key(task.name), task=task, task_run_id=run_id,
             parameters=parameters, return_type="state", dependencies=inputs, context=context,
             wait_for=self._optimize_futures(wait_for) if wait_for else None)
         return PrefectDaskFuture(wrapped_future=future, task_run_id=run_id)
+
+
+@functools.cache
+def _with_assets() -> bool:
+    """Whether this Prefect's context carries assets (prefect-dask then passes them)."""
+    from prefect.context import serialize_context
+
+    return "asset_ctx_kwargs" in inspect.signature(serialize_context).parameters
 
 
 def run_on_worker(task: Any, **kwargs: Any) -> Any:
