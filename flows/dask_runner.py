@@ -110,7 +110,7 @@ class Hydrated:
         self.settings = {"profile": built.profile, "settings": built.settings}
         outer = SyncClientContext.__var__.set(None)  # a client of these settings, not one
         try:  # the thread's context may hold (a cluster in the flow's process)
-            with SettingsContext(**self.settings):
+            with built:
                 client = get_client(sync_client=True)
                 client.__enter__()
                 client.raise_for_api_version_mismatch_once()
