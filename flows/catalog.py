@@ -63,7 +63,8 @@ def catalog_version(root: Path) -> tuple[str | None, str | None]:
 
 #: Stored tables that users read through a view of their own name built over them: their
 #: files are read by a view in the schema ``stored`` (not listed by ``show tables``).
-STORED_AS = {"units": "stored.units", "words": "stored.words", "sents": "stored.sents"}
+STORED_AS = {"units": "stored.units", "words": "stored.words", "sents": "stored.sents",
+             "span_tokens": "stored.span_tokens", "span_words": "stored.span_words"}
 #: Stored tables whose corpus and system are in their files' paths (``corpus=C/system=S``).
 HIVE = ("words",)
 #: A file's own codes of its label columns: each label's position among the file's distinct
@@ -74,7 +75,8 @@ SELECT corpus, system, field, label,
        AS code
 FROM vocab WHERE field <> 'head'"""
 #: The systems stored lean (read on the key's words, in the key's frame).
-LEAN_SQL = "CREATE VIEW stored.lean AS SELECT DISTINCT corpus, system FROM stored.words"
+LEAN_SQL = """CREATE VIEW stored.lean AS SELECT DISTINCT corpus, system FROM stored.words
+UNION SELECT DISTINCT corpus, system FROM stored.span_words"""
 _UNIT_COLUMNS = ("sent, id, token_id, kind, form, lemma, upos, xpos, feats, head, deprel, "
                  "deps, misc, line")
 #: ``units``: the stored records (the key, systems read in full or aligned on the
@@ -109,7 +111,18 @@ SELECT s.corpus, l.system, {', '.join('s.' + c for c in _SENT_COLUMNS.split(', '
 FROM stored.sents s JOIN stored.lean l ON l.corpus = s.corpus
 WHERE s.system = '__key__'
 """
-DERIVED = (CODES_SQL, LEAN_SQL, UNITS_SQL, SENTS_SQL)
+_SPAN_COLUMNS = "sent, id, form, tag, label, line"
+#: ``span_tokens``: the stored tokens (the key, systems read in full), and the systems stored
+#: lean: each token the key's (its line; no form, as for any system) with the system's tags.
+SPAN_TOKENS_SQL = f"""CREATE VIEW span_tokens AS
+SELECT corpus, system, {_SPAN_COLUMNS} FROM stored.span_tokens
+UNION ALL
+SELECT w.corpus, w.system, w.sent, w.id, NULL::VARCHAR, w.tag, w.label, k.line
+FROM stored.span_words w
+JOIN stored.span_tokens k ON k.corpus = w.corpus AND k.system = '__key__'
+     AND k.sent = w.sent AND k.id = w.id
+"""
+DERIVED = (CODES_SQL, LEAN_SQL, UNITS_SQL, SENTS_SQL, SPAN_TOKENS_SQL)
 
 
 def view_sql(table: str, files: list[str]) -> str:

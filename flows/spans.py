@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
+import pyarrow as pa
 from prefect import task
 from prefect.cache_policies import NONE
 
@@ -48,6 +51,7 @@ from sysdiff.flows.warehouse import (
     with_literals,
 )
 from sysdiff.schemas.errors import InputError
+from sysdiff.schemas.formats.fast_tags import LEAN_BYTES, separator, tag_frame
 from sysdiff.schemas.formats.stable import StableFile, Stamp
 from sysdiff.schemas.frozen import freeze_fields
 from sysdiff.transforms import span_alignment as A
@@ -155,6 +159,9 @@ def ingest_span_file(job: SpanIngest) -> SpanFile:
     sid, corpus = source.id, spec.corpus
     part = partition(corpus, sid)
     mapping = _mapping(spec, sid)
+    lean = None if key is None else ingest_lean(job, mapping)
+    if lean is not None:
+        return lean
     key_tokens = KeyTokens(key) if key is not None else None
     check = None if key is None else WordCheck(str(spec.key.path), key_tokens.sents,
                                                str(source.path))
@@ -238,6 +245,128 @@ def _stored_tokens(toks: pl.DataFrame, is_key: bool) -> pl.DataFrame:
     return toks if is_key else toks.with_columns(form=pl.lit(None, pl.String))
 
 
+@dataclass(frozen=True)
+class LeanKey:
+    """What a system read on the key's frame takes from the key: its format and separator,
+    its token lines (0-based) and frame digest (:mod:`sysdiff.schemas.formats.fast_tags`),
+    its tokens (``sent``, ``id``, ``form``), its labels coded (``labels[label_codes[i]]``)
+    and its sentences' documents."""
+
+    fmt: str
+    sep: int
+    lines: np.ndarray
+    digest: bytes
+    tokens: pl.DataFrame
+    label_codes: np.ndarray
+    labels: pl.Series
+    docs: pl.DataFrame
+
+
+@functools.lru_cache(maxsize=2)
+def lean_key(path: str, tokens: str, sents: str, systems: str) -> LeanKey | None:
+    """The key's :class:`LeanKey` from its staged tables and its file (read once per
+    process; None when that file is no longer the version ingested, or is not one the fast
+    reader reads)."""
+    row = pl.read_parquet(systems, columns=["sha256", "format"], glob=False).row(0)
+    toks = pl.read_parquet(tokens, columns=["sent", "id", "form", "label", "line"], glob=False)
+    lines = _frozen(toks["line"].to_numpy() - 1)
+    with StableFile(path) as f:
+        if not lines.size or f.size > LEAN_BYTES:
+            return None
+        data = f.read()
+        f.check()
+        if f.sha256 != row[0]:
+            return None
+    sep = separator(row[1], data, int(lines[0]))
+    frame = tag_frame(data, row[1], lines, sep)
+    if frame is None:
+        return None
+    labels = toks["label"].cast(pl.Categorical(pl.Categories.random()))
+    return LeanKey(row[1], sep, lines, frame.digest, toks.select("sent", "id", "form"),
+                   _frozen(labels.to_physical().to_numpy()),
+                   labels.dtype.categories.to_series(),
+                   pl.read_parquet(sents, columns=["doc"], glob=False))
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+def ingest_lean(job: SpanIngest, mapping: dict[str, str]) -> SpanFile | None:
+    """A system whose frame is the key's, read fast (only its tags, coded) and stored lean
+    (``span_words``: no forms, lines or sentences, the key's stand for them); None when the
+    full reader must read it. Everything per token is a gather of a per-tag value."""
+    spec, source, key = job.spec, job.source, job.key
+    k = lean_key(str(spec.key.path), key.tokens, key.sents, key.systems)
+    if k is None or (source.fmt or k.fmt) != k.fmt:
+        return None
+    with StableFile(source.path) as file:
+        if file.size > LEAN_BYTES:
+            return None
+        found = tag_frame(file.read(), k.fmt, k.lines, k.sep)
+        file.check()
+        sha, stamp = file.sha256, file.stamp
+    if found is None or found.digest != k.digest:
+        return None
+    kinds = tag_kinds(found.values, spec.scheme)  # one row per code
+    if kinds is None:
+        return None
+    mapped = D.map_types(kinds, mapping).with_columns(label=D.label_expr())
+    codes = found.codes
+    type_codes = mapped["type"].fill_null("").cast(pl.Categorical).to_physical().to_numpy()
+    d = D.decode(mapped["prefix"].to_numpy()[codes], type_codes.astype(np.int64)[codes],
+                 k.tokens["sent"].to_numpy(), spec.scheme)
+    spans = D.span_rows(k.tokens, d, mapped["type"].gather(codes[d.first]))
+    labels = mapped["label"].unique(maintain_order=True)
+    label_of = _positions(mapped["label"], labels)  # per code, its label's position
+    in_key = _positions(labels, k.labels)  # per label, its code in the key's (-1: none)
+    stats = _Stats(spec.scheme)
+    stats.count(k.docs, codes.size, kinds["type"], spans, d)
+    stats.n_right = int((in_key[label_of][codes] == k.label_codes).sum())
+    sid, part = source.id, partition(spec.corpus, source.id)
+    sig = ingest_signature(spec, sid, sha, k.fmt, key.sig)
+    owner = {"corpus": spec.corpus, "system": sid}
+    same = np.zeros(codes.size, np.int32)
+    coded = {"corpus": (same, [spec.corpus]), "system": (same, [sid]),
+             "sent": k.tokens["sent"], "id": k.tokens["id"],
+             "tag": (codes, found.values.to_list()), "label": (label_of[codes], labels.to_list())}
+    words = pa.table({name: c.to_arrow() if isinstance(c, pl.Series) else
+                      pa.DictionaryArray.from_arrays(c[0].astype(np.int32, copy=False),
+                                                     pa.array(c[1], pa.string()))
+                      for name, c in coded.items()})
+    row = systems_row(spec, source, job.role, sha, k.fmt, stats.n_docs, stats.n_sents,
+                      stats.n_tokens, alignment="identical", at=job.at, stamp=stamp)
+    staged = {"spans": stage_frame(job.stage_dir, "spans", part, sig,
+                                   with_literals(spans, **owner)),
+              "span_words": stage_frame(job.stage_dir, "span_words", part, sig, words),
+              "systems": stage_frame(job.stage_dir, "systems", part, sig, row),
+              "span_tags": stage_frame(job.stage_dir, "span_tags", part, sig,
+                                       stats.tags_row(spec, sid, True))}
+    here = {t: str(location(job.stage_dir) / f.rel) for t, f in staged.items()}
+    return SpanFile(sid, sig, here["spans"], here["span_words"], "", here["systems"],
+                    here["span_tags"], "identical", stats.notes(source, mapping, job.role),
+                    tuple(staged.values()))
+
+
+def _positions(values: pl.Series, among: pl.Series) -> np.ndarray:
+    """The position of each of ``values`` in ``among`` (distinct), -1 where absent."""
+    where = {v: i for i, v in enumerate(among.to_list())}
+    return np.array([where.get(v, -1) for v in values.to_list()], np.int64)
+
+
+def tag_kinds(tags: pl.Series, scheme: str) -> pl.DataFrame | None:
+    """Each of ``tags`` (distinct) with its ``prefix`` and ``type``, in order; None when
+    one is not a tag the scheme allows (the full reader reports it at its line)."""
+    from sysdiff.schemas.formats.spans import _tags
+
+    try:
+        return _tags("", pl.DataFrame({"tag": tags, "line": 0}), scheme).select(
+            "tag", "prefix", "type")
+    except InputError:
+        return None
+
+
 class _Stats:
     """What an ingest counts over its chunks."""
 
@@ -251,16 +380,21 @@ class _Stats:
         self.raw_types: set[str] = set()
 
     def add(self, chunk, spans: pl.DataFrame, d: D.Decoded, toks: pl.DataFrame) -> None:
-        self.n_sents += chunk.sents.height
-        self.n_tokens += chunk.tokens.height
+        self.count(chunk.sents, chunk.tokens.height, chunk.tokens["type"], spans, d)
+
+    def count(self, sents: pl.DataFrame, n_tokens: int, types: pl.Series, spans: pl.DataFrame,
+              d: D.Decoded) -> None:
+        """Add sentences (with ``doc``), tokens, their types as written, and spans."""
+        self.n_sents += sents.height
+        self.n_tokens += n_tokens
         self.n_spans += spans.height
         self.n_not_iob2 += d.n_not_iob2
         self.n_not_bioes += d.n_not_bioes
         self.has_es |= d.has_es
         self.has_i_start |= d.has_i_start
         self.has_b_start |= d.has_b_start
-        self.n_docs = int(chunk.sents["doc"][-1]) + 1
-        self.raw_types.update(chunk.tokens["type"].drop_nulls().unique().to_list())
+        self.n_docs = int(sents["doc"][-1]) + 1
+        self.raw_types.update(types.drop_nulls().unique().to_list())
 
     def add_accuracy(self, toks: pl.DataFrame, key_words: pl.DataFrame) -> None:
         """Tokens whose mapped tag equals the key's (when the chunk has the key's shape; a
@@ -318,9 +452,11 @@ class _Stats:
 def _live(stage: Staging, corpus: str, row: dict, sig: str) -> SpanFile:
     """A file ingested by an earlier run, as the warehouse holds it."""
     part = partition(corpus, row["system"])
-    paths = (str(stage.live_file(t, part)) for t in ("spans", "span_tokens", "sents",
-                                                      "systems", "span_tags"))
-    return SpanFile(row["system"], sig, *paths, row.get("alignment") or "identical")
+    file = functools.partial(stage.live_file, partition=part)
+    tokens = file("span_tokens") or file("span_words")  # a system stored in full, or lean
+    return SpanFile(row["system"], sig, str(file("spans")), str(tokens),
+                    str(file("sents") or ""), str(file("systems")), str(file("span_tags")),
+                    row.get("alignment") or "identical")
 
 
 def ingest_spans(spec: RunSpec, stage: Staging) -> dict[str, SpanFile]:
@@ -334,7 +470,8 @@ def ingest_spans(spec: RunSpec, stage: Staging) -> dict[str, SpanFile]:
         sig = None if row is None else ingest_signature(
             spec, source.id, row["sha256"], row["format"], key.sig if key else None)
         if unchanged(row, source.path) and all(
-                stage.has(t, part, sig) for t in ("spans", "span_tags", "span_tokens")):
+                stage.has(t, part, sig) for t in ("spans", "span_tags")) and any(
+                stage.has(t, part, sig) for t in ("span_tokens", "span_words")):
             return _live(stage, spec.corpus, row, sig)
         return None
 
@@ -343,6 +480,10 @@ def ingest_spans(spec: RunSpec, stage: Staging) -> dict[str, SpanFile]:
 
     files = ingest_all(spec, stage, reuse, submit)
     for file in files.values():
+        if file.staged:  # read now: the tables of its other layout go
+            lean = any(f.table == "span_words" for f in file.staged)
+            for table in ("span_tokens", "sents") if lean else ("span_words",):
+                stage.drop(table, partition(spec.corpus, file.system))
         for note in file.notes:
             notice(note)
     return files

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sysdiff.flows.catalog import (
@@ -316,7 +317,7 @@ class PieceWriter:
         self.rel = f"tables/{table}/{partition}/pending-{uuid.uuid4().hex[:16]}.parquet"
         self.out, self.sink = parquet_writer(self.dir / self.rel, self.schema)
 
-    def append(self, df: pl.DataFrame) -> None:
+    def append(self, df: pl.DataFrame | pa.Table) -> None:
         self.out.write_table(conform(df, self.schema), row_group_size=ROW_GROUP)
 
     def close(self, sig: str) -> StagedFile:
@@ -378,8 +379,9 @@ class PieceWriters:
 
 
 def stage_frame(stage_dir: str | Path, table: str, partition: str, sig: str,
-                df: pl.DataFrame) -> StagedFile:
-    """Write one partition's rows into a staging folder (from a task)."""
+                df: pl.DataFrame | pa.Table) -> StagedFile:
+    """Write one partition's rows (a frame, or an Arrow table of the table's types) into a
+    staging folder (from a task)."""
     writer = PieceWriter(stage_dir, table, partition)
     try:
         writer.append(df)

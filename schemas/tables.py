@@ -11,6 +11,9 @@ import pyarrow as pa
 
 S, I32, I64, F64, B = pa.string(), pa.int32(), pa.int64(), pa.float64(), pa.bool_()
 U32 = pa.uint32()
+#: Strings stored as a dictionary of the file's distinct values and a code per row (written
+#: as they are read, without hashing each row's string; every reader sees strings).
+CODED_S = pa.dictionary(pa.int32(), pa.string())
 OWNER = [("corpus", S), ("system", S)]
 LIST_S = pa.list_(pa.string())
 VIEW_KEYS = [("corpus", S), ("view", S), ("punct", B)]
@@ -233,11 +236,17 @@ UNL_TABLES: dict[str, pa.Schema] = {
 _SPAN_UNIT = [("sent", I32), ("start", I32), ("end", I32), ("type", S)]
 
 SPAN_TABLES: dict[str, pa.Schema] = {
-    # Every token of an ingested file: its tag as written and as decoded (``label``, after
-    # the label mapping); ``form`` only for the key and a system placed by characters
-    # (another system's forms are checked equal to the key's).
+    # Every token of a file read in full: its tag as written and as decoded (``label``,
+    # after the label mapping); ``form`` only for the key and a system placed by characters
+    # (another system's forms are checked equal to the key's). Users read the view of the
+    # same name, which adds the systems stored lean (``span_words``).
     "span_tokens": _schema(*OWNER, ("sent", I32), ("id", I32), ("form", S), ("tag", S),
                            ("label", S), ("line", I32)),
+    # A system read on the key's frame (``schemas/formats/fast_tags.py``): per key token, in
+    # the key's order, its tag as written and as decoded; the ``span_tokens`` view gives it
+    # the key's lines.
+    "span_words": _schema(("corpus", CODED_S), ("system", CODED_S), ("sent", I32),
+                          ("id", I32), ("tag", CODED_S), ("label", CODED_S)),
     # The spans decoded from a file (``text``: its words joined by spaces).
     "spans": _schema(*OWNER, *_SPAN_UNIT, ("text", S)),
     # Per file: the scheme its tags follow (``detected``), segments the strict rule of that
@@ -395,7 +404,8 @@ def parquet_options(schema: pa.Schema) -> dict[str, object]:
     on; a string column's min/max costs much and is never used)."""
     strings, others = [], []
     for name, leaf in _leaves(schema):
-        coded = pa.types.is_string(leaf) or pa.types.is_large_string(leaf) or leaf == U32
+        coded = (pa.types.is_string(leaf) or pa.types.is_large_string(leaf) or leaf == U32
+                 or pa.types.is_dictionary(leaf))
         (strings if coded else others).append(name)
     return {"compression": "zstd", "use_dictionary": strings,
             "write_statistics": others + [c for c in IDENTITY_COLUMNS if c in schema.names]}
@@ -413,9 +423,13 @@ def _leaves(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
     return out
 
 
-def conform(df: pl.DataFrame, schema: pa.Schema) -> pa.Table:
-    """Select and cast ``df``'s columns to ``schema`` (missing columns are an error)."""
-    missing = [f.name for f in schema if f.name not in df.columns]
+def conform(df: pl.DataFrame | pa.Table, schema: pa.Schema) -> pa.Table:
+    """Select and cast ``df``'s columns to ``schema`` (missing columns are an error); an
+    Arrow table is taken as it is where its types are the schema's."""
+    names = df.columns if isinstance(df, pl.DataFrame) else df.column_names
+    missing = [f.name for f in schema if f.name not in names]
     if missing:
         raise ValueError(f"table is missing columns {missing}")
-    return df.select(schema.names).to_arrow().cast(schema)
+    if isinstance(df, pl.DataFrame):
+        return df.select(schema.names).to_arrow().cast(schema)
+    return df.select(schema.names).cast(schema)

@@ -23,7 +23,8 @@ from tests.objstore import bucket, s3_env  # noqa: F401 (fixtures)
 from tests.snapshot import sandbox_dumps
 from tests.test_scale import sample
 
-CORPORA = {**BUNDLED, "ner": REPO / "data/ner/ner.toml"}
+CORPORA = {**BUNDLED, "ner": REPO / "data/ner/ner.toml",
+           "ner-tsv": REPO / "data/ner/ner-tsv.toml"}  # its systems stored lean
 
 
 # ------------------------------------------------------------------------------ URLs
@@ -88,6 +89,9 @@ def test_tables_on_s3_equal_the_local_run(name, local_runs, bucket, cli):  # noq
     got = sandbox_dumps(StoreURL(root))
     assert got and sorted(got) == sorted(local_runs[name])
     assert {t for t in got if got[t] != local_runs[name][t]} == set()
+    if name == "ner-tsv":  # its systems were read fast and stored lean, on the store too
+        assert query(StoreURL(root), "select count(distinct system) n "
+                     "from stored.span_words")["n"][0] == 2
     objects = StoreURL(root).find()
     assert not any(k.startswith((STAGING, LEASE)) for k in objects)  # nothing left behind
     assert not any(k.endswith(".duckdb") for k in objects)  # no catalog file on a store
@@ -313,7 +317,7 @@ def toml_on_store(name: str, prefix: str, out) -> str:  # noqa: ANN001 (a Path)
     return str(out)
 
 
-@pytest.mark.parametrize("name", ["sequoia", "litbank", "unl", "ner"])
+@pytest.mark.parametrize("name", ["sequoia", "litbank", "unl", "ner", "ner-tsv"])
 def test_inputs_on_s3(name, local_runs, bucket, cli, tmp_path):  # noqa: F811
     toml = toml_on_store(name, f"{bucket}/inputs", tmp_path / "run.toml")
     root = f"{bucket}/wh"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from sysdiff.flows.queries import query
 from sysdiff.flows.store import StoreURL, filesystem
 from tests.conftest import REPO, run_cli
 from tests.objstore import bucket, free_port, s3_env, wait_for_port  # noqa: F401 (fixtures)
@@ -104,6 +105,33 @@ def test_a_run_on_a_cluster_without_a_shared_disk(cluster, bucket, tmp_path):  #
     with Client(address) as client:  # both workers ran tasks
         done = client.run(lambda dask_worker: dask_worker.state.transition_counter)
     assert len(done) == 2 and all(n > 0 for n in done.values()), done
+    ner_run_on_the_cluster(address, folders, bucket, tmp_path)
+
+
+def ner_run_on_the_cluster(address: str, folders: list[Path], store: str, tmp_path: Path
+                           ) -> None:
+    """The NER sample with the key in the systems' format on the same cluster: the systems
+    read fast and stored lean by the workers, every table the local run's."""
+    ner = REPO / "data" / "ner"
+    files = {"key": ner / "gold.tsv", "a": ner / "spacy_sm-3.6.0.tsv",
+             "b": ner / "spacy_sm-3.8.0.tsv"}
+    urls = upload(files, f"{store}/ner")
+    argv = ["--corpus", "uner", "--task", "ner", "--map", str(ner / "map.tsv"),
+            "--ar-trials", "100"]
+    runs = {"local": (files, tmp_path / "ner-local", ()),
+            "cluster": (urls, f"{store}/ner-wh", ("--dask-address", address))}
+    dumps = {}
+    for name, (inputs, root, extra) in runs.items():
+        code, _, err = run_cli("run", "--key", str(inputs["key"]), *argv, "-w", str(root),
+                               *extra, *[f"--system={n}={p}" for n, p in inputs.items()
+                                         if n != "key"])
+        assert code == 0, err
+        where = StoreURL(root) if name == "cluster" else root
+        lean = query(where, "select distinct system from stored.span_words order by 1")
+        assert lean["system"].to_list() == ["a", "b"]
+        dumps[name] = sandbox_dumps(where)
+    assert not [f for f in folders if (f / "forbidden.log").exists()]
+    assert dumps["cluster"] == dumps["local"]
 
 
 def test_a_file_of_the_client_is_refused_for_a_cluster_by_address(bucket, tmp_path):  # noqa: F811

@@ -125,21 +125,25 @@ def decode_spans(tokens: pl.DataFrame, scheme: str) -> tuple[pl.DataFrame, Decod
     codes = tokens["type"].fill_null("").cast(pl.Categorical).to_physical().to_numpy()
     d = decode(tokens["prefix"].to_numpy(), codes.astype(np.int64),
                tokens["sent"].to_numpy(), scheme)
-    span_of = np.full(tokens.height, -1, np.int64)
+    return span_rows(tokens, d, tokens["type"].gather(d.first)), d
+
+
+def span_rows(words: pl.DataFrame, d: Decoded, types: pl.Series) -> pl.DataFrame:
+    """The spans ``d`` over ``words`` (``sent``, ``id``, ``form``; file order), with their
+    ``types``: ``sent``, ``start``, ``end``, ``type`` and ``text``."""
+    span_of = np.full(words.height, -1, np.int64)
     if d.first.size:
         lengths = d.last - d.first + 1
         rows = np.repeat(d.first, lengths) + _ramp(lengths)
         span_of[rows] = np.repeat(np.arange(d.first.size), lengths)
-    text = (tokens.select("form").with_columns(span=pl.Series(span_of))
+    text = (words.select("form").with_columns(span=pl.Series(span_of))
             .filter(pl.col("span") >= 0).group_by("span", maintain_order=True)
             .agg(pl.col("form").str.join(" ")))
-    first = tokens[d.first]
-    spans = pl.DataFrame({
-        "sent": first["sent"], "start": first["id"] - 1,
-        "end": tokens["id"].gather(d.last) - 1, "type": first["type"],
+    return pl.DataFrame({
+        "sent": words["sent"].gather(d.first), "start": words["id"].gather(d.first) - 1,
+        "end": words["id"].gather(d.last) - 1, "type": types,
         "text": text["form"] if d.first.size else pl.Series([], dtype=pl.String),
     }).cast({**SPAN_COLUMNS, "text": pl.String})
-    return spans, d
 
 
 def _ramp(lengths: np.ndarray) -> np.ndarray:
@@ -149,4 +153,4 @@ def _ramp(lengths: np.ndarray) -> np.ndarray:
     return np.arange(total) - starts
 
 
-__all__ = ["decode", "decode_spans"]
+__all__ = ["decode", "decode_spans", "span_rows"]
