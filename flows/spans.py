@@ -262,7 +262,7 @@ class LeanKey:
     docs: pl.DataFrame
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=1)
 def lean_key(path: str, tokens: str, sents: str, systems: str) -> LeanKey | None:
     """The key's :class:`LeanKey` from its staged tables and its file (read once per
     process; None when that file is no longer the version ingested, or is not one the fast
@@ -327,14 +327,8 @@ def ingest_lean(job: SpanIngest, mapping: dict[str, str]) -> SpanFile | None:
     sid, part = source.id, partition(spec.corpus, source.id)
     sig = ingest_signature(spec, sid, sha, k.fmt, key.sig)
     owner = {"corpus": spec.corpus, "system": sid}
-    same = np.zeros(codes.size, np.int32)
-    coded = {"corpus": (same, [spec.corpus]), "system": (same, [sid]),
-             "sent": k.tokens["sent"], "id": k.tokens["id"],
-             "tag": (codes, found.values.to_list()), "label": (label_of[codes], labels.to_list())}
-    words = pa.table({name: c.to_arrow() if isinstance(c, pl.Series) else
-                      pa.DictionaryArray.from_arrays(c[0].astype(np.int32, copy=False),
-                                                     pa.array(c[1], pa.string()))
-                      for name, c in coded.items()})
+    words = _lean_words(owner, k.tokens, {"tag": (codes, found.values),
+                                          "label": (label_of[codes], labels)})
     row = systems_row(spec, source, job.role, sha, k.fmt, stats.n_docs, stats.n_sents,
                       stats.n_tokens, alignment="identical", at=job.at, stamp=stamp)
     staged = {"spans": stage_frame(job.stage_dir, "spans", part, sig,
@@ -347,6 +341,20 @@ def ingest_lean(job: SpanIngest, mapping: dict[str, str]) -> SpanFile | None:
     return SpanFile(sid, sig, here["spans"], here["span_words"], "", here["systems"],
                     here["span_tags"], "identical", stats.notes(source, mapping, job.role),
                     tuple(staged.values()))
+
+
+def _lean_words(owner: dict[str, str], tokens: pl.DataFrame,
+                coded: dict[str, tuple[np.ndarray, pl.Series]]) -> pa.Table:
+    """The ``span_words`` rows: the owner, the key's ``sent`` and ``id``, and each coded
+    column (codes, values) as an Arrow dictionary (written as it is, nothing hashed)."""
+    def dictionary(codes: np.ndarray, values: list[str]) -> pa.DictionaryArray:
+        return pa.DictionaryArray.from_arrays(codes.astype(np.int32, copy=False),
+                                              pa.array(values, pa.string()))
+
+    same = np.zeros(tokens.height, np.int32)
+    return pa.table({**{k: dictionary(same, [v]) for k, v in owner.items()},
+                     "sent": tokens["sent"].to_arrow(), "id": tokens["id"].to_arrow(),
+                     **{k: dictionary(c, v.to_list()) for k, (c, v) in coded.items()}})
 
 
 def _positions(values: pl.Series, among: pl.Series) -> np.ndarray:

@@ -21,8 +21,9 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-#: Files read this way at most (a larger one is read in chunks by the full reader).
-LEAN_BYTES = 1 << 30
+#: Files read this way at most (a larger one is read in chunks by the full reader): a file
+#: is held whole, and the key's side (its tokens and forms) once per process.
+LEAN_BYTES = 256 << 20
 #: The tag field of each format (0-based), as :data:`sysdiff.schemas.formats.spans.FIELDS`.
 TAG_FIELD = {"tsv": 1, "conll2003": 3, "uner": 2}
 
