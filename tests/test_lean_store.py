@@ -275,3 +275,76 @@ def test_the_key_frame_is_saved_part_by_part_as_numpy_saves_it_whole(tmp_path, m
     frame = frame_key.fn(FrameJob(str(SEQUOIA / "key.conllu"), "conllu", str(tmp_path)))
     for name, values in want.items():
         assert np.array_equal(load_array(str(Path(frame.folder) / f"{name}.npy")), values)
+
+
+@pytest.mark.parametrize("bootstrap", ["200", "0"])
+def test_lean_tags_are_counted_on_their_codes_as_on_their_strings(files, tmp_path, monkeypatch,
+                                                                  prefect_harness, bootstrap):
+    """A pos run: the CoNLL 2018 tag counts of lean systems, and with intervals each
+    sentence's rows that they draw from, compared on codes equal the comparison of the
+    decoded strings (every table of the warehouse)."""
+    import sysdiff.flows.tokens as flow
+    from sysdiff.transforms import conll18
+
+    def by_strings(job, key, words, gold, shard):  # noqa: ANN001, ANN202
+        return {s: conll18.sentence_counts(key, flow.labelled(job, words, s), gold, job.tree,
+                                           shard.lo, shard.hi - shard.lo) for s in job.conll18}
+
+    def totals_by_strings(job, key, words, gold=None):  # noqa: ANN001, ANN202
+        gold = conll18.normalised_key(key) if gold is None else gold
+        return {s: conll18.tag_counts(key, flow.labelled(job, words, s), gold)
+                for s in job.conll18}
+
+    def pos_run(root: Path) -> dict:
+        systems = [f"--system={n}={files[n]}" for n in SYSTEMS]
+        code, _, err = run_cli("run", "--key", str(files["key"]), *systems, "--corpus", "c",
+                               "--task", "pos", "--bootstrap", bootstrap, "--ar-trials", "50",
+                               "--shard-sents", "40", "-w", str(root))
+        assert code == 0, err
+        return digests(root, "all")
+
+    coded = pos_run(tmp_path / "coded")
+    lean = query(tmp_path / "coded", "select distinct system from stored.words")
+    assert sorted(lean["system"]) == sorted(SYSTEMS)
+    monkeypatch.setattr(flow, "conll18_rows", by_strings)
+    monkeypatch.setattr(flow, "conll18_of_shard", totals_by_strings)
+    assert pos_run(tmp_path / "strings") == coded
+
+
+def test_coded_tag_rows_keep_every_rule_of_the_string_comparison():
+    """Against :func:`conll18.sentence_counts` of the decoded strings, on the cases real
+    files rarely hold: a key lemma ``_`` (correct whatever the system says), a null code
+    (never correct), a column without a dictionary (``_`` everywhere), FEATS equal only once
+    reduced to the universal features and sorted, a label the key never uses, a sentence
+    without words."""
+    import polars as pl
+
+    from sysdiff.flows.tokens import lean_frame
+    from sysdiff.transforms import conll18
+
+    key = pl.DataFrame({
+        "sent": [3, 3, 3, 5, 5], "id": [1, 2, 3, 1, 2], "head": [0, 1, 1, 0, 1],
+        "lemma": ["_", "chat", "chat", "_", "manger"], "upos": ["NOUN", "NOUN", "DET", "X", "VERB"],
+        "xpos": ["_"] * 5, "feats": ["Number=Sing|Gender=Fem", "_", "Definite=Def", "_",
+                                     "Foo=Bar|Mood=Ind"],
+        "deprel": ["root", "nsubj", "det", "root", "obj"]}).cast({"sent": pl.Int32,
+                                                                 "id": pl.Int32,
+                                                                 "head": pl.Int32})
+    dictionaries = {"upos": ["DET", "NOUN", "PRON", "VERB"],
+                    "feats": ["Gender=Fem|Number=Sing", "Mood=Ind", "_"],
+                    "lemma": ["chat", "le", "xyz"]}
+    codes = pl.DataFrame({
+        "sent": key["sent"], "id": key["id"],
+        "upos": [1, 1, 0, None, 2], "xpos": [None] * 5, "feats": [0, 2, 2, 2, 1],
+        "lemma": [2, 0, None, 2, 1], "deprel": [None] * 5, "head": [None] * 5},
+        schema_overrides={c: pl.UInt32 for c in ("upos", "xpos", "feats", "lemma", "deprel")}
+        | {"head": pl.Int32})
+    gold = conll18.normalised_key(key)
+    want = conll18.sentence_counts(key, lean_frame(codes, dictionaries), gold, False, 3, 4)
+    got = conll18.coded_tag_rows(conll18.GoldCodes(gold, 3, 4), codes, dictionaries)
+    assert got.tolist() == want.tolist()
+    per = dict(zip(conll18.sentence_metrics(False), got.reshape(4, -1, 3)[:, :, 0].T,
+                   strict=True))
+    assert per["Lemmas"].tolist() == [2, 0, 1, 0]  # the blank key lemmas count, the null not
+    assert per["UFeats"].tolist() == [2, 0, 2, 0]  # sorted, and universal features only
+    assert per["XPOS"].tolist() == [3, 0, 2, 0]  # no dictionary: '_' as the key's

@@ -290,6 +290,74 @@ def sentence_counts(key: pl.DataFrame, system: pl.DataFrame, gold: pl.DataFrame 
     return out.reshape(n_sents, -1)
 
 
+#: The key's normalised column each tagging metric compares (Lemmas: also correct where
+#: the key's lemma is ``_``).
+_TAG_COLUMNS = {"UPOS": "upos", "XPOS": "xpos", "UFeats": "ufeats", "Lemmas": "lemma"}
+_ABSENT, _NULL_SYSTEM, _NULL_GOLD = -2, -3, -4  # never equal to a value's code, or each other
+
+
+class GoldCodes:
+    """A shard's key words as :func:`coded_tag_rows` compares them: per compared column,
+    each word's code among the column's distinct values (null: never equal)."""
+
+    def __init__(self, gold: pl.DataFrame, first: int, n_sents: int) -> None:
+        self.first = first
+        self.sent = gold["sent"].to_numpy().astype(np.int64) - first
+        self.id = gold["id"].to_numpy()
+        self.n_sents = n_sents
+        self.codes: dict[str, np.ndarray] = {}
+        self.index: dict[str, dict[str, int]] = {}
+        for column in _TAG_COLUMNS.values():
+            coded = gold[column].cast(pl.Categorical(pl.Categories.random()))
+            values = coded.dtype.categories.to_series().to_list()
+            self.index[column] = {v: i for i, v in enumerate(values)}
+            self.codes[column] = coded.to_physical().fill_null(_NULL_GOLD).to_numpy().astype(
+                np.int64)
+        self.blank_lemma = (gold["lemma"] == "_").fill_null(False).to_numpy()
+
+
+def coded_tag_rows(gold: GoldCodes, system: pl.DataFrame,
+                   dictionaries: dict[str, list[str]]) -> np.ndarray:
+    """:func:`sentence_counts` without a tree for a lean system: its words of the shard
+    (``sent``, ``id`` and a code per label column into ``dictionaries``; a column without
+    a dictionary is ``_`` everywhere) compared code by code, each distinct label normalised
+    once (the same rows, in whole-column integer operations)."""
+    if system.height != gold.id.size or not (
+            (system["id"].to_numpy() == gold.id).all()
+            and (system["sent"].to_numpy().astype(np.int64) - gold.first == gold.sent).all()):
+        raise InputError(f"the system's words of sentences {gold.first}.. are not the key's")
+    correct = {}
+    for metric, column in _TAG_COLUMNS.items():
+        field = "feats" if column == "ufeats" else column
+        mine = _system_codes(system[field], dictionaries.get(field), gold.index[column],
+                             column == "ufeats")
+        correct[metric] = mine == gold.codes[column]
+    correct["Lemmas"] |= gold.blank_lemma
+    correct["AllTags"] = correct["UPOS"] & correct["XPOS"] & correct["UFeats"]
+    words = np.bincount(gold.sent, minlength=gold.n_sents)
+    out = np.zeros((gold.n_sents, len(TAG_METRICS) + 1, 3), np.int64)
+    for k, metric in enumerate(TAG_METRICS):
+        out[:, k, 0] = np.bincount(gold.sent[correct[metric]], minlength=gold.n_sents)
+        out[:, k, 1] = out[:, k, 2] = words
+    out[:, -1] = words[:, None]
+    return out.reshape(gold.n_sents, -1)
+
+
+def _system_codes(codes: pl.Series, values: list[str] | None, index: dict[str, int],
+                  feats: bool) -> np.ndarray:
+    """Each word's label as a code of the key's column (``index``): its own label (``_``
+    without ``values``), normalised as the key's (universal FEATS); absent from the key's:
+    never equal; a null code: never equal."""
+    if values is None:
+        return np.full(codes.len(), index.get("" if feats else "_", _ABSENT), np.int64)
+    labels = pl.Series("v", values, dtype=pl.String)
+    if feats:
+        labels = pl.DataFrame([labels]).select(universal_feats(pl.col("v"))).to_series()
+    lookup = np.array([index.get(v, _ABSENT) for v in labels.to_list()] + [_NULL_SYSTEM],
+                      np.int64)
+    return lookup[codes.fill_null(len(values)).to_numpy().astype(np.int64)]
+
+
 def sentence_sums(m: pl.DataFrame, columns: list[str], first: int, n_sents: int
                   ) -> np.ndarray:
     """(n_sents x columns + 1): per sentence ``first`` .. of the words of ``m``, how many
