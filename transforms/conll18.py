@@ -314,6 +314,10 @@ class GoldCodes:
             self.codes[column] = coded.to_physical().fill_null(_NULL_GOLD).to_numpy().astype(
                 np.int64)
         self.blank_lemma = (gold["lemma"] == "_").fill_null(False).to_numpy()
+        starts = np.flatnonzero(np.diff(self.sent, prepend=-1))  # sentences in order
+        self.starts, self.present = starts, self.sent[starts]
+        self.words = np.zeros(n_sents, np.int64)
+        self.words[self.present] = np.diff(np.append(starts, self.sent.size))
 
 
 def coded_tag_rows(gold: GoldCodes, system: pl.DataFrame,
@@ -334,12 +338,13 @@ def coded_tag_rows(gold: GoldCodes, system: pl.DataFrame,
         correct[metric] = mine == gold.codes[column]
     correct["Lemmas"] |= gold.blank_lemma
     correct["AllTags"] = correct["UPOS"] & correct["XPOS"] & correct["UFeats"]
-    words = np.bincount(gold.sent, minlength=gold.n_sents)
+    matrix = np.stack([correct[m] for m in TAG_METRICS], axis=1).view(np.uint8)
     out = np.zeros((gold.n_sents, len(TAG_METRICS) + 1, 3), np.int64)
-    for k, metric in enumerate(TAG_METRICS):
-        out[:, k, 0] = np.bincount(gold.sent[correct[metric]], minlength=gold.n_sents)
-        out[:, k, 1] = out[:, k, 2] = words
-    out[:, -1] = words[:, None]
+    if gold.starts.size:
+        out[gold.present, :-1, 0] = np.add.reduceat(matrix, gold.starts, axis=0,
+                                                    dtype=np.int64)
+    out[:, :-1, 1] = out[:, :-1, 2] = gold.words[:, None]
+    out[:, -1] = gold.words[:, None]
     return out.reshape(gold.n_sents, -1)
 
 
@@ -355,7 +360,9 @@ def _system_codes(codes: pl.Series, values: list[str] | None, index: dict[str, i
         labels = pl.DataFrame([labels]).select(universal_feats(pl.col("v"))).to_series()
     lookup = np.array([index.get(v, _ABSENT) for v in labels.to_list()] + [_NULL_SYSTEM],
                       np.int64)
-    return lookup[codes.fill_null(len(values)).to_numpy().astype(np.int64)]
+    if codes.null_count():
+        codes = codes.fill_null(len(values))
+    return lookup[codes.to_numpy()]
 
 
 def sentence_sums(m: pl.DataFrame, columns: list[str], first: int, n_sents: int
