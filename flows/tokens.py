@@ -188,7 +188,7 @@ def shard_compare(job: CompareJob, shard: Shard) -> dict:
             out["conll18"] = {s: conll18.sentence_totals(r, job.tree) for s, r in rows.items()}
             out["conll18_sents"] = {s: UnitRows.of(shard.lo, r) for s, r in rows.items()}
         else:
-            out["conll18"] = conll18_of_shard(job, key, words, gold)
+            out["conll18"] = conll18_of_shard(job, key, words, gold, shard)
     mapped = ShardWords(
         key=apply_mapping(key, job.mappings.get("@key", {})),
         systems=[lean_coded(words[s], job.dictionaries[s], job.vocab, job.mappings.get(s, {}))
@@ -206,40 +206,33 @@ def conll18_rows(job: CompareJob, key: pl.DataFrame, words: dict[str, pl.DataFra
                  gold: pl.DataFrame, shard: Shard) -> dict[str, np.ndarray]:
     """The CoNLL 2018 rows of each sentence of the shard for its systems of the key's
     tokenisation (:func:`conll18.sentence_counts`; a lean system's tags compared on its
-    codes, :func:`conll18.coded_tag_rows`)."""
-    n, coded, out = shard.hi - shard.lo, None, {}
-    for s in job.conll18:
-        if not job.tree and job.layouts[s] == "lean":
-            coded = coded or conll18.GoldCodes(gold, shard.lo, n)
-            out[s] = conll18.coded_tag_rows(coded, words[s], job.dictionaries[s])
-        else:
-            out[s] = conll18.sentence_counts(key, labelled(job, words, s), gold, job.tree,
-                                             shard.lo, n)
-    return out
+    codes, :func:`lean_tag_rows`)."""
+    coded = lean_tag_rows(job, words, gold, shard)
+    return {s: coded[s] if s in coded else conll18.sentence_counts(
+        key, labelled(job, words, s), gold, job.tree, shard.lo, shard.hi - shard.lo)
+        for s in job.conll18}
 
 
 def conll18_of_shard(job: CompareJob, key: pl.DataFrame, words: dict[str, pl.DataFrame],
-                     gold: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:
+                     gold: pl.DataFrame, shard: Shard) -> dict[str, pl.DataFrame]:
     """The CoNLL 2018 counts of the shard's systems of the key's tokenisation (the key
-    normalised once, or given as ``gold``; a tagging task skips the tree's metrics, and
-    compares a lean system on its codes)."""
-    gold = conll18.normalised_key(key) if gold is None else gold
+    normalised once, as ``gold``; a tagging task skips the tree's metrics, and compares a
+    lean system on its codes)."""
     count = conll18.conll18_counts if job.tree else conll18.tag_counts
-    coded, out = None, {}
-    for s in job.conll18:
-        if not job.tree and job.layouts[s] == "lean":
-            coded = coded or conll18.GoldCodes(gold, int(key["sent"][0]) if key.height else 0,
-                                               _sent_span(key))
-            out[s] = conll18.sentence_totals(
-                conll18.coded_tag_rows(coded, words[s], job.dictionaries[s]), False)
-        else:
-            out[s] = count(key, labelled(job, words, s), gold)
-    return out
+    coded = lean_tag_rows(job, words, gold, shard)
+    return {s: conll18.sentence_totals(coded[s], False) if s in coded else
+            count(key, labelled(job, words, s), gold) for s in job.conll18}
 
 
-def _sent_span(key: pl.DataFrame) -> int:
-    """How many sentence numbers the words of ``key`` cover (first to last)."""
-    return int(key["sent"][-1]) - int(key["sent"][0]) + 1 if key.height else 0
+def lean_tag_rows(job: CompareJob, words: dict[str, pl.DataFrame], gold: pl.DataFrame,
+                   shard: Shard) -> dict[str, np.ndarray]:
+    """In a run without a tree, each lean system's CoNLL 2018 rows per sentence of the
+    shard, compared on its codes (:func:`conll18.coded_tag_rows`); none otherwise."""
+    lean = [s for s in job.conll18 if not job.tree and job.layouts[s] == "lean"]
+    if not lean:
+        return {}
+    codes = conll18.GoldCodes(gold, shard.lo, shard.hi - shard.lo)
+    return {s: conll18.coded_tag_rows(codes, words[s], job.dictionaries[s]) for s in lean}
 
 
 def labelled(job: CompareJob, words: dict[str, pl.DataFrame], system: str) -> pl.DataFrame:

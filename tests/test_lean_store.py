@@ -290,8 +290,7 @@ def test_lean_tags_are_counted_on_their_codes_as_on_their_strings(files, tmp_pat
         return {s: conll18.sentence_counts(key, flow.labelled(job, words, s), gold, job.tree,
                                            shard.lo, shard.hi - shard.lo) for s in job.conll18}
 
-    def totals_by_strings(job, key, words, gold=None):  # noqa: ANN001, ANN202
-        gold = conll18.normalised_key(key) if gold is None else gold
+    def totals_by_strings(job, key, words, gold, shard):  # noqa: ANN001, ANN202
         return {s: conll18.tag_counts(key, flow.labelled(job, words, s), gold)
                 for s in job.conll18}
 
