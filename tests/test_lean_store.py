@@ -83,10 +83,39 @@ def test_the_fast_reader_gives_the_full_readers_words(name):
     lambda t: t.replace("\n", "\r\n"),  # line ends the full reader takes
     lambda t: t.replace("\t_\t", "\t\t", 1),  # an empty column: the full reader's error
     lambda t: re.sub(r"\n(\d+)\t", lambda m: f"\n{m[1]}\t", t, count=1) + "\n",  # 2 blanks
+    lambda t: t.replace("# text = ", "# text =\t", 1),  # a comment holding a tab
+    # a comment of 10 columns and a word line of its ID only: the tab count adds up
+    lambda t: re.sub(r"\n(3)\t[^\n]*", r"\n\1", t.replace(
+        "# text = ", "# text = " + "\tx" * 9 + " ", 1), count=1),
+    lambda t: t + "# a sentence of comments only\n\n",
+    lambda t: t.replace("\n\n", "\n\n# a sentence of comments only\n\n", 1),
+    lambda t: "# a comment\n\n" + t,
 ])
-def test_what_the_fast_reader_cannot_vouch_for_is_left_to_the_full_reader(edit):
+@pytest.mark.parametrize("fields", [DEP_FIELDS, ("upos", "xpos", "feats")])
+def test_what_the_fast_reader_cannot_vouch_for_is_left_to_the_full_reader(edit, fields):
     text = (SEQUOIA / SYSTEMS["sm"]).read_text(encoding="utf-8")
-    assert fast_words(edit(text).encode(), "conllu", DEP_FIELDS) is None
+    assert fast_words(text.encode(), "conllu", fields) is not None
+    assert fast_words(edit(text).encode(), "conllu", fields) is None
+
+
+def test_a_comment_line_enters_its_sentences_frame_at_its_place():
+    """Moving a comment line within its sentence, or changing its text, changes the digest
+    of that sentence only."""
+    text = (SEQUOIA / SYSTEMS["sm"]).read_text(encoding="utf-8")
+    first = text.index("# text = ")
+    line = text[first:text.index("\n", first) + 1]
+    word = text.index("\n1\t", first) + 1
+    after = text.index("\n", word) + 1
+    moved = text[:first] + text[first + len(line):after] + line + text[after:]
+    renamed = text.replace(line, line.replace("# text = ", "# text = x"), 1)
+    base = fast_words(text.encode(), "conllu", DEP_FIELDS)
+    assert base is not None
+    sent = text[:first].count("\n\n")
+    for other in (moved, renamed):
+        found = fast_words(other.encode(), "conllu", DEP_FIELDS)
+        assert found is not None
+        assert np.flatnonzero(found.digest != base.digest).tolist() == [sent]
+        assert np.array_equal(found.form_hash, base.form_hash)
 
 
 @pytest.fixture(scope="module")

@@ -3,11 +3,12 @@ evaluates, checked in whole-column operations, labels coded as they come.
 
 A system file is read in full (:mod:`sysdiff.schemas.formats.conllu`: every column, every
 check, the exact line of the first problem) only when this reader cannot vouch for it. Here,
-polars parses the evaluated columns of the file's bytes (comment lines skipped), and the file
-must pass every check below; else :func:`fast_words` returns None and the full reader runs,
-which reports the problem at its line (or finds a file tokenised otherwise, aligned on the
-characters). Nothing is decided here that the full reader would decide otherwise, for the
-columns read: a column the task does not evaluate is not read, so it is not checked either.
+polars parses the evaluated columns of the file's bytes (a comment line is a row of its own,
+its text in the first column), and the file must pass every check below; else
+:func:`fast_words` returns None and the full reader runs, which reports the problem at its
+line (or finds a file tokenised otherwise, aligned on the characters). Nothing is decided
+here that the full reader would decide otherwise, for the columns read: a column the task
+does not evaluate is not read, so it is not checked either.
 
 Checks (each over the whole file at once): UTF-8 text without NUL or carriage return, no
 byte order mark; no blank line first, no two blank lines in a row and no sentence of
@@ -70,33 +71,70 @@ def fast_words(data: bytes, fmt: str, fields: tuple[str, ...]) -> FastWords | No
         return None
     names = TSV_FIELDS if fmt == "tsv" else CONLL_FIELDS
     wanted = _columns(fmt, fields)
+    rows = _parse(data, names, wanted)
+    if rows is None:
+        return None
+    columns = {c: Coded(rows[f"_codes_{c}"].to_numpy(), rows[c].dtype.categories.to_series())
+               for c in wanted}
+    blank = rows["_blank"].to_numpy()
+    if blank[0] or (blank[1:] & blank[:-1]).any():
+        return None  # a blank line first, or two in a row
+    first = columns[wanted[0]]
+    comment = first.values.str.starts_with("#").to_numpy()[first.codes] & ~blank
+    token = ~(blank | comment)
+    n_token_rows = int(token.sum())
+    if (n_token_rows == 0 or _tabs(data) != (len(names) - 1) * n_token_rows
+            or not np.array_equal(rows["_full"].to_numpy(), token)
+            or not np.array_equal(rows["_some"].to_numpy(), token)):
+        return None  # a line of another column count, an empty column, a comment's tab
+    frame = _sentences(blank, comment, first)
+    if frame is None:
+        return None
+    line_sent, digest = frame
+    return _words(columns, token, line_sent[token], fmt, fields, digest)
+
+
+def _parse(data: bytes, names: tuple[str, ...], wanted: list[str]) -> pl.DataFrame | None:
+    """The ``wanted`` columns of every line (comment lines too: their text in the first
+    column, no other), each coded as parsed (its own dictionary, fresh categories), with
+    per line: ``_blank`` (a blank line), ``_full`` and ``_some`` (every, some column after
+    the first not empty); None for what polars refuses (invalid UTF-8, more columns than
+    the format's). The format's columns are the schema, whatever the first line holds
+    (``missing_columns``: a first comment line has one)."""
     types = {f: pl.Categorical(pl.Categories.random()) for f in names}
-    try:  # every column coded as parsed: its own dictionary (fresh categories) and codes
-        rows = (pl.scan_csv(io.BytesIO(data), separator="\t", has_header=False, quote_char=None,
-                            comment_prefix="#", schema=types)
+    rest = [pl.col(c).is_not_null() for c in wanted[1:]]
+    try:
+        return (pl.scan_csv(io.BytesIO(data), separator="\t", has_header=False,
+                            quote_char=None, schema=types, missing_columns="insert")
                 .select(pl.col(wanted[0]).is_null().alias("_blank"),
-                        *(pl.col(c).null_count().alias(f"_nulls_{c}") for c in wanted),
+                        pl.all_horizontal(rest).alias("_full"),
+                        pl.any_horizontal(rest).alias("_some"),
                         *wanted, *(pl.col(c).to_physical().fill_null(0).alias(f"_codes_{c}")
                                    for c in wanted))
                 .collect())
-    except pl.exceptions.PolarsError:  # invalid UTF-8, more columns than the format's, ...
+    except pl.exceptions.PolarsError:
         return None
-    blank = rows["_blank"].to_numpy()
-    if blank[0] or (blank[1:] & blank[:-1]).any():
-        return None  # a sentence of comments only (or a blank line first)
-    token = ~blank
-    n_token_rows = int(token.sum())
-    if n_token_rows == 0 or _tabs(data) != (len(names) - 1) * n_token_rows:
-        return None  # a line of another column count, or a comment holding a tab
-    if any(int(rows[f"_nulls_{c}"][0]) != blank.size - n_token_rows for c in wanted):
-        return None  # an empty column
-    sent = (np.cumsum(token & np.concatenate(([True], blank[:-1])))[token] - 1).astype(np.int32)
-    columns = {c: Coded(rows[f"_codes_{c}"].to_numpy(), rows[c].dtype.categories.to_series())
-               for c in wanted}
-    lines = line_digests(data)
-    if lines.size != int(sent[-1]) + 1:
+
+
+def _sentences(blank: np.ndarray, comment: np.ndarray, first: Coded
+               ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each line's sentence (lines between blank lines) and per sentence a digest of its
+    line count and of each comment line with its position in it; None when a sentence has
+    comment lines only."""
+    opens = ~blank & np.concatenate(([True], blank[:-1]))  # each sentence's first line
+    line_sent = np.cumsum(opens, dtype=np.int64) - 1
+    n = int(line_sent[-1]) + 1
+    lines = np.bincount(line_sent[~blank], minlength=n)
+    tokens = np.bincount(line_sent[~(blank | comment)], minlength=n)
+    if (tokens == 0).any():
         return None
-    return _words(columns, token, sent, fmt, fields, lines)
+    rows = np.flatnonzero(comment)
+    sent = line_sent[rows]
+    at = (rows - np.flatnonzero(opens)[sent]).astype(np.uint64)
+    h = value_hashes(Coded(first.codes[rows], first.values))
+    digest = _sum_by(sent, mix(h ^ mix(at)), n) + mix(lines.astype(np.uint64)
+                                                        + np.uint64(1 << 50))
+    return line_sent.astype(np.int32), digest
 
 
 @dataclass(frozen=True)
@@ -196,36 +234,6 @@ def _sum_by(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
     out = np.zeros(size, np.uint64)
     np.add.at(out, index, values)
     return out
-
-
-def line_digests(data: bytes) -> np.ndarray:
-    """Per sentence (lines between blank lines), a digest of its line count and of each
-    comment line (``#`` first) with its position in it. ``data`` ends with a newline."""
-    text = np.frombuffer(data, np.uint8)
-    ends = np.flatnonzero(text == 10)
-    starts = np.concatenate(([0], ends[:-1] + 1))
-    first = text[starts]
-    blank = first == 10
-    opens = np.flatnonzero(~blank & np.concatenate(([True], blank[:-1])))  # first lines
-    n = opens.size
-    closes = np.concatenate((opens[1:] - 1, [blank.size - int(blank[-1])]))  # past the last
-    lines = (closes - opens).astype(np.uint64)
-    comments = np.flatnonzero(first == 35)
-    sent = np.searchsorted(opens, comments, "right") - 1
-    at = (comments - opens[sent]).astype(np.uint64)
-    h = _line_hashes(text, starts[comments], ends[comments])
-    return _sum_by(sent, mix(h ^ mix(at)), n) + mix(lines + np.uint64(1 << 50))
-
-
-def _line_hashes(text: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of each line ``text[start:end]`` (as :func:`form_hashes` hashes)."""
-    if not starts.size:
-        return np.zeros(0, np.uint64)
-    size = ends - starts + 1  # with its newline
-    offsets = np.concatenate(([0], np.cumsum(size)[:-1]))
-    gather = np.repeat(starts - offsets, size) + np.arange(int(size.sum()))
-    lines = text[gather].tobytes().split(b"\n")[:-1]
-    return pl.Series(lines, dtype=pl.Binary).hash(seed=0).to_numpy()
 
 
 def _other_lines(columns: dict[str, Coded], token: np.ndarray, word: np.ndarray,
