@@ -3,25 +3,36 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from prefect import flow
 
-from sysdiff.flows import coref, outcome, run_record, spans, srl, tokens, unl
+from sysdiff.flows import outcome, run_record
 from sysdiff.flows.prefect_logs import one_line_input_errors
 from sysdiff.flows.shards import settings_serialized_once, task_runner
 from sysdiff.flows.spec import RunSpec
 from sysdiff.flows.store import StoreURL, remote
-from sysdiff.flows.warehouse import crash_point, open_run
+from sysdiff.flows.warehouse import Staging, crash_point, open_run
 from sysdiff.schemas.errors import InputError
 
-# The flow of each task: ingest, then compute every table (``flows/<task>.py``).
-TASK_FLOWS = {"pos": tokens.run_tokens, "dep": tokens.run_tokens, "coref": coref.run_coref,
-              "unl": unl.run_unl, "nl": unl.run_unl, "ner": spans.run_spans,
-              "srl": srl.run_srl}
+#: The flow of each task (ingest, then compute every table): its module in ``flows/`` and
+#: its function, imported when a run needs it (the other tasks' modules are not: the
+#: coreference ones import scipy, half a second of every run's start).
+TASK_FLOWS = {"pos": ("tokens", "run_tokens"), "dep": ("tokens", "run_tokens"),
+              "coref": ("coref", "run_coref"), "unl": ("unl", "run_unl"),
+              "nl": ("unl", "run_unl"), "ner": ("spans", "run_spans"),
+              "srl": ("srl", "run_srl")}
+
+
+def task_flow(task: str) -> Callable[[RunSpec, Staging], object]:
+    """The flow of ``task`` (:data:`TASK_FLOWS`)."""
+    module, name = TASK_FLOWS[task]
+    return getattr(importlib.import_module(f"sysdiff.flows.{module}"), name)
 
 
 @flow(name="sysdiff-run", validate_parameters=False, log_prints=False)
@@ -40,7 +51,7 @@ def evaluate(spec: RunSpec, warehouse: Path, run_id: str | None = None) -> list[
                 from sysdiff.flows.remove import drop
 
                 drop(stage, spec.corpus, None)
-            TASK_FLOWS[spec.task](spec, stage)
+            task_flow(spec.task)(spec, stage)
             run_record.record(stage, spec)
     except BaseException as e:
         if run_id:  # run_evaluation settles the outcome
