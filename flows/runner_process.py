@@ -20,10 +20,10 @@ from sysdiff.flows import server
 from sysdiff.flows.runner import _relay, _send, code_fingerprint, files, import_env, socket_address
 from sysdiff.flows.runner_child import DECLINED, child
 
-#: Imported before serving, so that a child imports (almost) nothing.
+#: Imported before serving, so that a child imports (almost) nothing; every task's flow
+#: module too (:func:`warm_up`, from ``run.TASK_FLOWS``).
 WARM = ("sysdiff.flows.cli", "sysdiff.flows.cli_runs", "sysdiff.flows.cli_server",
-        "sysdiff.flows.run", "sysdiff.flows.tokens",
-        "sysdiff.flows.coref", "sysdiff.flows.unl", "sysdiff.flows.show",
+        "sysdiff.flows.run", "sysdiff.flows.show",
         "sysdiff.flows.report", "sysdiff.flows.queries", "sysdiff.flows.render",
         "sysdiff.flows.warehouse", "sysdiff.flows.spec", "sysdiff.flows.preflight",
         "sysdiff.flows.progress", "sysdiff.flows.history", "sysdiff.flows.watch",
@@ -274,9 +274,14 @@ def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
 
 
 def warm_up() -> None:
-    """Import what runs need (a module missing here is imported by the child)."""
+    """Import what runs need, every task's flow module included (a module missing here is
+    imported by the child)."""
     import importlib
 
     for name in WARM:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+    from sysdiff.flows.run import TASK_FLOWS, task_flow
+
+    for task in TASK_FLOWS:
+        task_flow(task)
