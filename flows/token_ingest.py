@@ -68,6 +68,7 @@ from sysdiff.schemas.formats.stable import (
     without_bom,
 )
 from sysdiff.schemas.frozen import freeze
+from sysdiff.schemas.tables import with_nulls
 from sysdiff.transforms import conll18, tokens
 from sysdiff.transforms.alignment import (
     Text,
@@ -186,15 +187,16 @@ def read_words(job: TokenJob, data: bytes, fmt: str, first_sent: int, n_sents: i
 
 
 def _differing(found: FastWords, frame: str, first_word: int) -> dict[str, pl.Series]:
-    """DEPS and MISC of the words read, null where they equal the key's (by their hashes)."""
+    """DEPS and MISC of the words read, null where they equal the key's (by their hashes);
+    a column whose every value is the key's is left out."""
     out = {}
     for name, column in found.extras.items():
         keys = load_array(str(location(frame) / f"{name}.npy"))
         differ = value_hashes(column) != keys[first_word:first_word + column.codes.size]
-        values = pl.repeat(None, column.codes.size, dtype=pl.String, eager=True).alias(name)
         if differ.any():
-            values = values.scatter(np.flatnonzero(differ), column.filter(differ))
-        out[name] = values
+            out[name] = pl.repeat(None, column.codes.size, dtype=pl.String, eager=True
+                                  ).alias(name).scatter(np.flatnonzero(differ),
+                                                        column.filter(differ))
     return out
 
 
@@ -236,7 +238,7 @@ def stage_lean(job: TokenJob, whole: Whole, pieces: list[tuple[LeanPiece, pl.Dat
         for piece, words in pieces:
             words = pl.read_ipc(piece.path) if words is None else words
             coded = tokens.remap(words, piece.dictionaries, union)
-            writer.append(coded)
+            writer.append(with_nulls(coded, writer.schema))
             for field, n in tokens.lean_counts(coded, union).items():
                 counts[field] = _add(counts.get(field), n)
     except BaseException:

@@ -423,6 +423,16 @@ def _leaves(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
     return out
 
 
+def with_nulls(df: pl.DataFrame, schema: pa.Schema) -> pa.Table:
+    """``df`` as Arrow with each column of ``schema`` it lacks as nulls (one shared buffer,
+    not a column of values built, copied and cast)."""
+    table = df.to_arrow()
+    for field in schema:
+        if field.name not in table.column_names:
+            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+    return table
+
+
 def conform(df: pl.DataFrame | pa.Table, schema: pa.Schema) -> pa.Table:
     """Select and cast ``df``'s columns to ``schema`` (missing columns are an error); an
     Arrow table is taken as it is where its types are the schema's."""

@@ -53,3 +53,21 @@ def test_an_error_after_the_close_keeps_the_files(tmp_path):
         staged = writers.close("sig2")
         raise ValueError("later")
     assert staged_files(tmp_path) == [tmp_path / staged["vocab"].rel]
+
+
+def test_a_lean_frame_gets_the_columns_it_lacks_as_nulls_and_conform_still_refuses_them():
+    """What a lean piece leaves out (labels not read, DEPS/MISC all the key's) is written as
+    nulls of the table's types; a frame lacking columns without ``with_nulls`` is refused."""
+    from sysdiff.schemas.tables import all_tables, conform, with_nulls
+
+    schema = all_tables()["words"]
+    frame = pl.DataFrame({"upos": [3, 0], "sent": [0, 0], "id": [2, 1]},
+                         schema={"upos": pl.UInt32, "sent": pl.Int32, "id": pl.Int32})
+    with pytest.raises(ValueError, match="missing columns"):
+        conform(frame, schema)
+    table = conform(with_nulls(frame, schema), schema)
+    assert table.schema == schema
+    assert table.column("upos").to_pylist() == [3, 0]
+    assert table.column("id").to_pylist() == [2, 1]
+    absent = [f.name for f in schema if f.name not in frame.columns]
+    assert absent and all(table.column(c).null_count == 2 for c in absent)

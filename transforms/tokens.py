@@ -161,10 +161,10 @@ def lean_codes(found: FastWords, first_sent: int = 0,
                extras: Mapping[str, pl.Series] | None = None
                ) -> tuple[pl.DataFrame, dict[str, list[str]]]:
     """The lean store of words read on the key's words (``words``: sentence, ID, the file's
-    own code of each label it was read for, HEAD; null where a column was not read; DEPS
-    and MISC where they are not the key's), with each column's dictionary (its sorted
-    labels: a code is a position in it). Sentences are numbered from ``first_sent``."""
-    n = found.sent.size
+    own code of each label it was read for, HEAD when read; DEPS and MISC where given: their
+    values that are not the key's), with each column's dictionary (its sorted labels: a code
+    is a position in it). Sentences are numbered from ``first_sent``. The columns not read
+    are left out: they are stored as nulls (:func:`~sysdiff.schemas.tables.with_nulls`)."""
     columns: dict[str, pl.Series] = {
         "sent": pl.Series("sent", found.sent + np.int32(first_sent), pl.Int32),
         "id": pl.Series("id", found.id, pl.Int32)}
@@ -173,18 +173,12 @@ def lean_codes(found: FastWords, first_sent: int = 0,
         if field in found.labels:
             codes, dictionaries[field] = found.labels[field]
             columns[field] = pl.Series(field, codes, pl.UInt32)
-        else:
-            columns[field] = pl.repeat(None, n, dtype=pl.UInt32, eager=True).alias(field)
-    if found.head is None:
-        columns["head"] = pl.repeat(None, n, dtype=pl.Int32, eager=True).alias("head")
-    else:
+    if found.head is not None:
         head = pl.Series("head", found.head, pl.Int32)
         columns["head"] = head.set(head < 0, None)
-    for name in ("deps", "misc"):
-        given = (extras or {}).get(name)
-        columns[name] = (given.alias(name) if given is not None else
-                         pl.repeat(None, n, dtype=pl.String, eager=True).alias(name))
-    return pl.DataFrame(columns).select(LEAN_COLUMNS), dictionaries
+    for name, given in (extras or {}).items():
+        columns[name] = given.alias(name)
+    return pl.DataFrame(columns), dictionaries
 
 
 #: The columns of the lean store, in its order.
@@ -209,7 +203,7 @@ def lean_counts(words: pl.DataFrame, dictionaries: Mapping[str, Sequence[str]]
     """Per field, the count of each code (and of each HEAD + 1, 0 for none) of lean words."""
     out = {f: np.bincount(words[f].to_numpy(), minlength=len(dictionaries[f]))
            for f in dictionaries}
-    if words["head"].null_count() < words.height:
+    if "head" in words.columns and words["head"].null_count() < words.height:
         out["head"] = np.bincount(words["head"].fill_null(-1).to_numpy() + 1)
     return out
 
