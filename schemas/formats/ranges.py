@@ -4,14 +4,15 @@ A large system file is read by several tasks at once, each a range of whole sent
 ranges are cut right after a blank line (``\\n\\n``) and numbered by the sentences before
 them, counted as the blank lines before them: exact for the files the fast reader takes
 (LF line ends, no blank line first, never two blank lines in a row). A file with anything
-else is not split (it is read by one task, which also finds what is irregular).
+else is not split (it is read by one task, which also finds what is irregular). The pass
+looks for blank lines with numpy, whose loops release the GIL.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-SEPARATOR = b"\n\n"
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -25,13 +26,15 @@ class ByteRange:
 
 class RangeFinder:
     """Fed a file block by block, cuts it into ranges of about ``target`` bytes after blank
-    lines; :meth:`ranges` is None when the file should not be split."""
+    lines; :meth:`ranges` is None when the file should not be split. The blank lines are
+    found by numpy passes, which release the GIL (the other ingest threads go on)."""
 
     def __init__(self, target: int) -> None:
         self.target = max(1, target)
         self.pos = 0  # bytes fed so far
         self.seps = 0  # blank-line separators so far
-        self.tail = b""  # the last two bytes fed
+        self.tail = b""  # the last byte fed
+        self.last_sep = -2  # where the last separator starts
         self.cuts: list[tuple[int, int]] = []  # (position, first sentence)
         self.irregular = False
 
@@ -40,29 +43,34 @@ class RangeFinder:
             return
         if self.pos == 0 and block[:1] == b"\n":
             self.irregular = True
-        if b"\r" in block:  # CR LF line ends: not cut (two blank lines in a row are found by
-            self.irregular = True  # the range's reader, whose sentences then do not add up)
-        # a separator across the boundary (the last block's last byte, this one's first)
-        crossing = int(self.tail[-1:] == b"\n" and block[:1] == b"\n")
-        while not self.irregular:
-            cut = self._next_cut(block, crossing)
-            if cut is None:
-                break
-            at = cut - self.pos  # the cut's offset in this block
-            before = crossing + block.count(SEPARATOR, 0, at) if at > 1 else crossing
-            self.cuts.append((cut, self.seps + before))
-        self.seps += crossing + block.count(SEPARATOR)
+        if not self.irregular:
+            self._cut(block)
         self.pos += len(block)
-        self.tail = (self.tail + block[-2:])[-2:]
+        self.tail = block[-1:]
 
-    def _next_cut(self, block: bytes, crossing: int) -> int | None:
-        """The file position right after the first separator that starts at or after the
-        next cut's target, in this block (or across its start), if any."""
-        target = (self.cuts[-1][0] if self.cuts else 0) + self.target
-        if crossing and self.pos - 1 >= target:
-            return self.pos + 1
-        at = block.find(SEPARATOR, max(0, target - self.pos))
-        return None if at < 0 else self.pos + at + 2
+    def _cut(self, block: bytes) -> None:
+        """Find the block's separators (one across its start too) and cut after those that
+        start at or after the next cut's target."""
+        found = separators(block)
+        if found is None:  # CR LF line ends: not cut
+            self.irregular = True
+            return
+        at = self.pos + found
+        if self.tail == b"\n" and block[:1] == b"\n":
+            at = np.concatenate(([self.pos - 1], at))
+        # two blank lines in a row: the ranges' numbering would not be the reader's
+        if at.size and (at[0] == self.last_sep + 1 or (np.diff(at) == 1).any()):
+            self.irregular = True
+            return
+        while at.size:
+            target = (self.cuts[-1][0] if self.cuts else 0) + self.target
+            k = int(np.searchsorted(at, target))
+            if k == at.size:
+                break
+            self.cuts.append((int(at[k]) + 2, self.seps + k + 1))
+        self.seps += int(at.size)
+        if at.size:
+            self.last_sep = int(at[-1])
 
     def ranges(self) -> tuple[ByteRange, ...] | None:
         """The ranges of the whole file, or None: irregular, or not worth splitting."""
@@ -74,3 +82,21 @@ class RangeFinder:
         bounds = [(0, 0), *cuts, (self.pos, None)]
         return tuple(ByteRange(a, b, s) for (a, s), (b, _) in zip(bounds, bounds[1:],
                                                                   strict=False))
+
+
+#: Bytes scanned at once by :func:`separators` (its temporaries stay in the cache).
+SCAN_CHUNK = 1 << 22
+
+
+def separators(block: bytes) -> np.ndarray | None:
+    """Where each ``\\n\\n`` of ``block`` starts (overlapping ones too), or None when it
+    holds a carriage return."""
+    a = np.frombuffer(block, np.uint8)
+    out = []
+    for start in range(0, a.size, SCAN_CHUNK):
+        chunk = a[start:start + SCAN_CHUNK + 1]  # one byte more: a pair across the chunks
+        if (chunk == 13).any():
+            return None
+        newline = chunk == 10
+        out.append(np.flatnonzero(newline[1:] & newline[:-1]) + start)
+    return np.concatenate(out) if out else np.zeros(0, np.int64)
