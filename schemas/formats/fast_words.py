@@ -38,6 +38,7 @@ import numpy as np
 import polars as pl
 
 from sysdiff.schemas.formats.conllu import CONLL_FIELDS, TSV_FIELDS
+from sysdiff.schemas.formats.ranges import SCAN_CHUNK
 
 #: The label of a missing value.
 BLANK = "_"
@@ -161,10 +162,6 @@ def _irregular(data: bytes) -> bool:
     a blank first line, a last line without its newline (a NUL or a carriage return
     anywhere: :func:`byte_scan`)."""
     return data.startswith((b"\xef\xbb\xbf", b"\n")) or not data.endswith(b"\n")
-
-
-#: Bytes scanned at once by :func:`byte_scan` (its temporaries stay in the cache).
-SCAN_CHUNK = 1 << 22
 
 
 def byte_scan(data: bytes) -> tuple[int, bool]:
