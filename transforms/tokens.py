@@ -181,11 +181,6 @@ def lean_codes(found: FastWords, first_sent: int = 0,
     return pl.DataFrame(columns), dictionaries
 
 
-#: The columns of the lean store, in its order.
-LEAN_COLUMNS = ("sent", "id", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps",
-                "misc")
-
-
 def remap(words: pl.DataFrame, dictionaries: Mapping[str, Sequence[str]],
           union: Mapping[str, Sequence[str]]) -> pl.DataFrame:
     """Lean words coded against ``dictionaries``, recoded against ``union`` (sorted
