@@ -70,8 +70,8 @@ def fast_words(data: bytes, fmt: str, fields: tuple[str, ...]) -> FastWords | No
     ``fields`` (and ``head``) read, or None when the full reader must decide."""
     if not data or _irregular(data):
         return None
-    tabs, odd = byte_scan(data)
-    if odd:
+    tabs = tab_count(data)
+    if tabs is None:
         return None
     names = TSV_FIELDS if fmt == "tsv" else CONLL_FIELDS
     wanted = _columns(fmt, fields)
@@ -160,21 +160,22 @@ class Coded:
 def _irregular(data: bytes) -> bool:
     """What the full reader handles better, seen at the ends of ``data``: a byte order mark,
     a blank first line, a last line without its newline (a NUL or a carriage return
-    anywhere: :func:`byte_scan`)."""
+    anywhere: :func:`tab_count`)."""
     return data.startswith((b"\xef\xbb\xbf", b"\n")) or not data.endswith(b"\n")
 
 
-def byte_scan(data: bytes) -> tuple[int, bool]:
-    """The tabs in ``data``, and whether it holds a NUL or a carriage return: numpy passes
+def tab_count(data: bytes) -> int | None:
+    """The tabs in ``data``, or None when it holds a NUL or a carriage return: numpy passes
     over chunks, which release the GIL (``bytes.count`` holds it for the whole pass, and
     the other ingest threads wait)."""
     a = np.frombuffer(data, np.uint8)
-    tabs, odd = 0, False
+    tabs = 0
     for start in range(0, a.size, SCAN_CHUNK):
         chunk = a[start:start + SCAN_CHUNK]
+        if (chunk == 13).any() or (chunk == 0).any():
+            return None
         tabs += int(np.count_nonzero(chunk == 9))
-        odd = odd or bool((chunk == 13).any() or (chunk == 0).any())
-    return tabs, odd
+    return tabs
 
 
 def _columns(fmt: str, fields: tuple[str, ...]) -> list[str]:

@@ -62,15 +62,15 @@ class RangeFinder:
         if at.size and (at[0] == self.last_sep + 1 or (np.diff(at) == 1).any()):
             self.irregular = True
             return
-        while at.size:
-            target = (self.cuts[-1][0] if self.cuts else 0) + self.target
-            k = int(np.searchsorted(at, target))
-            if k == at.size:
-                break
+        while (k := int(np.searchsorted(at, self._next_target()))) < at.size:
             self.cuts.append((int(at[k]) + 2, self.seps + k + 1))
         self.seps += int(at.size)
         if at.size:
             self.last_sep = int(at[-1])
+
+    def _next_target(self) -> int:
+        """The position the next cut's separator must start at or after."""
+        return (self.cuts[-1][0] if self.cuts else 0) + self.target
 
     def ranges(self) -> tuple[ByteRange, ...] | None:
         """The ranges of the whole file, or None: irregular, or not worth splitting."""
@@ -84,7 +84,7 @@ class RangeFinder:
                                                                   strict=False))
 
 
-#: Bytes scanned at once by :func:`separators` and the fast reader's ``byte_scan`` (their
+#: Bytes scanned at once by :func:`separators` and the fast reader's ``tab_count`` (their
 #: temporaries stay in the cache).
 SCAN_CHUNK = 1 << 22
 
