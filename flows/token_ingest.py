@@ -347,21 +347,14 @@ class KeyFrame:
 def frame_key(job: FrameJob) -> KeyFrame:
     """The key's frame, read range by range (what a lean system's reader compares its own
     with), beside the key's full read."""
-    finder = RangeFinder(range_bytes())
-    with StableFile(job.path) as f:
-        fmt = job.fmt
-        while block := f.read(PLAN_BLOCK):
-            if fmt is None:
-                fmt = detect_token_format(job.path, without_bom(block))
-            finder.feed(block)
-        f.check()
-        sha, stamp = f.sha256, f.stamp
-    ranges = finder.ranges() or (ByteRange(0, stamp.size, 0),)
+    plan = plan_pass(job.path, job.fmt)
+    sha, stamp = plan.whole.sha256, plan.whole.stamp
+    ranges = plan.ranges or (ByteRange(0, stamp.size, 0),)
     frame: dict[str, list[np.ndarray]] = {}
     with StableFile(job.path, expect=stamp, hashed=False) as f:
         for rng in ranges:
             data = f.read_at(rng.start, rng.end - rng.start)
-            part = fast_words(without_bom(data) if rng.start == 0 else data, fmt or "conllu",
+            part = fast_words(without_bom(data) if rng.start == 0 else data, plan.whole.fmt,
                               ())
             if part is None:
                 return KeyFrame(sha, "")
@@ -439,12 +432,17 @@ class FilePlan:
 @task(name="plan", task_run_name="plan {job.spec.corpus} {job.source.id}", cache_policy=NONE)
 def plan_file(job: TokenJob) -> FilePlan:
     """One pass over a large file: its hash, its format and its ranges."""
+    return plan_pass(job.source.path, job.source.fmt)
+
+
+def plan_pass(path: str | Path | StoreURL, fmt: str | None) -> FilePlan:
+    """Read a token file once, in order: its SHA-256, its format (``fmt`` when given) and
+    its ranges of whole sentences (a system's plan, the key's frame)."""
     finder = RangeFinder(range_bytes())
-    with StableFile(job.source.path) as f:
-        fmt = job.source.fmt
+    with StableFile(path) as f:
         while block := f.read(PLAN_BLOCK):
             if fmt is None:
-                fmt = detect_token_format(job.source.path, without_bom(block))
+                fmt = detect_token_format(path, without_bom(block))
             finder.feed(block)
         f.check()
         return FilePlan(Whole(f.sha256, f.stamp, fmt or "conllu"), finder.ranges())
