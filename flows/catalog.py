@@ -65,7 +65,9 @@ def catalog_version(root: Path) -> tuple[str | None, str | None]:
 #: files are read by a view in the schema ``stored`` (not listed by ``show tables``).
 STORED_AS = {"units": "stored.units", "words": "stored.words", "sents": "stored.sents",
              "span_tokens": "stored.span_tokens", "span_words": "stored.span_words"}
-#: Stored tables whose corpus and system are in their files' paths (``corpus=C/system=S``).
+#: Stored tables whose corpus and system are in their files' paths (``corpus=C/system=S``),
+#: one file per system, whose rows are the key's words in order (``file_row_number``: the
+#: key's ``word``).
 HIVE = ("words",)
 #: A file's own codes of its label columns: each label's position among the file's distinct
 #: labels of the column, sorted (binary order, as the ingest sorts them).
@@ -87,12 +89,12 @@ UNITS_SQL = f"""CREATE VIEW units AS
 SELECT corpus, system, {_UNIT_COLUMNS}
 FROM stored.units
 UNION ALL
-SELECT w.corpus, w.system, w.sent, w.id, k.token_id, k.kind, k.form, c1.label, c2.label,
+SELECT w.corpus, w.system, k.sent, k.id, k.token_id, k.kind, k.form, c1.label, c2.label,
        c3.label, c4.label, w.head, c5.label, coalesce(w.deps, k.deps),
        coalesce(w.misc, k.misc), k.line
 FROM stored.words w
 JOIN stored.units k ON k.corpus = w.corpus AND k.system = '__key__' AND k.kind = 0
-     AND k.sent = w.sent AND k.id = w.id
+     AND k.word = w.file_row_number
 """ + "".join(
     f"LEFT JOIN stored.codes c{i} ON c{i}.corpus = w.corpus AND c{i}.system = w.system "
     f"AND c{i}.field = '{f}' AND c{i}.code = w.{f}\n"
@@ -128,8 +130,8 @@ DERIVED = (CODES_SQL, LEAN_SQL, UNITS_SQL, SENTS_SQL, SPAN_TOKENS_SQL)
 def view_sql(table: str, files: list[str]) -> str:
     """The view of a table over its files (absolute paths), under its stored name."""
     listing = ", ".join(sql_literal(f) for f in files)
-    hive = ("true, hive_types = {'corpus': VARCHAR, 'system': VARCHAR}" if table in HIVE
-            else "false")
+    hive = ("true, hive_types = {'corpus': VARCHAR, 'system': VARCHAR}, "
+            "file_row_number = true" if table in HIVE else "false")
     return (f"CREATE VIEW {STORED_AS.get(table, table)} AS SELECT * FROM read_parquet("
             f"[{listing}], union_by_name = true, hive_partitioning = {hive})")
 
@@ -138,7 +140,7 @@ def empty_table_sql(table: str, columns: str) -> str:
     """An empty typed table (a table without live files), under its stored name;
     ``columns`` as :func:`table_ddl`."""
     if table in HIVE:
-        columns += ', "corpus" VARCHAR, "system" VARCHAR'
+        columns += ', "corpus" VARCHAR, "system" VARCHAR, "file_row_number" BIGINT'
     return f"CREATE TABLE {STORED_AS.get(table, table)} ({columns})"
 
 

@@ -174,16 +174,16 @@ def ingest_lean(job: TokenJob) -> Ingested | None:
 
 
 def read_words(job: TokenJob, data: bytes, fmt: str, first_sent: int, n_sents: int
-               ) -> tuple[FastWords, int, dict[str, pl.Series]] | None:
+               ) -> tuple[FastWords, dict[str, pl.Series]] | None:
     """The words of whole sentences of a system file (the ``n_sents`` sentences from
     ``first_sent``), when the fast reader vouches for them and they are the key's, in the
-    key's frame: with their first sentence and the values of DEPS and MISC that are not the
-    key's (null where they are)."""
+    key's frame: with the values of DEPS and MISC that are not the key's (null where they
+    are)."""
     found = fast_words(data, fmt, task_fields(job.spec.task, fmt))
     if found is None or not _same_words(found, job.key, first_sent, n_sents):
         return None
     first_word = int(key_shape(job.key.sents)[:first_sent].sum())
-    return found, first_sent, _differing(found, job.key.frame, first_word)
+    return found, _differing(found, job.key.frame, first_word)
 
 
 def _differing(found: FastWords, frame: str, first_word: int) -> dict[str, pl.Series]:
@@ -590,7 +590,8 @@ def ingest_full(job: TokenJob) -> Ingested:
                 check.add(chunk, _key_words(key, chunk.sents))
             else:
                 hashes.append(form_hashes(chunk.words["form"]))
-            writers.append("units", with_literals(chunk.tokens, corpus=spec.corpus, system=sid))
+            writers.append("units", with_literals(chunk.tokens.with_columns(
+                tokens.word_numbers(n_units)), corpus=spec.corpus, system=sid))
             writers.append("sents", with_literals(chunk.sents, corpus=spec.corpus, system=sid))
             vocab.append(label_counts(chunk.words))
             n_sents, n_units = n_sents + chunk.sents.height, n_units + chunk.words.height

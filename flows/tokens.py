@@ -125,19 +125,27 @@ class CompareJob:
         freeze_fields(self)  # a task parameter: nothing in it can change
 
 
-def read_shard_words(path: str, shard: Shard, aligned: bool = False) -> pl.DataFrame:
+def read_shard_words(path: str, shard: Shard, aligned: bool = False, numbered: bool = False
+                     ) -> pl.DataFrame:
     """The words of one shard (row groups outside the sentence range are skipped); with
-    ``aligned``, from a system's aligned words, their ``aligned`` flag too."""
+    ``aligned``, from a system's aligned words, their ``aligned`` flag too; ``numbered``:
+    with their ``word`` (the key's)."""
     return (pl.scan_parquet(path, glob=False)
             .filter((pl.col("kind") == KIND_WORD)
                     & pl.col("sent").is_between(shard.lo, shard.hi - 1))
-            .select(WORD_COLUMNS + ["aligned"] * aligned).collect())
+            .select(WORD_COLUMNS + ["aligned"] * aligned + ["word"] * numbered).collect())
 
 
-def read_shard_codes(path: str, shard: Shard) -> pl.DataFrame:
-    """A lean system's words of one shard: sentence, ID, its codes and HEAD."""
-    return (pl.scan_parquet(path, glob=False, hive_partitioning=False)
-            .filter(pl.col("sent").is_between(shard.lo, shard.hi - 1)).collect())
+def read_shard_codes(path: str, key: pl.DataFrame) -> pl.DataFrame:
+    """A lean system's words of one shard (``key``: the key's, with their ``word``): its
+    rows of those words (row n is key word n), with the key's sentence and ID."""
+    first = int(key["word"][0]) if key.height else 0
+    codes = (pl.scan_parquet(path, glob=False, hive_partitioning=False)
+             .slice(first, key.height).collect())
+    if codes.height != key.height:
+        raise RuntimeError(f"{path}: {codes.height} words from word {first}; the key's "
+                           f"shard has {key.height}")
+    return pl.concat([key.select("sent", "id"), codes], how="horizontal")
 
 
 def lean_coded(codes: pl.DataFrame, dictionaries: Mapping[str, Sequence[str]], vocab: Vocab,
@@ -176,10 +184,11 @@ def shard_lengths(sents_path: str, shard: Shard) -> np.ndarray:
 @task(name="compare", task_run_name="compare {shard.index}", cache_policy=NONE, retries=2)
 def shard_compare(job: CompareJob, shard: Shard) -> dict:
     """Every additive count of one shard (each file read once), for every view setting."""
-    key = read_shard_words(job.unit_paths[KEY_ID], shard)
-    words = {s: read_shard_codes(job.unit_paths[s], shard) if job.layouts[s] == "lean" else
+    key = read_shard_words(job.unit_paths[KEY_ID], shard, numbered=True)
+    words = {s: read_shard_codes(job.unit_paths[s], key) if job.layouts[s] == "lean" else
              read_shard_words(job.unit_paths[s], shard, s in job.by_chars)
              for s in job.systems}
+    key = key.drop("word")
     out: dict[Any, Any] = {}
     if job.conll18:
         gold = conll18.normalised_key(key)

@@ -93,7 +93,7 @@ def crash_point(name: str) -> None:
 
 #: Bumped when the shape or the meaning of stored partitions changes: a partition written by
 #: an older sysdiff has another signature and is recomputed by the next run.
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 
 
 def signature(*parts: object) -> str:

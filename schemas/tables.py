@@ -48,13 +48,17 @@ TOKEN_TABLES: dict[str, pa.Schema] = {
         ("form", S), ("lemma", S), ("upos", S), ("xpos", S), ("feats", S), ("head", I32),
         ("deprel", S), ("aligned", B), ("sys_sent", I32), ("sys_id", I32),
     ),
+    # Every line of a file read in full (the key, a system read in full); ``word``: a
+    # word's position among the file's words (0, 1, 2, ...; null on other lines), what a
+    # lean system's rows stand in for.
     "units": _schema(
         ("corpus", S), ("system", S), ("sent", I32), ("id", I32), ("token_id", S),
         ("kind", pa.int8()), ("form", S), ("lemma", S), ("upos", S), ("xpos", S), ("feats", S),
-        ("head", I32), ("deprel", S), ("deps", S), ("misc", S), ("line", I32),
+        ("head", I32), ("deprel", S), ("deps", S), ("misc", S), ("line", I32), ("word", I32),
     ),
     # The lean store of a system read on the key's words (``systems.alignment =
-    # 'identical'``): per key word, in the key's order, the codes of the labels the task
+    # 'identical'``): per key word, in the key's order (row n is the key's ``units`` row of
+    # ``word`` n: no sentence or ID stored), the codes of the labels the task
     # evaluates (a code is the label's position among the file's distinct labels of that
     # column, sorted: the file's ``vocab`` rows) and HEAD; null where the column is not
     # read; DEPS and MISC only where they are not the key's (null where they are: its
@@ -62,7 +66,7 @@ TOKEN_TABLES: dict[str, pa.Schema] = {
     # system are the partition's (``corpus=C/system=S`` in its path). Users read it through
     # the ``units`` and ``sents`` views.
     "words": _schema(
-        ("sent", I32), ("id", I32), ("lemma", U32), ("upos", U32), ("xpos", U32),
+        ("lemma", U32), ("upos", U32), ("xpos", U32),
         ("feats", U32), ("head", I32), ("deprel", U32), ("deps", S), ("misc", S),
     ),
     "sents": _schema(

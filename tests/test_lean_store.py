@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 from sysdiff.flows.queries import query
@@ -127,10 +128,10 @@ def files(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
-def run(files: dict[str, Path], root: Path, **paths: Path) -> None:
+def run(files: dict[str, Path], root: Path, *options: str, **paths: Path) -> None:
     systems = [f"--system={n}={paths.get(n, files[n])}" for n in SYSTEMS]
     code, _, err = run_cli("run", "--key", str(files["key"]), *systems, "--corpus", "c",
-                           "--task", "dep", "--ar-trials", "50", "-w", str(root))
+                           "--task", "dep", "--ar-trials", "50", "-w", str(root), *options)
     assert code == 0, err
 
 
@@ -152,6 +153,35 @@ def test_systems_are_stored_lean_and_units_shows_their_words(files, whole):
                            f"where system = '{name}' and kind = 0 order by sent, id")
         want = words.select("form", "lemma", "upos", "xpos", "feats", "head", "deprel")
         assert got.equals(want), name
+
+
+def test_a_lean_system_stores_no_sentence_or_id_and_is_read_shard_by_shard(files, whole,
+                                                                          tmp_path,
+                                                                          monkeypatch):
+    """A lean partition holds one row per key word and no position of its own (row n is
+    the key's word n); compared in shards of a few sentences, each shard's rows found by
+    their position, every table is the one-shard run's."""
+    n_words = query(whole, "select count(*) from stored.units where system = '__key__' "
+                           "and kind = 0").item()
+    for name in SYSTEMS:
+        [path] = (whole / "tables" / "words").rglob(f"system={name}/*.parquet")
+        stored = pq.read_table(path)
+        assert "sent" not in stored.column_names and "id" not in stored.column_names
+        assert stored.num_rows == n_words
+    import sysdiff.flows.tokens as flow
+
+    firsts: set[int] = set()
+
+    def reading(path: str, key):  # noqa: ANN001, ANN202
+        firsts.add(int(key["word"][0]))
+        return read_shard_codes(path, key)
+
+    read_shard_codes = flow.read_shard_codes
+    monkeypatch.setattr(flow, "read_shard_codes", reading)
+    root = tmp_path / "wh"
+    run(files, root, "--shard-sents", "7")
+    assert len(firsts) > 10 and min(firsts) == 0
+    assert digests(root) == digests(whole)
 
 
 def test_ranges_read_by_tasks_of_their_own_give_the_same_tables(files, whole, tmp_path,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import polars as pl
 
-from sysdiff.schemas.formats.conllu import PTB_PUNCT
+from sysdiff.schemas.formats.conllu import KIND_WORD, PTB_PUNCT
 from sysdiff.schemas.formats.fast_words import FastWords
 from sysdiff.schemas.frozen import FrozenMap
 from sysdiff.schemas.vocabulary import KEY_ID, LABEL_FIELDS, VIEWS, view
@@ -157,17 +157,14 @@ def label_counts(words: pl.DataFrame) -> pl.DataFrame:
         for c in (*LABEL_FIELDS, "head")]))
 
 
-def lean_codes(found: FastWords, first_sent: int = 0,
-               extras: Mapping[str, pl.Series] | None = None
+def lean_codes(found: FastWords, extras: Mapping[str, pl.Series] | None = None
                ) -> tuple[pl.DataFrame, dict[str, list[str]]]:
-    """The lean store of words read on the key's words (``words``: sentence, ID, the file's
-    own code of each label it was read for, HEAD when read; DEPS and MISC where given: their
-    values that are not the key's), with each column's dictionary (its sorted labels: a code
-    is a position in it). Sentences are numbered from ``first_sent``. The columns not read
-    are left out: they are stored as nulls (:func:`~sysdiff.schemas.tables.with_nulls`)."""
-    columns: dict[str, pl.Series] = {
-        "sent": pl.Series("sent", found.sent + np.int32(first_sent), pl.Int32),
-        "id": pl.Series("id", found.id, pl.Int32)}
+    """The lean store of words read on the key's words (``words``, one row per word in the
+    key's order: the file's own code of each label it was read for, HEAD when read; DEPS and
+    MISC where given: their values that are not the key's), with each column's dictionary
+    (its sorted labels: a code is a position in it). The columns not read are left out:
+    they are stored as nulls (:func:`~sysdiff.schemas.tables.with_nulls`)."""
+    columns: dict[str, pl.Series] = {}
     dictionaries = {}
     for field in LABEL_FIELDS:
         if field in found.labels:
@@ -179,6 +176,14 @@ def lean_codes(found: FastWords, first_sent: int = 0,
     for name, given in (extras or {}).items():
         columns[name] = given.alias(name)
     return pl.DataFrame(columns), dictionaries
+
+
+def word_numbers(first: int) -> pl.Expr:
+    """``word`` of a file's lines in order: each word's position among the file's words,
+    counted from ``first`` (the words of the lines before); null on other lines."""
+    word = pl.col("kind") == KIND_WORD
+    return (pl.when(word).then(word.cum_sum() - 1 + first).otherwise(None)
+            .cast(pl.Int32).alias("word"))
 
 
 def remap(words: pl.DataFrame, dictionaries: Mapping[str, Sequence[str]],

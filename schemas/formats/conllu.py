@@ -40,8 +40,9 @@ CHUNK_BYTES = 32 << 20  # text read at once by iter_conll (about 0.5 GiB of pars
 HEAD_BYTES = 1 << 20  # checked for binary content before the format is guessed
 
 #: The columns (and polars types) the reader gives: the ``units`` and ``sents`` tables'
-#: without their corpus and system.
-TOKEN_COLUMNS = {c: t for c, t in polars_schema("units").items() if c not in ("corpus", "system")}
+#: without their corpus and system (and ``word``, numbered as the file's chunks are stored).
+TOKEN_COLUMNS = {c: t for c, t in polars_schema("units").items()
+                 if c not in ("corpus", "system", "word")}
 SENT_COLUMNS = {c: t for c, t in polars_schema("sents").items() if c not in ("corpus", "system")}
 
 
