@@ -65,10 +65,12 @@ def catalog_version(root: Path) -> tuple[str | None, str | None]:
 #: files are read by a view in the schema ``stored`` (not listed by ``show tables``).
 STORED_AS = {"units": "stored.units", "words": "stored.words", "sents": "stored.sents",
              "span_tokens": "stored.span_tokens", "span_words": "stored.span_words"}
-#: Stored tables whose corpus and system are in their files' paths (``corpus=C/system=S``),
-#: one file per system, whose rows are the key's words in order (``file_row_number``: the
-#: key's ``word``).
+#: Stored tables whose corpus and system are in their files' paths (``corpus=C/system=S``).
 HIVE = ("words",)
+#: Stored tables read with each file's row numbers (``file_row_number``; one file per
+#: system): a lean system's row n is the key's word n (``words``: the key's ``units`` row
+#: of ``word`` n) or token n (``span_words``: row n of the key's ``span_tokens``).
+NUMBERED = ("words", "span_words", "span_tokens")
 #: A file's own codes of its label columns: each label's position among the file's distinct
 #: labels of the column, sorted (binary order, as the ingest sorts them).
 CODES_SQL = """CREATE VIEW stored.codes AS
@@ -119,10 +121,10 @@ _SPAN_COLUMNS = "sent, id, form, tag, label, line"
 SPAN_TOKENS_SQL = f"""CREATE VIEW span_tokens AS
 SELECT corpus, system, {_SPAN_COLUMNS} FROM stored.span_tokens
 UNION ALL
-SELECT w.corpus, w.system, w.sent, w.id, NULL::VARCHAR, w.tag, w.label, k.line
+SELECT w.corpus, w.system, k.sent, k.id, NULL::VARCHAR, w.tag, w.label, k.line
 FROM stored.span_words w
 JOIN stored.span_tokens k ON k.corpus = w.corpus AND k.system = '__key__'
-     AND k.sent = w.sent AND k.id = w.id
+     AND k.file_row_number = w.file_row_number
 """
 DERIVED = (CODES_SQL, LEAN_SQL, UNITS_SQL, SENTS_SQL, SPAN_TOKENS_SQL)
 
@@ -130,17 +132,20 @@ DERIVED = (CODES_SQL, LEAN_SQL, UNITS_SQL, SENTS_SQL, SPAN_TOKENS_SQL)
 def view_sql(table: str, files: list[str]) -> str:
     """The view of a table over its files (absolute paths), under its stored name."""
     listing = ", ".join(sql_literal(f) for f in files)
-    hive = ("true, hive_types = {'corpus': VARCHAR, 'system': VARCHAR}, "
-            "file_row_number = true" if table in HIVE else "false")
+    hive = ("true, hive_types = {'corpus': VARCHAR, 'system': VARCHAR}" if table in HIVE
+            else "false")
+    numbered = ", file_row_number = true" if table in NUMBERED else ""
     return (f"CREATE VIEW {STORED_AS.get(table, table)} AS SELECT * FROM read_parquet("
-            f"[{listing}], union_by_name = true, hive_partitioning = {hive})")
+            f"[{listing}], union_by_name = true, hive_partitioning = {hive}{numbered})")
 
 
 def empty_table_sql(table: str, columns: str) -> str:
     """An empty typed table (a table without live files), under its stored name;
     ``columns`` as :func:`table_ddl`."""
     if table in HIVE:
-        columns += ', "corpus" VARCHAR, "system" VARCHAR, "file_row_number" BIGINT'
+        columns += ', "corpus" VARCHAR, "system" VARCHAR'
+    if table in NUMBERED:
+        columns += ', "file_row_number" BIGINT'
     return f"CREATE TABLE {STORED_AS.get(table, table)} ({columns})"
 
 

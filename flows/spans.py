@@ -345,15 +345,15 @@ def ingest_lean(job: SpanIngest, mapping: dict[str, str]) -> SpanFile | None:
 
 def _lean_words(owner: dict[str, str], tokens: pl.DataFrame,
                 coded: dict[str, tuple[np.ndarray, pl.Series]]) -> pa.Table:
-    """The ``span_words`` rows: the owner, the key's ``sent`` and ``id``, and each coded
-    column (codes, values) as an Arrow dictionary (written as it is, nothing hashed)."""
+    """The ``span_words`` rows, one per key token in the key's order (no sentence or ID:
+    row n is the key's token n): the owner, and each coded column (codes, values) as an
+    Arrow dictionary (written as it is, nothing hashed)."""
     def dictionary(codes: np.ndarray, values: list[str]) -> pa.DictionaryArray:
         return pa.DictionaryArray.from_arrays(codes.astype(np.int32, copy=False),
                                               pa.array(values, pa.string()))
 
     same = np.zeros(tokens.height, np.int32)
     return pa.table({**{k: dictionary(same, [v]) for k, v in owner.items()},
-                     "sent": tokens["sent"].to_arrow(), "id": tokens["id"].to_arrow(),
                      **{k: dictionary(c, v.to_list()) for k, (c, v) in coded.items()}})
 
 

@@ -247,10 +247,11 @@ SPAN_TABLES: dict[str, pa.Schema] = {
     "span_tokens": _schema(*OWNER, ("sent", I32), ("id", I32), ("form", S), ("tag", S),
                            ("label", S), ("line", I32)),
     # A system read on the key's frame (``schemas/formats/fast_tags.py``): per key token, in
-    # the key's order, its tag as written and as decoded; the ``span_tokens`` view gives it
-    # the key's lines.
-    "span_words": _schema(("corpus", CODED_S), ("system", CODED_S), ("sent", I32),
-                          ("id", I32), ("tag", CODED_S), ("label", CODED_S)),
+    # the key's order (row n is row n of the key's ``span_tokens``: no sentence or ID
+    # stored), its tag as written and as decoded; the ``span_tokens`` view gives it the
+    # key's sentences, IDs and lines.
+    "span_words": _schema(("corpus", CODED_S), ("system", CODED_S), ("tag", CODED_S),
+                          ("label", CODED_S)),
     # The spans decoded from a file (``text``: its words joined by spaces).
     "spans": _schema(*OWNER, *_SPAN_UNIT, ("text", S)),
     # Per file: the scheme its tags follow (``detected``), segments the strict rule of that

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 import sysdiff.flows.spans as flow
@@ -132,6 +133,12 @@ def test_lean_systems_leave_every_table_as_the_full_read_stores_it(tmp_path, mon
     tokens = query(tmp_path / "lean", "select count(*) from span_tokens "
                    "where system = '__key__'").item()
     assert stored == (tokens, 1)  # only the key's tokens are stored in full
+    paths = list((tmp_path / "lean" / "tables" / "span_words").rglob("*.parquet"))
+    assert len(paths) == 2
+    for path in paths:
+        stored = pq.read_table(path)  # no sentence or ID: row n is the key's token n
+        assert stored.column_names == ["corpus", "system", "tag", "label"]
+        assert stored.num_rows == tokens
 
 
 def test_a_bad_tag_in_the_key_s_frame_is_reported_at_its_line(tmp_path, prefect_harness):
