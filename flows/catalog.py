@@ -71,6 +71,11 @@ HIVE = ("words",)
 #: system): a lean system's row n is the key's word n (``words``: the key's ``units`` row
 #: of ``word`` n) or token n (``span_words``: row n of the key's ``span_tokens``).
 NUMBERED = ("words", "span_words", "span_tokens")
+#: Columns that files of an earlier format lack or hold (before format 6: the key's
+#: ``units`` had no ``word``, a lean ``words`` partition its own ``sent`` and ``id``), as
+#: NULL columns in every stored view of the table, so that the views bind on a warehouse
+#: of either format (:func:`units_sql` joins both).
+LEGACY = {"units": (("word", "INTEGER"),), "words": (("sent", "INTEGER"), ("id", "INTEGER"))}
 #: A file's own codes of its label columns: each label's position among the file's distinct
 #: labels of the column, sorted (binary order, as the ingest sorts them).
 CODES_SQL = """CREATE VIEW stored.codes AS
@@ -83,28 +88,46 @@ LEAN_SQL = """CREATE VIEW stored.lean AS SELECT DISTINCT corpus, system FROM sto
 UNION SELECT DISTINCT corpus, system FROM stored.span_words"""
 _UNIT_COLUMNS = ("sent, id, token_id, kind, form, lemma, upos, xpos, feats, head, deprel, "
                  "deps, misc, line")
+
+
+def _lean_units(on: str) -> str:
+    """The words of the systems stored lean, each matched with the key's word ``on``."""
+    return f"""SELECT w.corpus, w.system, k.sent, k.id, k.token_id, k.kind, k.form, c1.label,
+       c2.label, c3.label, c4.label, w.head, c5.label, coalesce(w.deps, k.deps),
+       coalesce(w.misc, k.misc), k.line
+FROM stored.words w
+JOIN stored.units k ON k.corpus = w.corpus AND k.system = '__key__' AND k.kind = 0 AND {on}
+""" + "".join(
+        f"LEFT JOIN stored.codes c{i} ON c{i}.corpus = w.corpus AND c{i}.system = w.system "
+        f"AND c{i}.field = '{f}' AND c{i}.code = w.{f}\n"
+        for i, f in enumerate(("lemma", "upos", "xpos", "feats", "deprel"), start=1))
+
+
 #: ``units``: the stored records (the key, systems read in full or aligned on the
 #: characters), and the systems stored lean: each word the key's with the system's labels
 #: (and its DEPS and MISC where they are not the key's), each other line (multiword range,
-#: empty node) the key's.
-UNITS_SQL = f"""CREATE VIEW units AS
+#: empty node) the key's. A lean row n is the key's word n; a key stored before format 6
+#: has no ``word``, and its lean systems their own sentence and ID (:data:`LEGACY`).
+def units_sql(legacy: bool) -> str:
+    """The ``units`` view; ``legacy``: some key was stored before format 6 (its lean
+    systems matched on their own sentence and ID)."""
+    old = _lean_units("k.word IS NULL AND k.sent = w.sent AND k.id = w.id") + "UNION ALL\n"
+    key_columns = ", ".join("k." + c for c in _UNIT_COLUMNS.split(", "))
+    return f"""CREATE VIEW units AS
 SELECT corpus, system, {_UNIT_COLUMNS}
 FROM stored.units
 UNION ALL
-SELECT w.corpus, w.system, k.sent, k.id, k.token_id, k.kind, k.form, c1.label, c2.label,
-       c3.label, c4.label, w.head, c5.label, coalesce(w.deps, k.deps),
-       coalesce(w.misc, k.misc), k.line
-FROM stored.words w
-JOIN stored.units k ON k.corpus = w.corpus AND k.system = '__key__' AND k.kind = 0
-     AND k.word = w.file_row_number
-""" + "".join(
-    f"LEFT JOIN stored.codes c{i} ON c{i}.corpus = w.corpus AND c{i}.system = w.system "
-    f"AND c{i}.field = '{f}' AND c{i}.code = w.{f}\n"
-    for i, f in enumerate(("lemma", "upos", "xpos", "feats", "deprel"), start=1)) + f"""UNION ALL
-SELECT k.corpus, l.system, {', '.join('k.' + c for c in _UNIT_COLUMNS.split(', '))}
+{_lean_units("k.word = w.file_row_number")}UNION ALL
+{old if legacy else ""}SELECT k.corpus, l.system, {key_columns}
 FROM stored.units k JOIN stored.lean l ON l.corpus = k.corpus
 WHERE k.system = '__key__' AND k.kind <> 0
 """
+
+
+def has_legacy_units(manifest: dict) -> bool:
+    """Some ``units`` partition of the manifest was written before format 6."""
+    return any(entry.get("format", 5) < 6
+               for entry in manifest.get("tables", {}).get("units", {}).values())
 _SENT_COLUMNS = "sent, sent_id, doc, doc_id, text, n_words, line"
 #: ``sents``: the stored sentences, and the key's for each system stored lean (its comments
 #: and lines are the key's).
@@ -126,7 +149,10 @@ FROM stored.span_words w
 JOIN stored.span_tokens k ON k.corpus = w.corpus AND k.system = '__key__'
      AND k.file_row_number = w.file_row_number
 """
-DERIVED = (CODES_SQL, LEAN_SQL, UNITS_SQL, SENTS_SQL, SPAN_TOKENS_SQL)
+def derived_sql(manifest: dict) -> list[str]:
+    """The views built over the stored tables' views."""
+    return [CODES_SQL, LEAN_SQL, units_sql(has_legacy_units(manifest)), SENTS_SQL,
+            SPAN_TOKENS_SQL]
 
 
 def view_sql(table: str, files: list[str]) -> str:
@@ -135,8 +161,16 @@ def view_sql(table: str, files: list[str]) -> str:
     hive = ("true, hive_types = {'corpus': VARCHAR, 'system': VARCHAR}" if table in HIVE
             else "false")
     numbered = ", file_row_number = true" if table in NUMBERED else ""
+    legacy = (f" UNION ALL BY NAME SELECT {_nulls(LEGACY[table])} WHERE false"
+              if table in LEGACY else "")
     return (f"CREATE VIEW {STORED_AS.get(table, table)} AS SELECT * FROM read_parquet("
-            f"[{listing}], union_by_name = true, hive_partitioning = {hive}{numbered})")
+            f"[{listing}], union_by_name = true, hive_partitioning = {hive}{numbered})"
+            f"{legacy}")
+
+
+def _nulls(columns: tuple[tuple[str, str], ...]) -> str:
+    """NULL columns of the given names and types, as a select list."""
+    return ", ".join(f'NULL::{kind} AS "{name}"' for name, kind in columns)
 
 
 def empty_table_sql(table: str, columns: str) -> str:
@@ -146,6 +180,9 @@ def empty_table_sql(table: str, columns: str) -> str:
         columns += ', "corpus" VARCHAR, "system" VARCHAR'
     if table in NUMBERED:
         columns += ', "file_row_number" BIGINT'
+    for name, kind in LEGACY.get(table, ()):
+        if f'"{name}" ' not in columns:
+            columns += f', "{name}" {kind}'
     return f"CREATE TABLE {STORED_AS.get(table, table)} ({columns})"
 
 
@@ -186,7 +223,7 @@ def catalog_statements(manifest: dict, root: Path, ddl: dict[str, str] | None = 
         files = table_files(manifest, table)
         statements.append(view_sql(table, [place(f) for f in files]) if files
                           else empty_table_sql(table, columns))
-    return statements + list(DERIVED)
+    return statements + derived_sql(manifest)
 
 
 def refresh_catalog(root: Path, manifest: dict) -> None:

@@ -95,9 +95,9 @@ def check_warehouse_folder(root: Path | StoreURL) -> None:
 
 def read_manifest(root: Path | StoreURL) -> dict:
     """The warehouse's live partitions: {"tables": {table: {partition: {"file": rel,
-    "sig": sig, "sha256": hex, "size": bytes}}}} (``sha256`` and ``size`` of the file as
-    committed); a damaged manifest is an InputError. On an object store: the log's latest
-    version."""
+    "sig": sig, "sha256": hex, "size": bytes, "format": n}}}} (``sha256`` and ``size`` of
+    the file as committed, ``format``: the format that wrote it, absent before 6); a damaged
+    manifest is an InputError. On an object store: the log's latest version."""
     if isinstance(root, StoreURL):
         versions = log_versions(root)
         if not versions:

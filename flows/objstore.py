@@ -195,6 +195,7 @@ def commit(staging, crash_point: Callable[[str], None]) -> None:  # noqa: ANN001
     run's commit since this run's start is an InputError, nothing of this run committed.
     ``crash_point``: the crash-safety tests' hook."""
     from sysdiff.flows.catalog import table_ddl
+    from sysdiff.flows.warehouse import manifest_entry
 
     root: StoreURL = staging.root
     claim(root)
@@ -214,8 +215,8 @@ def commit(staging, crash_point: Callable[[str], None]) -> None:  # noqa: ANN001
                                  "committed: run it again", root) from None
             copied.add(rel)
         sha, size = staging.hashes.get(rel) or _hash_object(staging.dir / rel)
-        manifest["tables"].setdefault(table, {})[partition] = {
-            "file": rel, "sig": sig, "sha256": sha, "size": size}
+        manifest["tables"].setdefault(table, {})[partition] = manifest_entry(rel, sig, sha,
+                                                                             size)
         crash_point("commit-moving")
     body = json.dumps(manifest, indent=1, sort_keys=True).encode()
     if not (root / version_name(staging.version + 1)).create(body):

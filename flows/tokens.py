@@ -138,10 +138,11 @@ def read_shard_words(path: str, shard: Shard, aligned: bool = False, numbered: b
 
 def read_shard_codes(path: str, key: pl.DataFrame) -> pl.DataFrame:
     """A lean system's words of one shard (``key``: the key's, with their ``word``): its
-    rows of those words (row n is key word n), with the key's sentence and ID."""
+    rows of those words (row n is key word n), with the key's sentence and ID (a partition
+    stored before format 6 has its own, in the same order: not read)."""
     first = int(key["word"][0]) if key.height else 0
     codes = (pl.scan_parquet(path, glob=False, hive_partitioning=False)
-             .slice(first, key.height).collect())
+             .slice(first, key.height).collect().drop("sent", "id", strict=False))
     if codes.height != key.height:
         raise RuntimeError(f"{path}: {codes.height} words from word {first}; the key's "
                            f"shard has {key.height}")

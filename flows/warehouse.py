@@ -714,8 +714,7 @@ def commit(staging: Staging) -> None:
         if (staging.dir / rel).exists():  # a file shared by several partitions moves once
             os.replace(staging.dir / rel, dest)
         sha, size = hashes[rel]
-        manifest["tables"].setdefault(table, {})[partition] = {
-            "file": rel, "sig": sig, "sha256": sha, "size": size}
+        manifest["tables"].setdefault(table, {})[partition] = manifest_entry(rel, sig, sha, size)
         crash_point("commit-moving")
     atomic_write_bytes(root / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
     crash_point("commit-manifest")
@@ -723,6 +722,12 @@ def commit(staging: Staging) -> None:
     crash_point("commit-catalog")
     sweep(root, manifest)
     staging.manifest = manifest
+
+
+def manifest_entry(rel: str, sig: str, sha: str, size: int) -> dict[str, object]:
+    """A live partition's manifest entry: its file, signature, the file's SHA-256 and size,
+    and the :data:`FORMAT_VERSION` that wrote it (absent: before format 6)."""
+    return {"file": rel, "sig": sig, "sha256": sha, "size": size, "format": FORMAT_VERSION}
 
 
 def live_files(root: Path | StoreURL, manifest: dict, table: str) -> list[Path | StoreURL]:
