@@ -103,14 +103,13 @@ JOIN stored.units k ON k.corpus = w.corpus AND k.system = '__key__' AND k.kind =
         for i, f in enumerate(("lemma", "upos", "xpos", "feats", "deprel"), start=1))
 
 
-#: ``units``: the stored records (the key, systems read in full or aligned on the
-#: characters), and the systems stored lean: each word the key's with the system's labels
-#: (and its DEPS and MISC where they are not the key's), each other line (multiword range,
-#: empty node) the key's. A lean row n is the key's word n; a key stored before format 6
-#: has no ``word``, and its lean systems their own sentence and ID (:data:`LEGACY`).
 def units_sql(legacy: bool) -> str:
-    """The ``units`` view; ``legacy``: some key was stored before format 6 (its lean
-    systems matched on their own sentence and ID)."""
+    """The ``units`` view: the stored records (the key, systems read in full or aligned on
+    the characters), and the systems stored lean: each word the key's with the system's
+    labels (and its DEPS and MISC where they are not the key's), each other line (multiword
+    range, empty node) the key's. A lean row n is the key's word n. ``legacy``: some key
+    was stored before format 6, without ``word``; its lean systems are matched on their own
+    sentence and ID (:data:`LEGACY`)."""
     old = _lean_units("k.word IS NULL AND k.sent = w.sent AND k.id = w.id") + "UNION ALL\n"
     key_columns = ", ".join("k." + c for c in _UNIT_COLUMNS.split(", "))
     return f"""CREATE VIEW units AS
@@ -128,6 +127,8 @@ def has_legacy_units(manifest: dict) -> bool:
     """Some ``units`` partition of the manifest was written before format 6."""
     return any(entry.get("format", 5) < 6
                for entry in manifest.get("tables", {}).get("units", {}).values())
+
+
 _SENT_COLUMNS = "sent, sent_id, doc, doc_id, text, n_words, line"
 #: ``sents``: the stored sentences, and the key's for each system stored lean (its comments
 #: and lines are the key's).
@@ -149,6 +150,8 @@ FROM stored.span_words w
 JOIN stored.span_tokens k ON k.corpus = w.corpus AND k.system = '__key__'
      AND k.file_row_number = w.file_row_number
 """
+
+
 def derived_sql(manifest: dict) -> list[str]:
     """The views built over the stored tables' views."""
     return [CODES_SQL, LEAN_SQL, units_sql(has_legacy_units(manifest)), SENTS_SQL,
