@@ -14,6 +14,9 @@ from sysdiff.schemas.errors import InputError
 FORMATS = ("table", "csv", "tsv", "json", "markdown", "latex")  # output formats
 DEFAULT_WAREHOUSE = Path("data") / "warehouse"
 MANIFEST = "manifest.json"
+#: Bumped when the shape or the meaning of stored partitions changes: a partition written by
+#: an older sysdiff has another signature and is recomputed by the next run.
+FORMAT_VERSION = 6
 TOKEN_TASKS, COREF_TASKS, UNL_TASKS = ("pos", "dep"), ("coref",), ("unl", "nl")
 SPAN_TASKS = ("ner",)
 SRL_TASKS = ("srl",)
@@ -91,6 +94,12 @@ def check_warehouse_folder(root: Path | StoreURL) -> None:
         raise InputError(f"this folder is not empty and is not a sysdiff warehouse (no "
                          f"{MARKER} marker); give a new or empty folder, or an existing "
                          "sysdiff warehouse", root)
+
+
+def manifest_entry(rel: str, sig: str, sha: str, size: int) -> dict[str, object]:
+    """A live partition's manifest entry: its file, signature, the file's SHA-256 and size,
+    and the :data:`FORMAT_VERSION` that wrote it (absent: before format 6)."""
+    return {"file": rel, "sig": sig, "sha256": sha, "size": size, "format": FORMAT_VERSION}
 
 
 def read_manifest(root: Path | StoreURL) -> dict:

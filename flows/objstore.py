@@ -39,7 +39,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 
-from sysdiff.flows.names import MARKER, version_name
+from sysdiff.flows.names import MARKER, manifest_entry, version_name
 from sysdiff.flows.store import LEASE, LOG, STAGING, StoreURL, log_versions
 from sysdiff.schemas.errors import InputError
 
@@ -195,7 +195,6 @@ def commit(staging, crash_point: Callable[[str], None]) -> None:  # noqa: ANN001
     run's commit since this run's start is an InputError, nothing of this run committed.
     ``crash_point``: the crash-safety tests' hook."""
     from sysdiff.flows.catalog import table_ddl
-    from sysdiff.flows.warehouse import manifest_entry
 
     root: StoreURL = staging.root
     claim(root)

@@ -54,9 +54,11 @@ from sysdiff.flows.catalog import (
 from sysdiff.flows.locks import READERS, no_readers
 from sysdiff.flows.names import (  # noqa: F401 (re-exported)
     DEFAULT_WAREHOUSE,
+    FORMAT_VERSION,
     MANIFEST,
     MARKER,
     check_warehouse_folder,
+    manifest_entry,
     read_manifest,
     resolve_warehouse,
 )
@@ -89,11 +91,6 @@ def crash_point(name: str) -> None:
         deadline = time.monotonic() + 300
         while Path(flag).exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-
-
-#: Bumped when the shape or the meaning of stored partitions changes: a partition written by
-#: an older sysdiff has another signature and is recomputed by the next run.
-FORMAT_VERSION = 6
 
 
 def signature(*parts: object) -> str:
@@ -722,12 +719,6 @@ def commit(staging: Staging) -> None:
     crash_point("commit-catalog")
     sweep(root, manifest)
     staging.manifest = manifest
-
-
-def manifest_entry(rel: str, sig: str, sha: str, size: int) -> dict[str, object]:
-    """A live partition's manifest entry: its file, signature, the file's SHA-256 and size,
-    and the :data:`FORMAT_VERSION` that wrote it (absent: before format 6)."""
-    return {"file": rel, "sig": sig, "sha256": sha, "size": size, "format": FORMAT_VERSION}
 
 
 def live_files(root: Path | StoreURL, manifest: dict, table: str) -> list[Path | StoreURL]:
