@@ -391,7 +391,12 @@ class KeyIngest:
                                                job.stage_dir))
 
     def result(self) -> Ingested:
-        return with_frame(self.read.result(), self.frame.result())
+        try:
+            key = self.read.result()
+        except BaseException:
+            self.frame.wait()  # it writes in the run's staging folder: done before that goes
+            raise
+        return with_frame(key, self.frame.result())
 
 
 def with_frame(key: Ingested, frame: KeyFrame) -> Ingested:

@@ -96,6 +96,33 @@ def test_bad_key_on_fresh_warehouse_creates_nothing(case, tmp_path, cli):
     assert [p.name for p in tmp_path.iterdir() if "staging" in p.name] == []
 
 
+def test_a_bad_key_leaves_no_staging_folder_when_its_frame_ends_after_it(tmp_path, cli,
+                                                                       monkeypatch):
+    """The key's frame, read beside its full read, writes in the run's staging folder: the
+    run waits for it before it deletes the folder (else the frame made it again)."""
+    import time
+
+    import sysdiff.flows.token_ingest as ingest
+
+    saved = []
+
+    def late(stage_dir: str, frame: dict) -> str:
+        time.sleep(1.5)  # after the full read has failed
+        saved.append(stage_dir)
+        return save_frame(stage_dir, frame)
+
+    save_frame = ingest.save_frame
+    monkeypatch.setattr(ingest, "save_frame", late)
+    content, phrase, line = CASES["head_out_of_range"]
+    bad = write(tmp_path, "bad", content)
+    ok = write(tmp_path, "ok", GOOD)
+    code, out, err = cli("run", "--key", str(bad), "--system", f"a={ok}", "--corpus", "c",
+                         "-w", str(tmp_path / "fresh"))
+    assert_one_line_error(code, out, err, bad, phrase, line)
+    assert saved  # the frame was taken
+    assert [p.name for p in tmp_path.iterdir() if "staging" in p.name] == []
+
+
 MISMATCHES = {
     "more_sentences": (GOOD + "# sent_id = s3\n1\tx\tx\tX\t_\t_\t0\troot\t_\t_\n\n",
                        "has 3 sentences but the key", 13),
