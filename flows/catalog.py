@@ -76,6 +76,9 @@ NUMBERED = ("words", "span_words", "span_tokens")
 #: NULL columns in every stored view of the table, so that the views bind on a warehouse
 #: of either format (:func:`units_sql` joins both).
 LEGACY = {"units": (("word", "INTEGER"),), "words": (("sent", "INTEGER"), ("id", "INTEGER"))}
+#: The first format (``flows/names.py: FORMAT_VERSION``) without :data:`LEGACY`'s layout; a
+#: manifest entry without ``format`` is older.
+WORD_NUMBERS_FORMAT = 6
 #: A file's own codes of its label columns: each label's position among the file's distinct
 #: labels of the column, sorted (binary order, as the ingest sorts them).
 CODES_SQL = """CREATE VIEW stored.codes AS
@@ -125,7 +128,7 @@ WHERE k.system = '__key__' AND k.kind <> 0
 
 def has_legacy_units(manifest: dict) -> bool:
     """Some ``units`` partition of the manifest was written before format 6."""
-    return any(entry.get("format", 5) < 6
+    return any(entry.get("format", 0) < WORD_NUMBERS_FORMAT
                for entry in manifest.get("tables", {}).get("units", {}).values())
 
 
