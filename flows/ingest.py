@@ -142,7 +142,7 @@ def ingest_all(spec: RunSpec, stage: Staging, reuse: Reuse, submit: Submit) -> d
                 tick()
         except InputError:
             for _source, _role, future in pending:
-                _wait_quietly(future)
+                wait_quietly(future)
             raise
     check_some_left(spec, stage)
     return out
@@ -177,7 +177,7 @@ def _settle(spec: RunSpec, stage: Staging, out: dict, source: Source, role: str,
     crash_point("ingest")
 
 
-def _wait_quietly(future: Any) -> None:
+def wait_quietly(future: Any) -> None:
     """Let a task still running finish before the run's staging folder goes (its error, if
     any, is not the one to report)."""
     quiet = getattr(future, "wait_submitted", None)  # a file of several tasks: no new ones

@@ -30,7 +30,7 @@ import polars as pl
 from prefect import task
 from prefect.cache_policies import NONE
 
-from sysdiff.flows.ingest import finished, ingest_all
+from sysdiff.flows.ingest import finished, ingest_all, wait_quietly
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
 from sysdiff.flows.store import StoreURL, is_url, location, open_read, open_write, remote
 from sysdiff.flows.warehouse import (
@@ -394,7 +394,7 @@ class KeyIngest:
         try:
             key = self.read.result()
         except BaseException:
-            self.frame.wait()  # it writes in the run's staging folder: done before that goes
+            wait_quietly(self.frame)  # it writes in the staging folder, which then goes
             raise
         return with_frame(key, self.frame.result())
 
