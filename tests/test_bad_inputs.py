@@ -84,16 +84,22 @@ def assert_one_line_error(code: int, out: str, err: str, path: Path, phrase: str
         assert f"{path}:{line}:" in lines[0]
 
 
-@pytest.mark.parametrize("case", ["empty_file", "head_out_of_range"])
-def test_bad_key_on_fresh_warehouse_creates_nothing(case, tmp_path, cli):
+def run_bad_key(tmp_path: Path, cli, case: str) -> None:  # noqa: ANN001
+    """A run on a fresh warehouse whose key is ``case``: its one-line error, and no staging
+    folder left beside the warehouse."""
     content, phrase, line = CASES[case]
     bad = write(tmp_path, case, content)
     ok = write(tmp_path, "ok", GOOD)
     code, out, err = cli("run", "--key", str(bad), "--system", f"a={ok}", "--corpus", "c",
                          "-w", str(tmp_path / "fresh"))
     assert_one_line_error(code, out, err, bad, phrase, line)
-    assert not (tmp_path / "fresh").exists()
     assert [p.name for p in tmp_path.iterdir() if "staging" in p.name] == []
+
+
+@pytest.mark.parametrize("case", ["empty_file", "head_out_of_range"])
+def test_bad_key_on_fresh_warehouse_creates_nothing(case, tmp_path, cli):
+    run_bad_key(tmp_path, cli, case)
+    assert not (tmp_path / "fresh").exists()
 
 
 def test_a_bad_key_leaves_no_staging_folder_when_its_frame_ends_after_it(tmp_path, cli,
@@ -113,14 +119,8 @@ def test_a_bad_key_leaves_no_staging_folder_when_its_frame_ends_after_it(tmp_pat
 
     save_frame = ingest.save_frame
     monkeypatch.setattr(ingest, "save_frame", late)
-    content, phrase, line = CASES["head_out_of_range"]
-    bad = write(tmp_path, "bad", content)
-    ok = write(tmp_path, "ok", GOOD)
-    code, out, err = cli("run", "--key", str(bad), "--system", f"a={ok}", "--corpus", "c",
-                         "-w", str(tmp_path / "fresh"))
-    assert_one_line_error(code, out, err, bad, phrase, line)
+    run_bad_key(tmp_path, cli, "head_out_of_range")
     assert saved  # the frame was taken
-    assert [p.name for p in tmp_path.iterdir() if "staging" in p.name] == []
 
 
 MISMATCHES = {
