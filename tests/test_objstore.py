@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+import uuid
 
 import polars as pl
 import pytest
@@ -55,6 +56,39 @@ def test_a_missing_bucket_or_an_unreachable_store_is_one_line(s3_env, cli, monke
     monkeypatch.setattr("sysdiff.flows.store._FILESYSTEMS", {})
     code, _out, err = cli("sql", "select 1", "-w", "s3://bucket/wh")
     assert code == 2 and "cannot reach the object store" in err, err
+
+
+def test_a_bucket_called_bucket_is_not_taken_for_a_missing_one(s3_env, cli):  # noqa: F811
+    """A missing object's error names its path; 'bucket' in that path is no missing bucket
+    (the first run into s3://my-bucket/wh was refused as one)."""
+    from sysdiff.flows.store import filesystem
+
+    name = f"my-bucket-{uuid.uuid4().hex[:8]}"
+    filesystem("s3").mkdir(name)
+    code, _out, err = cli("run", str(BUNDLED["unl"]), "-w", f"s3://{name}/wh")
+    assert code == 0, err
+    assert StoreURL(f"s3://{name}/wh/{LOG}").exists()
+
+
+def test_a_refused_conditional_write_is_known_however_the_store_words_it():
+    """SeaweedFS answers a conditional write on an existing object with a 412 that names
+    no condition: s3fs then raises OSError(EINVAL), not FileExistsError."""
+    from botocore.exceptions import ClientError
+    from s3fs.errors import translate_boto_error
+
+    from sysdiff.flows.store import precondition_failed
+
+    def translated(code: str, status: int, message: str) -> OSError:
+        return translate_boto_error(ClientError(
+            {"Error": {"Code": code, "Message": message},
+             "ResponseMetadata": {"HTTPStatusCode": status}}, "PutObject"))
+
+    weed = translated("PreconditionFailed", 412,
+                      "At least one of the pre-conditions you specified did not hold")
+    assert type(weed) is OSError and precondition_failed(weed)
+    assert not precondition_failed(translated("NoSuchKey", 404, "The key does not exist."))
+    assert not precondition_failed(translated("InternalError", 500, "We encountered an error"))
+    assert not precondition_failed(OSError(28, "No space left on device"))
 
 
 def test_parse_location():
