@@ -30,7 +30,7 @@ import polars as pl
 from prefect import task
 from prefect.cache_policies import NONE
 
-from sysdiff.flows.ingest import finished, ingest_all, wait_quietly
+from sysdiff.flows.ingest import Done, finished, ingest_all, wait_quietly
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
 from sysdiff.flows.store import StoreURL, is_url, location, open_read, open_write, remote
 from sysdiff.flows.warehouse import (
@@ -419,6 +419,9 @@ def key_shape(sents: str) -> np.ndarray:
 RANGE_BYTES = 64 << 20
 #: Bytes read at once by the pass that hashes a large file and cuts its ranges.
 PLAN_BLOCK = 16 << 20
+#: Most bytes a file read once (:func:`stream_file`) holds while it waits for a cut; past
+#: them (no sentence end for that long) the file is read whole by the full reader.
+HELD_BYTES = 256 << 20
 
 
 def range_bytes() -> int:
@@ -472,9 +475,16 @@ def read_range(rj: RangeJob) -> LeanPiece | None:
     with StableFile(job.source.path, expect=rj.plan.whole.stamp, hashed=False) as f:
         data = f.read_at(rng.start, rng.end - rng.start)
         f.check()
+    return read_piece(job, data, rj.plan.whole.fmt, rng, rj.n_sents)
+
+
+def read_piece(job: TokenJob, data: bytes, fmt: str, rng: ByteRange, n_sents: int
+               ) -> LeanPiece | None:
+    """Read the bytes of one range fast and leave its lean words in the run's staging
+    folder; None when the fast reader cannot vouch for them."""
     if rng.start == 0:
         data = without_bom(data)
-    found = read_words(job, data, rj.plan.whole.fmt, rng.first_sent, rj.n_sents)
+    found = read_words(job, data, fmt, rng.first_sent, n_sents)
     del data
     if found is None:
         return None
@@ -484,6 +494,93 @@ def read_range(rj: RangeJob) -> LeanPiece | None:
         words.write_ipc(f, compression="lz4" if remote(path) else "uncompressed")
     return LeanPiece(found[0].n_sents, found[0].sent.size, found[0].n_tokens,
                      freeze(dictionaries), str(path))
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """A large file read once, in order (:func:`stream_file`): its plan, and the piece of
+    each of its ranges (None: the fast reader could not vouch for it; no pieces when the
+    plan has no ranges)."""
+
+    plan: FilePlan
+    pieces: tuple[LeanPiece | None, ...]
+
+    @property
+    def whole(self) -> Whole:
+        return self.plan.whole
+
+
+@task(name="stream", task_run_name="stream {job.source.id}", cache_policy=NONE)
+def stream_file(job: TokenJob) -> Streamed:
+    """A large system file on an object store, read once: hashed and cut as
+    :func:`plan_pass` does, each range read (:func:`read_piece`) as soon as its bytes are
+    in, never the file twice. Holds about one range and one block."""
+    finder, n_key = RangeFinder(range_bytes()), key_shape(job.key.sents).size
+    fmt, pieces, held = job.source.fmt, [], _Held()
+    with StableFile(job.source.path) as f:
+        while block := f.read(PLAN_BLOCK):
+            if fmt is None:
+                fmt = detect_token_format(job.source.path, without_bom(block))
+            finder.feed(block)
+            held.add(block)
+            if finder.irregular:
+                break  # not cut: read whole instead, as a plan without ranges has it
+            for rng, n_sents in held.complete(finder.cuts, f.pos):
+                pieces.append(read_piece(job, held.take(rng, n_sents), fmt or "conllu",
+                                         rng, n_sents))
+            if held.size > max(HELD_BYTES, 4 * range_bytes()):
+                break  # no cut for long (a huge sentence): read whole, memory bounded
+        else:
+            f.check()
+            if held.done:  # the last range: to the end
+                rng = ByteRange(held.start, f.pos, held.first_sent)
+                n_sents = n_key - held.first_sent
+                pieces.append(read_piece(job, held.take(rng, n_sents), fmt or "conllu",
+                                         rng, n_sents))
+                return Streamed(FilePlan(Whole(f.sha256, f.stamp, fmt or "conllu"),
+                                         held.done), tuple(pieces))
+    for piece in pieces:
+        if piece is not None:
+            location(piece.path).unlink(missing_ok=True)
+    return Streamed(FilePlan(Whole("", f.stamp, fmt or "conllu"), None), ())
+
+
+class _Held:
+    """The bytes of a file read in order, from the start of its first range not read yet."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.start = 0  # where buf starts in the file
+        self.first_sent = 0  # the first sentence of the range that starts there
+        self.done: tuple[ByteRange, ...] = ()  # the ranges taken so far
+
+    @property
+    def size(self) -> int:
+        return len(self.buf)
+
+    def add(self, block: bytes) -> None:
+        self.buf += block
+
+    def complete(self, cuts: list[tuple[int, int]], pos: int) -> list[tuple[ByteRange, int]]:
+        """The ranges now complete, each with the sentences it holds: one per cut not
+        taken yet before ``pos`` (a cut at ``pos`` may be the file's end, see
+        :meth:`RangeFinder.ranges`)."""
+        out, start, first = [], self.start, self.first_sent
+        for cut, sent in cuts[len(self.done):]:
+            if cut >= pos:
+                break
+            out.append((ByteRange(start, cut, first), sent - first))
+            start, first = cut, sent
+        return out
+
+    def take(self, rng: ByteRange, n_sents: int) -> bytes:
+        """The bytes of ``rng``, which must start where the held bytes do; the next range
+        starts after it."""
+        data = bytes(self.buf[:rng.end - self.start])
+        del self.buf[:rng.end - self.start]
+        self.start, self.first_sent = rng.end, rng.first_sent + n_sents
+        self.done = (*self.done, rng)
+        return data
 
 
 @dataclass(frozen=True)
@@ -567,6 +664,28 @@ class RangedIngest:
     def _read_whole(self) -> None:
         """The file is not read fast: the full reader's one task."""
         self.last = ingest_file.submit(replace(self.job, lean=False))
+
+
+class StreamedIngest(RangedIngest):
+    """A large system file on an object store: read once by one task
+    (:func:`stream_file`) in place of the plan and the range tasks, then assembled as a
+    :class:`RangedIngest` is."""
+
+    def __init__(self, job: TokenJob) -> None:
+        super().__init__(job, stream_file.submit(job))
+
+    def _read_ranges(self) -> None:
+        streamed = self.plan.result()
+        if streamed.plan.ranges is None:
+            self._read_whole()
+            return
+        self.reads = [Done(piece) for piece in streamed.pieces]
+
+
+def read_once(source: Source) -> bool:
+    """Whether a large file is read by one task (:class:`StreamedIngest`): on an object
+    store, where a second read moves the file again, not on a disk."""
+    return isinstance(source.path, StoreURL)
 
 
 def _n_sents(ranges: tuple[ByteRange, ...], i: int, n_key: int) -> int:
@@ -738,7 +857,8 @@ def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
         need it (an unchanged file is left for the reuse check, which needs the key)."""
         for source, role in spec.sources:
             row = known.get(source.id)
-            if role == "key" or (row is not None and unchanged(row, source.path)):
+            if role == "key" or read_once(source) or (row is not None
+                                                      and unchanged(row, source.path)):
                 continue
             if large(source):
                 job = TokenJob(spec, source, role, str(stage.dir), None, at)
@@ -753,7 +873,8 @@ def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
             plan_early(at)
             return read
         if large(source):
-            return RangedIngest(job, plans.pop(source.id, None))
+            return (StreamedIngest(job) if read_once(source)
+                    else RangedIngest(job, plans.pop(source.id, None)))
         return ingest_file.submit(job)
 
     @functools.cache

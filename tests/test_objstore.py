@@ -372,6 +372,82 @@ def test_inputs_on_s3(name, local_runs, bucket, cli, tmp_path):  # noqa: F811
     assert code == 2 and "unsupported input URL scheme" in err, err
 
 
+@pytest.mark.parametrize("block", [None, 1000])
+def test_a_large_input_on_s3_is_read_once_range_by_range(block, local_runs, bucket, cli,  # noqa: F811
+                                                        tmp_path, monkeypatch):
+    """A system file cut into ranges is read from the store once, in order (hashed, cut and
+    each range read as its bytes come in), not a plan pass and then its ranges: the same
+    tables as the local run, each system object's bytes fetched exactly once."""
+    import sysdiff.flows.token_ingest as ingest
+    from sysdiff.schemas.formats import stable
+
+    fetched: dict[str, int] = {}
+    pieces: dict[str, int] = {}
+    read_at, read_piece = stable.StoreObject.read_at, ingest.read_piece
+
+    def counting_read(self, offset, n, consume=False):  # noqa: ANN001, ANN202
+        data = read_at(self, offset, n, consume)
+        fetched[self.url] = fetched.get(self.url, 0) + len(data)
+        return data
+
+    def counting_piece(job, *rest):  # noqa: ANN001, ANN202
+        pieces[job.source.id] = pieces.get(job.source.id, 0) + 1
+        return read_piece(job, *rest)
+
+    monkeypatch.setattr(stable.StoreObject, "read_at", counting_read)
+    monkeypatch.setattr(ingest, "read_piece", counting_piece)
+    monkeypatch.setenv("SYSDIFF_RANGE_BYTES", "3000")
+    if block:  # ranges across blocks (by default a block holds each file here whole)
+        monkeypatch.setattr(ingest, "PLAN_BLOCK", block)
+    toml = toml_on_store("sequoia", f"{bucket}/inputs", tmp_path / "run.toml")
+    code, _out, err = cli("run", toml, "-w", f"{bucket}/wh")
+    assert code == 0, err
+    got = sandbox_dumps(StoreURL(f"{bucket}/wh"))
+    assert {t for t in got if got[t] != local_runs["sequoia"].get(t)} == set()
+    systems = query(StoreURL(f"{bucket}/wh"), "select system, path, size from systems "
+                    "where system != '__key__'").rows()
+    assert len(systems) == 4 and len(pieces) == 4 and min(pieces.values()) > 5, pieces
+    for _system, path, size in systems:
+        assert fetched[path] == size, (path, fetched[path], size)
+
+
+@pytest.mark.parametrize("case", ["crlf", "huge sentence"])
+def test_a_large_input_on_s3_not_cut_is_read_whole(case, bucket, cli, tmp_path,  # noqa: F811
+                                                   monkeypatch):
+    """A large file on a store that cannot be cut as it streams (CR LF line ends; no cut
+    within ``HELD_BYTES``: a sentence of 8.7 kB, 1100 held bytes here) is read by the full
+    reader: the same tables as the same files run from the local disk."""
+    import sysdiff.flows.token_ingest as ingest
+    from sysdiff.flows.store import filesystem
+
+    folder = BUNDLED["sequoia"].parent
+    names = {"key": "key.conllu", "sm": "fr_core_news_sm-3.8.0.conllu",
+             "md": "fr_core_news_md-3.8.0.conllu"}
+    local = {}
+    for name, file in names.items():
+        data = (folder / file).read_bytes()
+        local[name] = tmp_path / file
+        local[name].write_bytes(data.replace(b"\n", b"\r\n") if case == "crlf" and
+                                name == "sm" else data)
+        filesystem("s3").put_file(str(local[name]), f"{bucket}/in/{file}".split("://")[1])
+    monkeypatch.setenv("SYSDIFF_RANGE_BYTES", "3000" if case == "crlf" else "50")
+    monkeypatch.setattr(ingest, "PLAN_BLOCK", 1000)
+    monkeypatch.setattr(ingest, "HELD_BYTES", 1100)
+
+    def run(where: dict[str, str], root: str) -> None:
+        code, _out, err = cli("run", "--key", where["key"], "--task", "dep", "--corpus", "c",
+                              "--ar-trials", "100", "-w", root,
+                              *[f"--system={n}={where[n]}" for n in ("sm", "md")])
+        assert code == 0, err
+
+    run({n: str(p) for n, p in local.items()}, str(tmp_path / "wh"))
+    run({n: f"{bucket}/in/{f}" for n, f in names.items()}, f"{bucket}/wh")
+    want, got = sandbox_dumps(tmp_path / "wh"), sandbox_dumps(StoreURL(f"{bucket}/wh"))
+    assert sorted(got) == sorted(want) and {t for t in want if got[t] != want[t]} == set()
+    layouts = query(StoreURL(f"{bucket}/wh"), "select distinct system from stored.units")
+    assert "sm" in layouts["system"].to_list()  # read in full (lean systems have no units)
+
+
 def test_serve_once_into_s3(bucket, cli, tmp_path):  # noqa: F811
     from tests.conftest import SEQUOIA
     from tests.test_scale import first_sentences
