@@ -613,20 +613,25 @@ class RangedIngest:
         self.plan = plan if plan is not None else plan_file.submit(job)
         self.reads: list | None = None  # the range tasks, once submitted
         self.last: Any = None  # the assembly (or the full reader), once submitted
+        self.failed = False  # a stage's task failed: ready, its error is result()'s
 
     def advance(self) -> None:
         """Submit the next stage if the current one is done (never waits; an error is left
         for :meth:`result`, which raises it in the run's source order)."""
-        with contextlib.suppress(Exception):
+        if self.failed:
+            return
+        try:
             if self.last is None and self.reads is None and finished(self.plan):
                 self._read_ranges()
             if self.last is None and self.reads is not None and all(map(finished,
                                                                           self.reads)):
                 self._assemble()
+        except Exception:
+            self.failed = True  # no next stage: the wait for this file is over
 
     def ready(self) -> bool:
         self.advance()
-        return self.last is not None and finished(self.last)
+        return self.failed or (self.last is not None and finished(self.last))
 
     def result(self) -> Ingested:
         if self.last is None and self.reads is None:

@@ -204,6 +204,39 @@ def test_ranges_read_by_tasks_of_their_own_give_the_same_tables(files, whole, tm
     assert digests(tmp_path / "wh") == digests(whole)
 
 
+@pytest.mark.parametrize("stage", ["plan_pass", "read_piece"])
+def test_a_failed_stage_of_a_ranged_file_ends_the_run_with_its_error(stage, files, tmp_path,
+                                                                      monkeypatch):
+    """A large file's plan (or one of its ranges) failing is that file's error, at once: the
+    ingest loop waited for its next stage forever (the error was kept for later, and the
+    file was never ready)."""
+    import threading
+
+    import sysdiff.flows.token_ingest as ingest
+    from sysdiff.schemas.errors import InputError
+
+    original, victim = getattr(ingest, stage), str(files["md"])
+
+    def fail(first, *args):  # noqa: ANN001, ANN002, ANN202 (the key's frame reads on)
+        if str(getattr(getattr(first, "source", None), "path", first)) == victim:
+            raise InputError("cannot read it (a test's failure)", victim)
+        return original(first, *args)
+
+    monkeypatch.setattr(ingest, stage, fail)
+    monkeypatch.setenv("SYSDIFF_RANGE_BYTES", "3000")
+    out: list = []
+    systems = [f"--system={n}={files[n]}" for n in SYSTEMS]
+    thread = threading.Thread(daemon=True, target=lambda: out.append(run_cli(
+        "run", "--key", str(files["key"]), *systems, "--corpus", "c", "--task", "dep",
+        "--ar-trials", "50", "-w", str(tmp_path / "wh"))))
+    thread.start()
+    thread.join(180)
+    assert not thread.is_alive(), "the run still waits for the file whose stage failed"
+    code, _out, err = out[0]
+    assert code == 2 and "a test's failure" in err, err
+    assert not (tmp_path / "wh" / "manifest.json").exists()  # nothing committed
+
+
 def test_a_file_read_in_full_gives_the_same_tables(files, whole, tmp_path):
     crlf = tmp_path / "crlf.conllu"
     crlf.write_bytes(files["sm"].read_bytes().replace(b"\n", b"\r\n"))

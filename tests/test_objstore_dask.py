@@ -108,6 +108,38 @@ def test_a_run_on_a_cluster_without_a_shared_disk(cluster, bucket, tmp_path):  #
     ner_run_on_the_cluster(address, folders, bucket, tmp_path)
 
 
+@pytest.fixture
+def small_ranges(monkeypatch):
+    """3000-byte ranges, set before the cluster's workers start (they inherit it)."""
+    monkeypatch.setenv("SYSDIFF_RANGE_BYTES", "3000")
+
+
+def test_large_inputs_read_once_on_a_cluster(small_ranges, cluster, bucket, tmp_path):  # noqa: F811
+    """System files cut into ranges, on the store: each read once by a task on a worker
+    (``stream_file``: the key's sentence counts read there from the store), the tables the
+    local run's."""
+    address, folders = cluster
+    files = sample(tmp_path, 40)
+    assert min(p.stat().st_size for p in files.values()) > 10 * 3000  # cut in ranges
+    urls = upload(files, f"{bucket}/inputs")
+    argv = ["--corpus", "s", "--task", "dep", "--ar-trials", "100"]
+    local = tmp_path / "local-wh"
+    code, _, err = run_cli("run", "--key", str(files["key"]), *argv, "-w", str(local),
+                           *[f"--system={n}={p}" for n, p in files.items() if n != "key"])
+    assert code == 0, err
+    code, _, err = run_cli("run", "--key", urls["key"], *argv, "-w", f"{bucket}/wh",
+                           "--dask-address", address,
+                           *[f"--system={n}={u}" for n, u in urls.items() if n != "key"])
+    logs = {f.name: (f / "forbidden.log").read_text() for f in folders
+            if (f / "forbidden.log").exists()}
+    assert not logs, f"client paths reached the workers: {logs}"
+    assert code == 0, err
+    assert sandbox_dumps(StoreURL(f"{bucket}/wh")) == sandbox_dumps(local)
+    full = "select distinct system from stored.units order by 1"  # systems not stored lean
+    assert query(StoreURL(f"{bucket}/wh"), full).equals(query(local, full))
+    assert query(local, full)["system"].len() < len(files)  # some are lean
+
+
 def ner_run_on_the_cluster(address: str, folders: list[Path], store: str, tmp_path: Path
                            ) -> None:
     """The NER sample with the key in the systems' format on the same cluster: the systems
