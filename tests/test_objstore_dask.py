@@ -82,9 +82,11 @@ def upload(files: dict[str, Path], prefix: str) -> dict[str, str]:
     return out
 
 
-def test_a_run_on_a_cluster_without_a_shared_disk(cluster, bucket, tmp_path):  # noqa: F811
+def run_local_and_on_cluster(cluster, files: dict[str, Path], bucket: str,  # noqa: ANN001, F811
+                             tmp_path: Path) -> tuple[Path, str]:
+    """The sample run on the local disk, then from the store on the cluster: no client
+    path reaches the workers, and the tables are the same. (local root, store root)"""
     address, folders = cluster
-    files = sample(tmp_path, 40)
     urls = upload(files, f"{bucket}/inputs")
     argv = ["--corpus", "s", "--task", "dep", "--ar-trials", "100"]
     local = tmp_path / "local-wh"
@@ -100,6 +102,12 @@ def test_a_run_on_a_cluster_without_a_shared_disk(cluster, bucket, tmp_path):  #
     assert not logs, f"client paths reached the workers: {logs}"
     assert code == 0, err
     assert sandbox_dumps(StoreURL(root)) == sandbox_dumps(local)
+    return local, root
+
+
+def test_a_run_on_a_cluster_without_a_shared_disk(cluster, bucket, tmp_path):  # noqa: F811
+    run_local_and_on_cluster(cluster, sample(tmp_path, 40), bucket, tmp_path)
+    address, folders = cluster
     from distributed import Client
 
     with Client(address) as client:  # both workers ran tasks
@@ -118,25 +126,11 @@ def test_large_inputs_read_once_on_a_cluster(small_ranges, cluster, bucket, tmp_
     """System files cut into ranges, on the store: each read once by a task on a worker
     (``stream_file``: the key's sentence counts read there from the store), the tables the
     local run's."""
-    address, folders = cluster
     files = sample(tmp_path, 40)
     assert min(p.stat().st_size for p in files.values()) > 10 * 3000  # cut in ranges
-    urls = upload(files, f"{bucket}/inputs")
-    argv = ["--corpus", "s", "--task", "dep", "--ar-trials", "100"]
-    local = tmp_path / "local-wh"
-    code, _, err = run_cli("run", "--key", str(files["key"]), *argv, "-w", str(local),
-                           *[f"--system={n}={p}" for n, p in files.items() if n != "key"])
-    assert code == 0, err
-    code, _, err = run_cli("run", "--key", urls["key"], *argv, "-w", f"{bucket}/wh",
-                           "--dask-address", address,
-                           *[f"--system={n}={u}" for n, u in urls.items() if n != "key"])
-    logs = {f.name: (f / "forbidden.log").read_text() for f in folders
-            if (f / "forbidden.log").exists()}
-    assert not logs, f"client paths reached the workers: {logs}"
-    assert code == 0, err
-    assert sandbox_dumps(StoreURL(f"{bucket}/wh")) == sandbox_dumps(local)
+    local, root = run_local_and_on_cluster(cluster, files, bucket, tmp_path)
     full = "select distinct system from stored.units order by 1"  # systems not stored lean
-    assert query(StoreURL(f"{bucket}/wh"), full).equals(query(local, full))
+    assert query(StoreURL(root), full).equals(query(local, full))
     assert query(local, full)["system"].len() < len(files)  # some are lean
 
 
