@@ -29,6 +29,7 @@ from prefect import flow
 
 from sysdiff.flows import run_record
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
+from sysdiff.flows.store import open_read
 from sysdiff.flows.warehouse import (
     Staging,
     corpus_partition,
@@ -162,8 +163,9 @@ def _rewrite(stage: Staging, table: str, corpus: str, gone: set[str] | None,
         by_file.setdefault(entry["file"], {})[p] = entry["sig"]
     for rel, parts in sorted(by_file.items()):
         name = f"{corpus_partition(corpus)}/kept-{signature(rel, sorted(parts.items()))}"
-        with stage.block_writer(table, name, parts) as append:
-            for batch in pq.ParquetFile(stage.root / rel).iter_batches():
+        with (stage.block_writer(table, name, parts) as append,
+              open_read(stage.root / rel) as f):  # a file or an object
+            for batch in pq.ParquetFile(f).iter_batches():
                 df = pl.from_arrow(batch)
                 append(df.filter(~_removed_rows(df, corpus, gone)))
 
