@@ -123,6 +123,50 @@ def forget_filesystems(store) -> None:  # noqa: ANN001 (the module)
     fsspec.get_filesystem_class("s3").clear_instance_cache()
 
 
+@contextlib.contextmanager
+def environment(values: dict[str, str], unset: tuple[str, ...] = ()) -> Iterator[None]:
+    """``values`` set and ``unset`` removed in this process (and so its children) within;
+    every variable touched as it was after."""
+    saved = {k: os.environ.get(k) for k in (*values, *unset)}
+    for k in unset:
+        os.environ.pop(k, None)
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def commit_from_one_version_twice(root, monkeypatch) -> None:  # noqa: ANN001 (StoreURL, fixture)
+    """Two runs that both started from version N (as if one's lease had been taken over):
+    only one commits N + 1, the other is refused; safety does not rest on the lease."""
+    import polars as pl
+
+    from sysdiff.flows import objstore
+    from sysdiff.flows.names import read_manifest
+    from sysdiff.flows.store import LOG
+    from sysdiff.flows.warehouse import open_run
+    from sysdiff.schemas.errors import InputError
+    from sysdiff.schemas.tables import all_tables
+
+    monkeypatch.setattr(objstore, "lease", lambda root: contextlib.nullcontext("x"))
+    empty = pl.from_arrow(all_tables()["vocab"].empty_table())
+    with (pytest.raises(InputError, match="another sysdiff run committed"),
+          open_run(root, run_id="first") as first):
+        first.write("vocab", "corpus=c/system=a", "sig-a", empty)
+        with open_run(root, run_id="second") as second:
+            second.write("vocab", "corpus=c/system=b", "sig-b", empty)
+        # the second committed version 1; the first's create of version 1 fails
+    manifest = read_manifest(root)
+    assert manifest["run"] == "second"
+    assert list(manifest["tables"]["vocab"]) == ["corpus=c/system=b"]
+    assert [p.name for p in (root / LOG).iterdir()] == ["000000000001.json"]
+
+
 def servers() -> tuple[str, ...]:
     """The servers the object-store tests run on: both, or the one ``SYSDIFF_TEST_S3``
     names."""
@@ -140,20 +184,12 @@ def s3_env(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
 
     from sysdiff.flows import store
 
-    with s3_server_process(request.param) as env:
-        saved = {k: os.environ.get(k) for k in (*env, "AWS_PROFILE")}
-        os.environ.pop("AWS_PROFILE", None)
-        os.environ.update(env)
+    with s3_server_process(request.param) as env, environment(env, ("AWS_PROFILE",)):
         forget_filesystems(store)
         try:
             yield env
         finally:
             forget_filesystems(store)
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
 
 @pytest.fixture

@@ -13,14 +13,18 @@ import subprocess
 import sys
 import threading
 import uuid
+from pathlib import Path
 
-import polars as pl
 import pytest
 
 from sysdiff.flows.queries import query
 from sysdiff.flows.store import LEASE, LOG, STAGING, StoreURL, parse_location
 from tests.conftest import BUNDLED, REPO, run_cli
-from tests.objstore import bucket, s3_env  # noqa: F401 (fixtures)
+from tests.objstore import (  # noqa: F401 (fixtures)
+    bucket,
+    commit_from_one_version_twice,
+    s3_env,
+)
 from tests.snapshot import sandbox_dumps
 from tests.test_scale import sample
 
@@ -158,6 +162,22 @@ def test_read_commands_and_the_api_on_s3(bucket, cli, tmp_path):  # noqa: F811
         assert wh.sql("select count(*) as n from units")["n"][0] > 0
 
 
+@pytest.mark.parametrize(("name", "system"), [("sequoia", "spacy_sm@3.8.0"),
+                                              ("litbank", "sys2")])
+def test_rm_on_s3_equals_rm_on_disk(name, system, bucket, cli, tmp_path):  # noqa: F811
+    """``sysdiff rm`` rewrites the files a removed system shares with others: on a store it
+    reads them through the store (it once stopped with an internal error there)."""
+    roots = (str(tmp_path / "wh"), f"{bucket}/wh")
+    for root in roots:
+        assert cli("run", str(CORPORA[name]), "-w", root)[0] == 0
+        code, out, err = cli("rm", "--corpus", name, "--system", system, "--yes", "-w", root)
+        assert code == 0 and out.startswith(f"removed {system}"), err
+    local, store = sandbox_dumps(Path(roots[0])), sandbox_dumps(StoreURL(roots[1]))
+    assert local and sorted(store) == sorted(local)
+    assert {t for t in store if store[t] != local[t]} == set()
+    assert system not in store["systems"]  # gone from the store as from the disk
+
+
 def test_the_s3_sandbox_reads_only_the_warehouse(bucket, cli):  # noqa: F811
     root = f"{bucket}/wh"
     assert cli("run", str(BUNDLED["sequoia"]), "-w", root)[0] == 0
@@ -268,27 +288,7 @@ def test_two_writers_at_once_on_s3(files, uninterrupted, bucket, prefect_harness
 def test_a_lost_lease_cannot_overwrite_a_commit(bucket, monkeypatch):  # noqa: F811
     """Safety does not rest on the lease: two runs that both started from version N (as if
     one's lease had been taken over) cannot both commit N + 1."""
-    import contextlib
-
-    from sysdiff.flows import objstore
-    from sysdiff.flows.names import read_manifest
-    from sysdiff.flows.warehouse import open_run
-    from sysdiff.schemas.errors import InputError
-    from sysdiff.schemas.tables import all_tables
-
-    monkeypatch.setattr(objstore, "lease", lambda root: contextlib.nullcontext("x"))
-    root = StoreURL(f"{bucket}/wh")
-    empty = pl.from_arrow(all_tables()["vocab"].empty_table())
-    with (pytest.raises(InputError, match="another sysdiff run committed"),
-          open_run(root, run_id="first") as first):
-        first.write("vocab", "corpus=c/system=a", "sig-a", empty)
-        with open_run(root, run_id="second") as second:
-            second.write("vocab", "corpus=c/system=b", "sig-b", empty)
-        # the second committed version 1; the first's create of version 1 fails
-    manifest = read_manifest(root)
-    assert manifest["run"] == "second"
-    assert list(manifest["tables"]["vocab"]) == ["corpus=c/system=b"]
-    assert [p.name for p in (root / LOG).iterdir()] == ["000000000001.json"]
+    commit_from_one_version_twice(StoreURL(f"{bucket}/wh"), monkeypatch)
 
 
 def test_readers_during_commits_on_s3(files, bucket, prefect_harness):  # noqa: F811
