@@ -26,7 +26,7 @@ from sysdiff.flows.ingest import ingest_all
 from sysdiff.flows.progress import progress
 from sysdiff.flows.shards import map_collect
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
-from sysdiff.flows.store import location
+from sysdiff.flows.store import location, read_parquet, scan_parquet
 from sysdiff.flows.warehouse import (
     StagedFile,
     Staging,
@@ -65,7 +65,7 @@ def plan_doc_shards(paths: dict[str, str], shard_sents: int) -> list[DocShard]:
     """Documents with a mention in any file, sorted by name, in shards of about
     ``shard_sents`` sentences. A document counts 1 + the sentence index of its last mention
     in any file (per part): the mention files hold no sentence count."""
-    per_doc = (pl.concat([pl.scan_parquet(p, glob=False).select("doc", "part", "sent")
+    per_doc = (pl.concat([scan_parquet(p, glob=False).select("doc", "part", "sent")
                           for p in paths.values()])
                .group_by("doc", "part").agg(n=pl.col("sent").max().cast(pl.Int64) + 1)
                .group_by("doc").agg(pl.col("n").sum()).sort("doc").collect())
@@ -79,7 +79,7 @@ def read_shard_mentions(path: str, shard: DocShard) -> pl.DataFrame:
     """The mentions of a shard's documents, in file order."""
     from sysdiff.schemas.formats.coref import MENTION_COLUMNS
 
-    return (pl.scan_parquet(path, glob=False).filter(pl.col("doc").is_in(list(shard.docs)))
+    return (scan_parquet(path, glob=False).filter(pl.col("doc").is_in(list(shard.docs)))
             .select(MENTION_COLUMNS).collect())
 
 
@@ -129,7 +129,7 @@ def ingest_coref_file(job: CorefJob) -> CorefFile:
     sha, stamp = snap.sha256, snap.stamp
     del snap, text
     if key is not None:
-        gold = pl.read_parquet(key.tokens, glob=False).drop("corpus", "system")
+        gold = read_parquet(key.tokens, glob=False).drop("corpus", "system")
         validate_response(gold, toks, spec.key.path, source.path)
     sid, corpus, part = source.id, spec.corpus, partition(spec.corpus, source.id)
     sig = _mentions_signature(sha, fmt, key.sha256 if key else sha)
@@ -188,7 +188,7 @@ def run_coref(spec: RunSpec, stage: Staging) -> None:
 def key_documents(tokens: str) -> pl.DataFrame:
     """The key's documents in file order (the units of the bootstrap), from its per-document
     token counts (a file staged now, or live)."""
-    return pl.read_parquet(tokens, glob=False).sort("line").select("doc", "part")
+    return read_parquet(tokens, glob=False).sort("line").select("doc", "part")
 
 
 def ingest_coref(spec: RunSpec, stage: Staging) -> dict[str, CorefFile]:
@@ -395,7 +395,7 @@ def _arcs_f1_of_all(parts: list[dict], systems: list[str], intervals: Intervals
 def corpus_mention_types(paths: dict[str, str]) -> list[str]:
     """Every mention type of the corpus' files (and ``UNKNOWN``), sorted: the group codes of
     the comparison, the same in every shard."""
-    types = pl.concat([pl.scan_parquet(p, glob=False).select("mtype") for p in paths.values()]
+    types = pl.concat([scan_parquet(p, glob=False).select("mtype") for p in paths.values()]
                       ).unique().collect()["mtype"].drop_nulls().to_list()
     return sorted({"UNKNOWN", *types})
 

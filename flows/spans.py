@@ -35,7 +35,7 @@ from sysdiff.flows.ingest import ingest_all
 from sysdiff.flows.progress import notice, progress
 from sysdiff.flows.shards import map_fold
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
-from sysdiff.flows.store import location
+from sysdiff.flows.store import location, read_parquet, scan_parquet
 from sysdiff.flows.warehouse import (
     PieceWriters,
     StagedFile,
@@ -124,11 +124,11 @@ class KeyTokens:
 
     def __init__(self, key: SpanFile) -> None:
         self.path = key.tokens
-        self.sents = pl.read_parquet(key.sents, columns=["sent", "sent_id", "n_words", "line"],
+        self.sents = read_parquet(key.sents, columns=["sent", "sent_id", "n_words", "line"],
                                      glob=False)
 
     def words(self, lo: int, hi: int) -> pl.DataFrame:
-        return (pl.scan_parquet(self.path, glob=False)
+        return (scan_parquet(self.path, glob=False)
                 .filter(pl.col("sent").is_between(lo, hi))
                 .select("sent", "id", "form", "label").collect())
 
@@ -222,9 +222,9 @@ def place_on_key(spec: RunSpec, source: Source, key: SpanFile, mine_paths: dict[
     from sysdiff.flows.token_ingest import text_difference
     from sysdiff.schemas.formats.spans import iter_tags
 
-    key_tokens = pl.read_parquet(key.tokens, columns=["sent", "id", "form", "label", "line"],
+    key_tokens = read_parquet(key.tokens, columns=["sent", "id", "form", "label", "line"],
                                  glob=False)
-    mine = pl.read_parquet(mine_paths["span_tokens"], glob=False)
+    mine = read_parquet(mine_paths["span_tokens"], glob=False)
     with StableFile(source.path, expect=stamp) as again:
         forms = pl.concat([c.tokens["form"] for c in iter_tags(again, fmt, spec.scheme)])
     mine = mine.with_columns(form=forms)
@@ -233,7 +233,7 @@ def place_on_key(spec: RunSpec, source: Source, key: SpanFile, mine_paths: dict[
     if at is not None:
         raise mismatch if same_tokens else text_difference(spec, source, key_text, sys_text,
                                                            at, mismatch)
-    spans = A.place_spans(pl.read_parquet(mine_paths["spans"], glob=False), key_text,
+    spans = A.place_spans(read_parquet(mine_paths["spans"], glob=False), key_text,
                           sys_text)
     right = A.same_span_tokens(key_text, key_tokens["label"], sys_text, mine["label"])
     return spans, mine, right, key_tokens.height
@@ -267,8 +267,8 @@ def lean_key(path: str, tokens: str, sents: str, systems: str) -> LeanKey | None
     """The key's :class:`LeanKey` from its staged tables and its file (read once per
     process; None when that file is no longer the version ingested, or is not one the fast
     reader reads)."""
-    row = pl.read_parquet(systems, columns=["sha256", "format"], glob=False).row(0)
-    toks = pl.read_parquet(tokens, columns=["sent", "id", "form", "label", "line"], glob=False)
+    row = read_parquet(systems, columns=["sha256", "format"], glob=False).row(0)
+    toks = read_parquet(tokens, columns=["sent", "id", "form", "label", "line"], glob=False)
     lines = _frozen(toks["line"].to_numpy() - 1)
     with StableFile(path) as f:
         if not lines.size or f.size > LEAN_BYTES:
@@ -285,7 +285,7 @@ def lean_key(path: str, tokens: str, sents: str, systems: str) -> LeanKey | None
     return LeanKey(row[1], sep, lines, frame.digest, toks.select("sent", "id", "form"),
                    _frozen(labels.to_physical().to_numpy()),
                    labels.dtype.categories.to_series(),
-                   pl.read_parquet(sents, columns=["doc"], glob=False))
+                   read_parquet(sents, columns=["doc"], glob=False))
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -521,7 +521,7 @@ class SpanJob:
 
 def read_shard_spans(path: str, shard: Shard) -> pl.DataFrame:
     """The spans of a shard's sentences, in file order."""
-    return (pl.scan_parquet(path, glob=False)
+    return (scan_parquet(path, glob=False)
             .filter(pl.col("sent").is_between(shard.lo, shard.hi - 1))
             .select(SPAN_READ).collect())
 
@@ -533,7 +533,7 @@ def span_shard(job: SpanJob, shard: Shard) -> tuple[T.SpanCounts, list[pl.DataFr
     key = read_shard_spans(job.paths[KEY_ID], shard)
     systems = [read_shard_spans(job.paths[s], shard) for s in job.systems]
     if job.by_chars:
-        offsets = A.key_offsets(pl.scan_parquet(job.key_tokens, glob=False)
+        offsets = A.key_offsets(scan_parquet(job.key_tokens, glob=False)
                                 .filter(pl.col("sent").is_between(shard.lo, shard.hi - 1))
                                 .select("sent", "id", "form").collect())
         key = A.char_positions(key, offsets)
@@ -544,7 +544,7 @@ def span_shard(job: SpanJob, shard: Shard) -> tuple[T.SpanCounts, list[pl.DataFr
 
 def corpus_types(paths: dict[str, str]) -> list[str]:
     """Every span type of the corpus' files, sorted (the group codes, equal in every shard)."""
-    types = (pl.concat([pl.scan_parquet(p, glob=False).select("type") for p in paths.values()])
+    types = (pl.concat([scan_parquet(p, glob=False).select("type") for p in paths.values()])
              .unique().collect()["type"].drop_nulls().to_list())
     return sorted(types)
 
@@ -576,7 +576,7 @@ def _compute(spec: RunSpec, stage: Staging, files: dict[str, SpanFile], systems:
     corpus = spec.corpus
     crash_point("compare")
     paths = {s: str(files[s].spans) for s in [KEY_ID, *systems]}
-    key_sents = pl.read_parquet(files[KEY_ID].sents, columns=["sent", "doc"], glob=False)
+    key_sents = read_parquet(files[KEY_ID].sents, columns=["sent", "doc"], glob=False)
     shards = plan_shards(key_sents, spec.shard_sents)
     types = corpus_types(paths)
     _type_notice(systems, paths)
@@ -630,7 +630,7 @@ def _type_notice(systems: list[str], paths: dict[str, str]) -> None:
     """Say once which systems predict types the key does not have (scored as spurious)."""
     key_types = set(corpus_types({KEY_ID: paths[KEY_ID]}))
     for s in systems:
-        counts = (pl.scan_parquet(paths[s], glob=False).group_by("type").len()
+        counts = (scan_parquet(paths[s], glob=False).group_by("type").len()
                   .collect().filter(~pl.col("type").is_in(list(key_types)))
                   .sort("len", descending=True))
         if counts.height:

@@ -29,7 +29,7 @@ from sysdiff.flows.ingest import ingest_all
 from sysdiff.flows.progress import notice, progress
 from sysdiff.flows.shards import map_fold
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
-from sysdiff.flows.store import location
+from sysdiff.flows.store import location, read_parquet, scan_parquet
 from sysdiff.flows.warehouse import (
     PieceWriters,
     StagedFile,
@@ -81,7 +81,7 @@ class SrlFile:
     staged: tuple[StagedFile, ...] = ()
 
     def row(self) -> pl.DataFrame:
-        return pl.read_parquet(self.systems, glob=False)
+        return read_parquet(self.systems, glob=False)
 
     @property
     def mode(self) -> str:
@@ -110,11 +110,11 @@ class KeyWords:
 
     def __init__(self, key: SrlFile) -> None:
         self.path = key.tokens
-        self.sents = pl.read_parquet(key.sents, columns=["sent", "sent_id", "n_words", "line"],
+        self.sents = read_parquet(key.sents, columns=["sent", "sent_id", "n_words", "line"],
                                      glob=False)
 
     def words(self, lo: int, hi: int) -> pl.DataFrame:
-        return (pl.scan_parquet(self.path, glob=False)
+        return (scan_parquet(self.path, glob=False)
                 .filter(pl.col("sent").is_between(lo, hi)).select("sent", "id", "form")
                 .collect())
 
@@ -250,7 +250,7 @@ class SrlJob:
 
 def _read(path: str, shard: Shard, columns: list[str], by: list[str]) -> pl.DataFrame:
     """A table's rows of a shard's sentences, in file order."""
-    return (pl.scan_parquet(path, glob=False)
+    return (scan_parquet(path, glob=False)
             .filter(pl.col("sent").is_between(shard.lo, shard.hi - 1))
             .select(columns).collect().sort(by))
 
@@ -281,10 +281,10 @@ def srl_shard(job: SrlJob, shard: Shard) -> tuple[T.SrlCounts, list[pl.DataFrame
 def corpus_vocab(mode: str, files: dict[str, SrlFile]) -> T.Vocab:
     """Every role of the corpus' files (``V`` is no argument in span mode) and every PPOS
     of the key's words, sorted: the group codes, equal in every shard."""
-    roles = (pl.concat([pl.scan_parquet(f.args, glob=False).select("role")
+    roles = (pl.concat([scan_parquet(f.args, glob=False).select("role")
                         for f in files.values()]).unique().collect()["role"].to_list())
     roles = sorted(set(roles) - ({"V"} if mode == "span" else set()))
-    pos = (pl.scan_parquet(files[KEY_ID].tokens, glob=False).select(pl.col("pos").fill_null("_"))
+    pos = (scan_parquet(files[KEY_ID].tokens, glob=False).select(pl.col("pos").fill_null("_"))
            .unique().collect()["pos"].to_list())
     return T.Vocab(tuple(roles), tuple(sorted(set(pos) | {"_"})))
 
@@ -314,7 +314,7 @@ def _key_notes(mode: str, key: SrlFile) -> None:
     """Say once what the key cannot give (no number without data)."""
     if mode != "head":
         return
-    heads = pl.scan_parquet(key.tokens, glob=False).select(
+    heads = scan_parquet(key.tokens, glob=False).select(
         pl.col("head").is_not_null().any()).collect().item()
     if not heads:
         notice("the key has no HEAD column (all '_'): the boundary class (the role on another "
@@ -330,7 +330,7 @@ def _compute(spec: RunSpec, stage: Staging, files: dict[str, SrlFile], systems: 
     key = files[KEY_ID]
     mode = key.mode
     _key_notes(mode, key)
-    key_sents = pl.read_parquet(key.sents, columns=["sent", "doc"], glob=False)
+    key_sents = read_parquet(key.sents, columns=["sent", "doc"], glob=False)
     shards = plan_shards(key_sents, spec.shard_sents)
     vocab = corpus_vocab(mode, files)
     job = SrlJob(mode, str(key.tokens), {s: str(files[s].preds) for s in [KEY_ID, *systems]},

@@ -97,10 +97,68 @@ def filesystem(scheme: str) -> Any:
 
             fs = fsspec.filesystem(scheme, use_listings_cache=False, skip_instance_cache=True)
         except ImportError:
-            raise InputError(f"{scheme}:// needs the package {SCHEMES.get(scheme, scheme)}: "
-                             "pip install 'sysdiff[s3]' (or the package named)") from None
+            package = SCHEMES.get(scheme, scheme)
+            extra = {"s3fs": "sysdiff[s3]", "adlfs": "sysdiff[azure]"}.get(package, package)
+            raise InputError(f"{scheme}:// needs the package {package}: "
+                             f"pip install '{extra}'") from None
+        except ValueError as e:  # adlfs: no account and no credentials in the environment
+            raise InputError(f"no credentials for the object store {scheme}:// "
+                             f"({_first_line(e)}); set {credentials_hint(scheme)}") from None
         _FILESYSTEMS[scheme] = fs
     return fs
+
+
+# ------------------------------------------------------------- polars' own store client
+
+#: Where polars reads a URL itself (its Rust object-store client, not fsspec), the Azure
+#: fields of a connection string as its storage options.
+_AZURE_OPTIONS = {"accountname": "account_name", "accountkey": "account_key",
+                  "sharedaccesssignature": "sas_token", "blobendpoint": "endpoint"}
+
+
+def polars_options(source: object) -> dict[str, str] | None:
+    """Storage options for polars reading ``source`` (a path, a URL, or a list of them) with
+    its own object-store client, where the environment gives the store in a form only
+    fsspec reads: an Azure connection string (``AZURE_STORAGE_CONNECTION_STRING``, which
+    adlfs takes first; polars reads ``AZURE_STORAGE_ACCOUNT_NAME``/``_KEY`` but not it).
+    None otherwise: polars then reads the environment fsspec reads (``AWS_*`` with
+    ``AWS_ENDPOINT_URL`` and profiles, ``GOOGLE_APPLICATION_CREDENTIALS``, the Azure
+    account variables)."""
+    first = source[0] if isinstance(source, list | tuple) and source else source
+    match = _URL.match(str(first))
+    text = os.environ.get("AZURE_STORAGE_CONNECTION_STRING")
+    if match is None or match.group(1).lower() not in ("az", "abfs", "abfss") or not text:
+        return None
+    fields = dict(part.split("=", 1) for part in text.split(";") if "=" in part)
+    fields = {k.strip().lower(): v.strip() for k, v in fields.items()}
+    out = {name: fields[k] for k, name in _AZURE_OPTIONS.items() if fields.get(k)}
+    if "endpoint" not in out and fields.get("endpointsuffix") and "account_name" in out:
+        protocol = fields.get("defaultendpointsprotocol", "https")
+        out["endpoint"] = f"{protocol}://{out['account_name']}.blob.{fields['endpointsuffix']}"
+    if out.get("endpoint", "").startswith("http://"):
+        out["allow_http"] = "true"
+    return out
+
+
+def read_parquet(source: Any, **options: Any) -> Any:
+    """``polars.read_parquet`` of a path or URL (:func:`polars_options` for a URL)."""
+    import polars as pl
+
+    return pl.read_parquet(source, storage_options=polars_options(source), **options)
+
+
+def scan_parquet(source: Any, **options: Any) -> Any:
+    """``polars.scan_parquet`` of a path or URL (:func:`polars_options` for a URL)."""
+    import polars as pl
+
+    return pl.scan_parquet(source, storage_options=polars_options(source), **options)
+
+
+def read_ipc(source: Any, **options: Any) -> Any:
+    """``polars.read_ipc`` of a path or URL (:func:`polars_options` for a URL)."""
+    import polars as pl
+
+    return pl.read_ipc(source, storage_options=polars_options(source), **options)
 
 
 def precondition_failed(error: BaseException) -> bool:
@@ -137,15 +195,33 @@ def store_error(url: str, error: BaseException) -> InputError | None:
     if isinstance(error, FileNotFoundError) and "bucket" in without_paths(text).lower():
         bucket = url.split("://", 1)[-1].split("/", 1)[0]
         return InputError(f"no such bucket '{bucket}'; create it first", url)
+    hint = credentials_hint(url.split("://", 1)[0].lower())
     if isinstance(error, PermissionError) or "AccessDenied" in text or "Forbidden" in text:
         return InputError(f"the object store refused access ({text}); check the credentials "
-                          "in the environment (AWS_ACCESS_KEY_ID, AWS_PROFILE, ...)", url)
+                          f"in the environment ({hint})", url)
     if "Connect" in name or "Endpoint" in name or "connect" in text.lower():
         return InputError(f"cannot reach the object store{where}: {text}", url)
     if "NoCredentials" in name or "credentials" in text.lower():
-        return InputError(f"no credentials for the object store ({text}); set AWS_ACCESS_KEY_ID "
-                          "and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE", url)
+        return InputError(f"no credentials for the object store ({text}); set {hint}", url)
     return None
+
+
+#: What each store's client reads for its credentials (as its users set them).
+CREDENTIALS = {
+    "s3": "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE",
+    "az": "AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT_NAME with "
+          "AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_TOKEN",
+    "gs": "GOOGLE_APPLICATION_CREDENTIALS, or log in with gcloud auth application-default login",
+}
+_SAME_STORE = {"s3a": "s3", "abfs": "az", "abfss": "az", "gcs": "gs"}
+
+
+def credentials_hint(scheme: str) -> str:
+    return CREDENTIALS.get(_SAME_STORE.get(scheme, scheme), "the store's credentials")
+
+
+def _first_line(error: BaseException) -> str:
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
 def _guarded(method: Callable) -> Callable:

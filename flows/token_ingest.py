@@ -32,7 +32,17 @@ from prefect.cache_policies import NONE
 
 from sysdiff.flows.ingest import Done, finished, ingest_all, wait_quietly
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
-from sysdiff.flows.store import StoreURL, is_url, location, open_read, open_write, remote
+from sysdiff.flows.store import (
+    StoreURL,
+    is_url,
+    location,
+    open_read,
+    open_write,
+    read_ipc,
+    read_parquet,
+    remote,
+    scan_parquet,
+)
 from sysdiff.flows.warehouse import (
     PieceWriter,
     PieceWriters,
@@ -111,10 +121,10 @@ class Ingested:
     frame: str = ""
 
     def row(self) -> pl.DataFrame:
-        return pl.read_parquet(self.systems, glob=False)
+        return read_parquet(self.systems, glob=False)
 
     def counts(self) -> pl.DataFrame:
-        return pl.read_parquet(self.vocab, glob=False)
+        return read_parquet(self.vocab, glob=False)
 
 
 @dataclass(frozen=True)
@@ -236,7 +246,7 @@ def stage_lean(job: TokenJob, whole: Whole, pieces: list[tuple[LeanPiece, pl.Dat
     writer, counts = PieceWriter(job.stage_dir, "words", part), {}
     try:
         for piece, words in pieces:
-            words = pl.read_ipc(piece.path) if words is None else words
+            words = read_ipc(piece.path) if words is None else words
             coded = tokens.remap(words, piece.dictionaries, union)
             writer.append(with_nulls(coded, writer.schema))
             for field, n in tokens.lean_counts(coded, union).items():
@@ -407,7 +417,7 @@ def with_frame(key: Ingested, frame: KeyFrame) -> Ingested:
 @functools.lru_cache(maxsize=4)
 def key_shape(sents: str) -> np.ndarray:
     """Words per sentence of the key (read once per process)."""
-    out = pl.read_parquet(sents, columns=["n_words"], glob=False)["n_words"].to_numpy()
+    out = read_parquet(sents, columns=["n_words"], glob=False)["n_words"].to_numpy()
     out.flags.writeable = False
     return out
 
@@ -759,8 +769,8 @@ def align_with_key(spec: RunSpec, source: Source, key: Ingested, units: str,
     """A system whose words differ from the key's: when its text (characters without
     spaces) is the key's, its words aligned with the key's as the CoNLL 2018 script aligns
     them, and its CoNLL 2018 scores; else an error at the first differing character."""
-    key_tokens = pl.read_parquet(key.words, glob=False)
-    sys_tokens = pl.read_parquet(units, glob=False)
+    key_tokens = read_parquet(key.words, glob=False)
+    sys_tokens = read_parquet(units, glob=False)
     key_text, sys_text = file_text(key_tokens), file_text(sys_tokens)
     at = first_difference(key_text.chars, sys_text.chars)
     if at is not None:
@@ -816,7 +826,7 @@ def _live(stage: Staging, corpus: str, row: dict) -> Ingested:
 def live_key_forms(stage: Staging, key: Ingested) -> Ingested:
     """The key read by an earlier run, with its form hashes (computed once, from its stored
     words, for the systems read now)."""
-    forms = (pl.scan_parquet(key.words, glob=False).filter(pl.col("kind") == KIND_WORD)
+    forms = (scan_parquet(key.words, glob=False).filter(pl.col("kind") == KIND_WORD)
              .select("form").collect()["form"])
     return replace(key, forms=save_form_hashes(str(stage.dir), "key-forms",
                                                [form_hashes(forms)]))
@@ -824,13 +834,13 @@ def live_key_forms(stage: Staging, key: Ingested) -> Ingested:
 
 def _key_sents(key: Ingested) -> pl.DataFrame:
     """The key's sentences as :class:`WordCheck` reads them."""
-    return pl.read_parquet(key.sents, columns=["sent", "sent_id", "n_words", "line"], glob=False)
+    return read_parquet(key.sents, columns=["sent", "sent_id", "n_words", "line"], glob=False)
 
 
 def _key_words(key: Ingested, sents: pl.DataFrame) -> pl.DataFrame:
     """The key's words of the sentences in ``sents`` (a contiguous range)."""
     lo, hi = int(sents["sent"][0]), int(sents["sent"][-1])
-    return (pl.scan_parquet(key.words, glob=False)
+    return (scan_parquet(key.words, glob=False)
             .filter((pl.col("kind") == KIND_WORD) & pl.col("sent").is_between(lo, hi))
             .select("sent", "id", "form").collect())
 

@@ -27,7 +27,7 @@ from sysdiff.flows.history import stage_history
 from sysdiff.flows.progress import notice, progress
 from sysdiff.flows.shards import map_fold
 from sysdiff.flows.spec import KEY_ID, RunSpec
-from sysdiff.flows.store import open_read
+from sysdiff.flows.store import open_read, read_parquet, scan_parquet
 from sysdiff.flows.token_ingest import Ingested, ingest_tokens
 from sysdiff.flows.warehouse import (
     ROW_GROUP,
@@ -130,7 +130,7 @@ def read_shard_words(path: str, shard: Shard, aligned: bool = False, numbered: b
     """The words of one shard (row groups outside the sentence range are skipped); with
     ``aligned``, from a system's aligned words, their ``aligned`` flag too; ``numbered``:
     with their ``word`` (the key's)."""
-    return (pl.scan_parquet(path, glob=False)
+    return (scan_parquet(path, glob=False)
             .filter((pl.col("kind") == KIND_WORD)
                     & pl.col("sent").is_between(shard.lo, shard.hi - 1))
             .select(WORD_COLUMNS + ["aligned"] * aligned + ["word"] * numbered).collect())
@@ -141,7 +141,7 @@ def read_shard_codes(path: str, key: pl.DataFrame) -> pl.DataFrame:
     rows of those words (row n is key word n), with the key's sentence and ID (a partition
     stored before format 6 has its own, in the same order: not read)."""
     first = int(key["word"][0]) if key.height else 0
-    codes = (pl.scan_parquet(path, glob=False, hive_partitioning=False)
+    codes = (scan_parquet(path, glob=False, hive_partitioning=False)
              .slice(first, key.height).collect().drop("sent", "id", strict=False))
     if codes.height != key.height:
         raise RuntimeError(f"{path}: {codes.height} words from word {first}; the key's "
@@ -176,7 +176,7 @@ def lean_frame(codes: pl.DataFrame, dictionaries: Mapping[str, Sequence[str]]
 
 def shard_lengths(sents_path: str, shard: Shard) -> np.ndarray:
     """Words per sentence of the shard's sentences, in order."""
-    rows = (pl.scan_parquet(sents_path, glob=False)
+    rows = (scan_parquet(sents_path, glob=False)
             .filter(pl.col("sent").is_between(shard.lo, shard.hi - 1))
             .select("sent", "n_words").collect().sort("sent"))
     return rows["n_words"].to_numpy().astype(np.int64)
@@ -326,7 +326,7 @@ def _corpus_vocab(stage: Staging, corpus: str, names: list[str],
                   ingested: dict[str, Ingested]) -> pl.DataFrame:
     """The label counts of the key and every system (those read now travel with them)."""
     frames = [ingested[s].counts() if s in ingested else
-              pl.read_parquet(_path(stage, "vocab", corpus, s), glob=False)
+              read_parquet(_path(stage, "vocab", corpus, s), glob=False)
               for s in [KEY_ID, *names]]
     return pl.concat(frames, how="diagonal_relaxed")
 
@@ -358,7 +358,7 @@ def compare_tokens(spec: RunSpec, stage: Staging, ingested: dict[str, Ingested])
         notice(note)
     crash_point("compare")
     sents_path = _path(stage, "sents", corpus, KEY_ID)
-    key_sents = pl.read_parquet(sents_path, columns=["sent", "doc"], glob=False)
+    key_sents = read_parquet(sents_path, columns=["sent", "doc"], glob=False)
     shards = plan_shards(key_sents, spec.shard_sents)
     index = {s: i for i, s in enumerate(systems)}
     by_chars = rows.filter(pl.col("alignment") == "characters")["system"].to_list()

@@ -62,7 +62,7 @@ from sysdiff.flows.names import (  # noqa: F401 (re-exported)
     read_manifest,
     resolve_warehouse,
 )
-from sysdiff.flows.store import StoreURL, location, open_write
+from sysdiff.flows.store import StoreURL, location, open_write, scan_parquet
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.stable import Stamp, input_stamp
 from sysdiff.schemas.tables import all_tables, conform, parquet_options, polars_schema
@@ -480,7 +480,7 @@ class Staging:
         files = self.current_files(table)
         if not files:
             return pl.DataFrame(schema=polars_schema(table))
-        lf = pl.scan_parquet([str(f) for f in files], glob=False)
+        lf = scan_parquet([str(f) for f in files], glob=False)
         return (lf.filter(where) if where is not None else lf).collect()
 
     def staged_path(self, table: str, partition: str) -> Path | StoreURL | None:
@@ -762,7 +762,7 @@ def read_table(root: Path, table: str, manifest: dict | None = None,
     files = live_files(root, manifest, table)
     if not files:
         return pl.DataFrame(schema=pl.Schema(all_tables()[table]))
-    lf = pl.scan_parquet([str(f) for f in files], glob=False)
+    lf = scan_parquet([str(f) for f in files], glob=False)
     if where is not None:
         lf = lf.filter(where)
     return lf.collect()
