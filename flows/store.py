@@ -188,8 +188,7 @@ def without_paths(text: str) -> str:
 def store_error(url: str, error: BaseException) -> InputError | None:
     """The one line a user sees for a store that cannot be used (no such bucket, access
     denied, unreachable endpoint); None for any other error (a missing object is not one)."""
-    text = str(error).splitlines()[0] if str(error) else type(error).__name__
-    name = type(error).__name__
+    text, name = _first_line(error), type(error).__name__
     endpoint = os.environ.get("AWS_ENDPOINT_URL")
     where = f" (AWS_ENDPOINT_URL={endpoint})" if endpoint else ""
     if isinstance(error, FileNotFoundError) and "bucket" in without_paths(text).lower():
