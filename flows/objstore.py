@@ -38,6 +38,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 from sysdiff.flows.names import MARKER, manifest_entry, version_name
 from sysdiff.flows.store import LEASE, LOG, STAGING, StoreURL, log_versions
@@ -203,16 +204,9 @@ def commit(staging, crash_point: Callable[[str], None]) -> None:  # noqa: ANN001
     manifest["run"] = staging.run_id
     for table, partition in staging.dropped:
         manifest["tables"].get(table, {}).pop(partition, None)
-    copied: set[str] = set()
+    copy_staged(staging.dir, root, [rel for rel, _sig in staging.staged.values()],
+                crash_point)
     for (table, partition), (rel, sig) in staging.staged.items():
-        if rel not in copied:  # a file shared by several partitions is copied once
-            try:
-                (staging.dir / rel).copy_to(root / rel)
-            except FileNotFoundError:
-                raise InputError("this run's staged files are gone (another run took over "
-                                 "its lease and cleaned up); nothing of this run was "
-                                 "committed: run it again", root) from None
-            copied.add(rel)
         sha, size = staging.hashes.get(rel) or _hash_object(staging.dir / rel)
         manifest["tables"].setdefault(table, {})[partition] = manifest_entry(rel, sig, sha,
                                                                              size)
@@ -227,6 +221,27 @@ def commit(staging, crash_point: Callable[[str], None]) -> None:  # noqa: ANN001
     staging.manifest = manifest
     crash_point("commit-catalog")
     sweep(root)
+
+
+#: Copies the store makes at once in a commit (each is one request, no bytes through here).
+COPIES = 16
+
+
+def copy_staged(stage: StoreURL, root: StoreURL, rels: list[str],
+                crash_point: Callable[[str], None]) -> None:
+    """Copy the staged objects ``rels`` (a file shared by several partitions once) from
+    ``stage`` to the same keys under ``root``, several at once."""
+    def copy(rel: str) -> None:
+        try:
+            (stage / rel).copy_to(root / rel)
+        except FileNotFoundError:
+            raise InputError("this run's staged files are gone (another run took over its "
+                             "lease and cleaned up); nothing of this run was committed: run "
+                             "it again", root) from None
+        crash_point("commit-moving")
+
+    with ThreadPoolExecutor(COPIES) as pool:
+        list(pool.map(copy, dict.fromkeys(rels)))
 
 
 def _hash_object(obj: StoreURL) -> tuple[str, int]:

@@ -12,6 +12,7 @@ import dataclasses
 import fcntl
 import logging
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,27 @@ def check_file(source: Source, task: str) -> str | None:
     path = source.path if isinstance(source.path, StoreURL) else Path(source.path)
     head, whole = read_head(path, EXPECTED[task])
     return detect(path, head, source.fmt, task, whole)
+
+
+#: Heads of object-store inputs fetched at once (each is a few requests: on a store, one
+#: after another they were most of a run's start).
+HEAD_FETCHES = 16
+
+
+def check_files(sources: list[Source], task: str) -> list[InputError | None]:
+    """:func:`check_file` of each source, in order: the error of each bad one (None for a
+    good one). The heads of object-store inputs are fetched at once."""
+    def one(source: Source) -> InputError | None:
+        try:
+            check_file(source, task)
+        except InputError as e:
+            return e
+        return None
+
+    if sum(isinstance(s.path, StoreURL) for s in sources) < 2:
+        return [one(s) for s in sources]
+    with ThreadPoolExecutor(min(HEAD_FETCHES, len(sources))) as pool:
+        return list(pool.map(one, sources))
 
 
 def detect(path: Path, head: bytes, fmt: str | None, task: str, whole: bool) -> str | None:
@@ -92,16 +114,17 @@ def preflight(spec: RunSpec, root: Path) -> tuple[RunSpec, list[str]]:
     """Check the warehouse and every input file of ``spec``. Returns the spec without the
     systems skipped (``spec.keep_going``) and one line per skipped system; anything else
     wrong raises an InputError."""
-    check_file(spec.key, spec.task)
+    key_error, *errors = check_files([spec.key, *spec.systems], spec.task)
+    if key_error is not None:
+        raise key_error
     keep, skipped = [], []
-    for source in spec.systems:
-        try:
-            check_file(source, spec.task)
+    for source, error in zip(spec.systems, errors, strict=True):
+        if error is None:
             keep.append(source)
-        except InputError as e:
-            if not spec.keep_going:
-                raise
-            skipped.append(skip_line(source, e))
+        elif spec.keep_going:
+            skipped.append(skip_line(source, error))
+        else:
+            raise error
     if not keep:
         raise InputError(f"no system left to evaluate: every system file of corpus "
                          f"'{spec.corpus}' is bad ({len(skipped)} skipped)")

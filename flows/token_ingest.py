@@ -17,10 +17,12 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
+import hashlib
 import io
 import os
+import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,14 @@ import polars as pl
 from prefect import task
 from prefect.cache_policies import NONE
 
-from sysdiff.flows.ingest import Done, finished, ingest_all, wait_quietly
+from sysdiff.flows.ingest import (
+    POLL_S,
+    Done,
+    finished,
+    ingest_all,
+    ingest_parallelism,
+    wait_quietly,
+)
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
 from sysdiff.flows.store import (
     StoreURL,
@@ -119,6 +128,8 @@ class Ingested:
     staged: tuple[StagedFile, ...] = ()
     #: the key only: its frame (:func:`frame_key`; '' when it has none: no system is lean)
     frame: str = ""
+    #: the key only: the digest of its words per sentence and form hashes (:func:`shape_of`)
+    shape: str = ""
 
     def row(self) -> pl.DataFrame:
         return read_parquet(self.systems, glob=False)
@@ -173,7 +184,7 @@ def ingest_lean(job: TokenJob) -> Ingested | None:
     snap = read_stable(job.source.path)  # one version: the bytes parsed are the bytes hashed
     data = without_bom(snap.data)
     fmt = job.source.fmt or detect_token_format(job.source.path, data)
-    found = read_words(job, data, fmt, 0, key_shape(job.key.sents).size)
+    found = read_words(job, data, fmt, 0, sentence_words(job.key).size)
     del data
     if found is None:
         return None
@@ -192,7 +203,7 @@ def read_words(job: TokenJob, data: bytes, fmt: str, first_sent: int, n_sents: i
     found = fast_words(data, fmt, task_fields(job.spec.task, fmt))
     if found is None or not _same_words(found, job.key, first_sent, n_sents):
         return None
-    first_word = int(key_shape(job.key.sents)[:first_sent].sum())
+    first_word = int(sentence_words(job.key)[:first_sent].sum())
     return found, _differing(found, job.key.frame, first_word)
 
 
@@ -279,7 +290,7 @@ def _same_words(found: FastWords, key: Ingested, first_sent: int, n_sents: int) 
     their words per sentence, forms (by their hashes: a differing form, even one equal after
     NFC, sends the file to the full reader's check), lines, comments and non-word lines (by
     the sentences' digests). A key without a frame has no lean system."""
-    n_words = key_shape(key.sents)
+    n_words = sentence_words(key)
     if not key.frame or found.n_sents != n_sents or not np.array_equal(
             found.n_words, n_words[first_sent:first_sent + n_sents]):
         return False
@@ -351,6 +362,7 @@ class KeyFrame:
 
     sha256: str
     folder: str
+    shape: str = ""
 
 
 @task(name="frame", task_run_name="frame of the key", cache_policy=NONE)
@@ -370,16 +382,35 @@ def frame_key(job: FrameJob) -> KeyFrame:
                 return KeyFrame(sha, "")
             for name, values in frame_arrays(part).items():
                 frame.setdefault(name, []).append(values)
-            del part, data  # only the frame's arrays are kept: memory ~ 24 bytes a word
+            del part, data  # only the frame's arrays are kept: memory ~ 32 bytes a word
         f.check()
-    return KeyFrame(sha, save_frame(job.stage_dir, frame))
+    shape = shape_of(frame[N_WORDS], frame[FORMS])
+    return KeyFrame(sha, save_frame(job.stage_dir, frame), shape)
+
+
+#: The frame's arrays of the key's words per sentence and form hashes (as the fast reader
+#: reads them; with the shape of the key's full read, a system can be read before it ends).
+N_WORDS, FORMS = "n_words", "forms"
 
 
 def frame_arrays(part: FastWords) -> dict[str, np.ndarray]:
-    """What the key's frame keeps of words read: each sentence's digest, each word's DEPS
-    and MISC hashes."""
-    return {"digest": part.digest,
+    """What the key's frame keeps of words read: each sentence's digest and words, each
+    word's form hash and DEPS and MISC hashes."""
+    return {"digest": part.digest, N_WORDS: part.n_words.astype(np.int64),
+            FORMS: part.form_hash.astype(np.uint64),
             **{name: value_hashes(column) for name, column in part.extras.items()}}
+
+
+def shape_of(n_words: list[np.ndarray], forms: list[np.ndarray]) -> str:
+    """The digest of a key's words per sentence and form hashes (each a list of parts):
+    equal digests, equal arrays, however each was read."""
+    h = hashlib.sha256()
+    for part in n_words:
+        h.update(memoryview(np.ascontiguousarray(part, np.int64)).cast("B"))
+    h.update(b"|")
+    for part in forms:
+        h.update(memoryview(np.ascontiguousarray(part, np.uint64)).cast("B"))
+    return h.hexdigest()
 
 
 def save_frame(stage_dir: str, frame: dict[str, list[np.ndarray]]) -> str:
@@ -393,25 +424,66 @@ def save_frame(stage_dir: str, frame: dict[str, list[np.ndarray]]) -> str:
 
 
 class KeyIngest:
-    """The key's ingest as the flow drives it: its full read and its frame, side by side."""
+    """The key's ingest as the flow drives it: its full read and its frame, side by side.
+    Once the frame is in, ``start(early_key(frame))`` starts the reads of large systems
+    that need only the frame (so that no worker waits for the full read); they are moved
+    on while the flow waits for the key."""
 
-    def __init__(self, job: TokenJob) -> None:
+    def __init__(self, job: TokenJob,
+                 start: Callable[[Ingested], list[RangedIngest]] | None = None) -> None:
         self.read = ingest_file.submit(job)
         self.frame = frame_key.submit(FrameJob(str(job.source.path), job.source.fmt,
                                                job.stage_dir))
+        self.start, self.early = start, []
 
     def result(self) -> Ingested:
         try:
+            while not finished(self.read):
+                self._move_early()
+                time.sleep(POLL_S)
             key = self.read.result()
         except BaseException:
-            wait_quietly(self.frame)  # it writes in the staging folder, which then goes
+            for future in [self.frame, *self.early]:  # they write in the staging folder,
+                wait_quietly(future)  # which then goes
             raise
         return with_frame(key, self.frame.result())
 
+    def _move_early(self) -> None:
+        if self.start is not None and finished(self.frame):
+            start, self.start = self.start, None
+            with contextlib.suppress(Exception):  # a frame that failed: no early reads
+                frame = self.frame.result()
+                if frame.folder:
+                    self.early = start(early_key(frame))
+        for ingest in self.early:
+            ingest.advance()
+
 
 def with_frame(key: Ingested, frame: KeyFrame) -> Ingested:
-    """The key with its frame, when the frame was taken from the same bytes."""
-    return replace(key, frame=frame.folder if frame.sha256 == key.sha256 else "")
+    """The key with its frame, when the frame was taken from the same bytes and the fast
+    reader saw the words the full reader did (the same shape)."""
+    if frame.sha256 != key.sha256 or frame.shape != key.shape or not key.shape:
+        return replace(key, frame="")
+    # its form hashes are the frame's then: every system compares with one array (a worker
+    # reading the key from a store holds one copy of it)
+    return replace(key, frame=frame.folder, forms=str(location(frame.folder) / f"{FORMS}.npy"))
+
+
+def early_key(frame: KeyFrame) -> Ingested:
+    """What a large system's range reads take from the key before its full read ends: its
+    frame, words per sentence and form hashes as the fast reader read them (:func:`keyed`
+    checks them against the full read before a system is staged)."""
+    folder = location(frame.folder)
+    return Ingested(KEY_ID, frame.sha256, "", "", "full", "", "", "", str(folder / f"{FORMS}.npy"),
+                    frame=frame.folder, shape=frame.shape)
+
+
+def sentence_words(key: Ingested) -> np.ndarray:
+    """Words per sentence of the key: from its frame when it has one (the same as its full
+    read's, :func:`with_frame`), else from its sentences."""
+    if key.frame:
+        return load_array(str(location(key.frame) / f"{N_WORDS}.npy"))
+    return key_shape(key.sents)
 
 
 @functools.lru_cache(maxsize=4)
@@ -525,7 +597,7 @@ def stream_file(job: TokenJob) -> Streamed:
     """A large system file on an object store, read once: hashed and cut as
     :func:`plan_pass` does, each range read (:func:`read_piece`) as soon as its bytes are
     in, never the file twice. Holds about one range and one block."""
-    finder, n_key = RangeFinder(range_bytes()), key_shape(job.key.sents).size
+    finder, n_key = RangeFinder(range_bytes()), sentence_words(job.key).size
     fmt, pieces, held = job.source.fmt, [], _Held()
     with StableFile(job.source.path) as f:
         while block := f.read(PLAN_BLOCK):
@@ -624,6 +696,21 @@ class RangedIngest:
         self.reads: list | None = None  # the range tasks, once submitted
         self.last: Any = None  # the assembly (or the full reader), once submitted
         self.failed = False  # a stage's task failed: ready, its error is result()'s
+        self.stale = False  # read on a frame the key does not vouch for: read it again
+
+    @property
+    def early(self) -> bool:
+        """Started on the key's frame, before its full read ended (:func:`early_key`):
+        nothing is staged until :meth:`keyed` gives it the key."""
+        return not self.job.key.systems
+
+    def keyed(self, key: Ingested, at: dt.datetime) -> RangedIngest:
+        """Give a file started early the key (and its ``ingested_at``). Ranges read on a
+        frame the key does not vouch for (another version of the file, or a shape the full
+        reader saw otherwise) are dropped, and the file is read again."""
+        self.stale = key.frame != self.job.key.frame
+        self.job = replace(self.job, key=key, at=at)
+        return self
 
     def advance(self) -> None:
         """Submit the next stage if the current one is done (never waits; an error is left
@@ -633,8 +720,8 @@ class RangedIngest:
         try:
             if self.last is None and self.reads is None and finished(self.plan):
                 self._read_ranges()
-            if self.last is None and self.reads is not None and all(map(finished,
-                                                                          self.reads)):
+            if (self.last is None and self.reads is not None and not self.early
+                    and all(map(finished, self.reads))):
                 self._assemble()
         except Exception:
             self.failed = True  # no next stage: the wait for this file is over
@@ -661,24 +748,29 @@ class RangedIngest:
         if plan.ranges is None:
             self._read_whole()
             return
-        n_key = key_shape(job.key.sents).size
+        n_key = sentence_words(job.key).size
         self.reads = [read_range.submit(RangeJob(job, plan, i, _n_sents(plan.ranges, i, n_key)))
                       for i in range(len(plan.ranges))]
 
     def _assemble(self) -> None:
         pieces = [f.result() for f in self.reads or []]
         job = self.job
-        if any(p is None for p in pieces):
-            for p in pieces:
-                if p is not None:
-                    location(p.path).unlink(missing_ok=True)
+        if self.stale or any(p is None for p in pieces):
+            self._drop(pieces)
             self._read_whole()
             return
         self.last = assemble.submit(AssembleJob(job, self.plan.result().whole, tuple(pieces)))
 
     def _read_whole(self) -> None:
-        """The file is not read fast: the full reader's one task."""
-        self.last = ingest_file.submit(replace(self.job, lean=False))
+        """The file is not read fast: the full reader's one task (it needs the key)."""
+        if not self.early:
+            self.last = ingest_file.submit(replace(self.job, lean=False))
+
+    @staticmethod
+    def _drop(pieces: list[LeanPiece | None]) -> None:
+        for p in pieces:
+            if p is not None:
+                location(p.path).unlink(missing_ok=True)
 
 
 class StreamedIngest(RangedIngest):
@@ -718,7 +810,7 @@ def ingest_full(job: TokenJob) -> Ingested:
     check = None if key is None else WordCheck(str(spec.key.path), _key_sents(key),
                                                str(source.path))
     fmt, n_sents, n_units, n_docs, n_tokens = source.fmt, 0, 0, 0, 0
-    vocab, hashes = [], []
+    vocab, hashes, shape = [], [], []
     # one version of the file: hash, rows, stamp; the staged files dropped on an error
     with StableFile(source.path) as file, PieceWriters(job.stage_dir, part) as writers:
         for chunk in iter_conll(file, source.fmt):
@@ -729,6 +821,7 @@ def ingest_full(job: TokenJob) -> Ingested:
                 check.add(chunk, _key_words(key, chunk.sents))
             else:
                 hashes.append(form_hashes(chunk.words["form"]))
+                shape.append(chunk.sents["n_words"].to_numpy())
             writers.append("units", with_literals(chunk.tokens.with_columns(
                 tokens.word_numbers(n_units)), corpus=spec.corpus, system=sid))
             writers.append("sents", with_literals(chunk.sents, corpus=spec.corpus, system=sid))
@@ -761,7 +854,8 @@ def ingest_full(job: TokenJob) -> Ingested:
     here = {f.table: str(location(job.stage_dir) / f.rel) for f in files}
     forms = save_form_hashes(job.stage_dir, "key-forms", hashes) if key is None else ""
     return Ingested(sid, sha, fmt, words, layout, here["sents"], here["systems"],
-                    here["vocab"], forms, tuple(files))
+                    here["vocab"], forms, tuple(files),
+                    shape=shape_of(shape, hashes) if key is None else "")
 
 
 def align_with_key(spec: RunSpec, source: Source, key: Ingested, units: str,
@@ -828,8 +922,9 @@ def live_key_forms(stage: Staging, key: Ingested) -> Ingested:
     words, for the systems read now)."""
     forms = (scan_parquet(key.words, glob=False).filter(pl.col("kind") == KIND_WORD)
              .select("form").collect()["form"])
-    return replace(key, forms=save_form_hashes(str(stage.dir), "key-forms",
-                                               [form_hashes(forms)]))
+    hashes = [form_hashes(forms)]
+    return replace(key, forms=save_form_hashes(str(stage.dir), "key-forms", hashes),
+                   shape=shape_of([key_shape(key.sents)], hashes))
 
 
 def _key_sents(key: Ingested) -> pl.DataFrame:
@@ -867,24 +962,43 @@ def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
             sizes[source.id] = _size(source.path)
         return sizes[source.id] > range_bytes()
 
+    early: dict[str, RangedIngest] = {}  # system -> its reads, started on the key's frame
+
+    def fresh_large(source: Source, role: str) -> bool:
+        """A large system file that must be read (an unchanged one is left for the reuse
+        check, which needs the key)."""
+        row = known.get(source.id)
+        return (role != "key" and not (row is not None and unchanged(row, source.path))
+                and large(source))
+
     def plan_early(at: dt.datetime) -> None:
-        """Plan the large system files that must be read while the key is: they do not
-        need it (an unchanged file is left for the reuse check, which needs the key)."""
+        """Plan the large system files on a disk while the key is read: they do not need it."""
         for source, role in spec.sources:
-            row = known.get(source.id)
-            if role == "key" or read_once(source) or (row is not None
-                                                      and unchanged(row, source.path)):
-                continue
-            if large(source):
+            if not read_once(source) and fresh_large(source, role):
                 job = TokenJob(spec, source, role, str(stage.dir), None, at)
                 plans[source.id] = plan_file.submit(job)
+
+    def start_early(at: dt.datetime) -> Callable[[Ingested], list[RangedIngest]]:
+        def start(key: Ingested) -> list[RangedIngest]:
+            """Read the first large systems (as many as are read at once) on the key's
+            frame, while its full read goes on."""
+            systems = [(s, r) for s, r in spec.sources if r != "key"]
+            for source, role in systems[:ingest_parallelism(len(systems))]:
+                if fresh_large(source, role):
+                    job = TokenJob(spec, source, role, str(stage.dir), key, at)
+                    early[source.id] = (StreamedIngest(job) if read_once(source) else
+                                        RangedIngest(job, plans.pop(source.id, None)))
+            return list(early.values())
+        return start
 
     def submit(source: Source, role: str, key: Ingested | None, at: dt.datetime):
         if key is not None and not key.forms:  # a key read by an earlier run
             key = forms_once(key)
+        if source.id in early:
+            return early.pop(source.id).keyed(key, at)
         job = TokenJob(spec, source, role, str(stage.dir), key, at)
         if key is None:
-            read = KeyIngest(job)
+            read = KeyIngest(job, start_early(at))
             plan_early(at)
             return read
         if large(source):

@@ -9,6 +9,7 @@ deterministic: what is submitted, when, and what an error does.
 from __future__ import annotations
 
 from collections import deque
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -64,8 +65,15 @@ def tasks(monkeypatch):
     return made
 
 
-def job() -> SimpleNamespace:
-    return SimpleNamespace(key=SimpleNamespace(sents="key-sents"), lean=True)
+def job(key: SimpleNamespace | None = None) -> SimpleNamespace:
+    """A ranged file's job: with the key after its full read (``systems`` set), or ``key``."""
+    return SimpleNamespace(key=key or SimpleNamespace(sents="key-sents", systems="key-systems",
+                                                      frame=""), lean=True)
+
+
+def early_key(frame: str = "frame-1") -> SimpleNamespace:
+    """The key as its frame gives it, before its full read ends (:func:`ti.early_key`)."""
+    return SimpleNamespace(sents="", systems="", frame=frame)
 
 
 def planned(ranges: int) -> ti.FilePlan:
@@ -140,3 +148,137 @@ def test_window_counts_whole_files_and_ranged_files_apart():
     assert not loop._window_full(deque(ranged), 2)  # ranged files: up to twice as many
     assert loop._window_full(deque(ranged + ranged[:1]), 2)
     assert not loop._window_full(deque(whole[:1] + ranged[:2]), 2)
+
+
+@pytest.fixture
+def frame_words(monkeypatch):
+    """Words per sentence from the frame (the early key has no sentences table)."""
+    monkeypatch.setattr(ti, "load_array", lambda path: np.ones(8, np.int64))
+    monkeypatch.setattr(ti, "replace", lambda j, **kw: SimpleNamespace(**{**vars(j), **kw}))
+
+
+def test_a_file_started_on_the_keys_frame_stages_nothing_before_the_key(tasks, frame_words):
+    ingest = ti.RangedIngest(job(early_key()))
+    tasks.plan.futures[0].value, tasks.plan.futures[0].is_done = planned(2), True
+    ingest.advance()
+    assert [f.name for f in tasks.reads.futures] == ["read 0", "read 1"]  # ranges now
+    for f in tasks.reads.futures:
+        f.is_done = True
+    ingest.advance()
+    assert tasks.assemble.futures == [] and tasks.full.futures == []  # no key yet
+    key = SimpleNamespace(sents="key-sents", systems="key-systems", frame="frame-1")
+    assert ingest.keyed(key, "at") is ingest and ingest.job.key is key and ingest.job.at == "at"
+    ingest.advance()
+    assert len(tasks.assemble.futures) == 1 and tasks.full.futures == []
+    assert len(tasks.reads.futures) == 2  # the ranges read early are the ones assembled
+
+
+def test_ranges_read_on_a_frame_the_key_does_not_vouch_for_are_read_again(tasks, frame_words,
+                                                                          tmp_path):
+    pieces = [tmp_path / f"range-{i}" for i in range(2)]
+    for piece in pieces:
+        piece.write_bytes(b"x")
+    tasks.reads.make = lambda rj: Fake(f"read {rj.index}", value=SimpleNamespace(
+        path=str(pieces[rj.index])))
+    ingest = ti.RangedIngest(job(early_key()))
+    tasks.plan.futures[0].value, tasks.plan.futures[0].is_done = planned(2), True
+    ingest.advance()
+    for f in tasks.reads.futures:
+        f.is_done = True
+    # the full read found another version of the key, or another shape: no frame
+    ingest.keyed(SimpleNamespace(sents="key-sents", systems="key-systems", frame=""), "at")
+    ingest.advance()
+    assert tasks.assemble.futures == [] and len(tasks.full.futures) == 1
+    assert not any(p.exists() for p in pieces)  # the early ranges' files are gone
+
+
+def test_a_file_not_cut_waits_for_the_key_to_be_read_whole(tasks, frame_words):
+    ingest = ti.RangedIngest(job(early_key()))
+    tasks.plan.futures[0].value = ti.FilePlan(whole=SimpleNamespace(), ranges=None)
+    tasks.plan.futures[0].is_done = True
+    ingest.advance()
+    assert tasks.full.futures == []  # the full reader checks words against the key's
+    ingest.keyed(SimpleNamespace(sents="key-sents", systems="key-systems", frame="frame-1"),
+                 "at")
+    ingest.advance()
+    assert len(tasks.full.futures) == 1 and tasks.reads.futures == []
+
+
+def key_ingest(monkeypatch, read: Fake, frame: Fake) -> tuple[ti.KeyIngest, list]:
+    """A key's ingest whose full read and frame are ``read`` and ``frame``; the list gets
+    the early key each start is given."""
+    monkeypatch.setattr(ti, "POLL_S", 0)
+    monkeypatch.setattr(ti, "ingest_file", SimpleNamespace(submit=lambda job: read))
+    monkeypatch.setattr(ti, "frame_key", SimpleNamespace(submit=lambda job: frame))
+    started: list = []
+    early = SimpleNamespace(steps=0, waited=False)
+    early.advance = lambda: setattr(early, "steps", early.steps + 1)
+    early.wait_submitted = lambda: setattr(early, "waited", True)
+
+    def start(key):
+        started.append(key)
+        return [early]
+
+    source = SimpleNamespace(path="key.conllu", fmt=None)
+    return ti.KeyIngest(SimpleNamespace(source=source, stage_dir="stage"), start), started
+
+
+def test_systems_start_once_the_keys_frame_is_in_and_move_on_while_it_is_read(monkeypatch):
+    frame = Fake("frame", value=ti.KeyFrame("sha", "stage/aux/frame", "shape"))
+    read = Fake("read", value=ti.Ingested("__key__", "sha", "conllu", "w", "full", "s",
+                                          "sy", "v", "forms", shape="shape"))
+    ingest, started = key_ingest(monkeypatch, read, frame)
+    polls = SimpleNamespace(n=0)
+
+    def read_done() -> bool:  # the frame is in at the 2nd look, the full read at the 5th
+        polls.n += 1
+        frame.is_done = polls.n >= 2
+        read.is_done = polls.n >= 5
+        return read.is_done
+
+    read.wrapped_future = SimpleNamespace(done=read_done)
+    key = ingest.result()
+    assert len(started) == 1  # started once, with the frame's key
+    assert (started[0].frame, started[0].shape, started[0].systems) == (
+        "stage/aux/frame", "shape", "")
+    assert started[0].forms.endswith("stage/aux/frame/forms.npy")
+    assert ingest.early[0].steps == 3  # moved on at each of the 3 looks from the 2nd on
+    assert key.frame == "stage/aux/frame" and key.systems == "sy"
+
+
+def test_a_key_that_fails_waits_for_the_systems_started_early(monkeypatch):
+    frame = Fake("frame", value=ti.KeyFrame("sha", "stage/aux/frame", "shape"))
+    frame.is_done = True
+    read = Fake("read", error=ti.InputError("bad key"))
+    polls = SimpleNamespace(n=0)
+
+    def read_done() -> bool:
+        polls.n += 1
+        read.is_done = polls.n >= 3
+        return read.is_done
+
+    read.wrapped_future = SimpleNamespace(done=read_done)
+    ingest, started = key_ingest(monkeypatch, read, frame)
+    with pytest.raises(ti.InputError, match="bad key"):
+        ingest.result()
+    assert len(started) == 1 and ingest.early[0].waited  # before the staging folder goes
+
+
+def test_a_frame_read_otherwise_than_the_full_read_is_not_used():
+    key = ti.Ingested("__key__", "sha", "conllu", "w", "full", "s", "sy", "v", "f",
+                      shape="shape")
+    kept = ti.with_frame(key, ti.KeyFrame("sha", "F", "shape"))
+    assert kept.frame == "F" and kept.forms == str(Path("F") / "forms.npy")  # one copy
+    assert ti.with_frame(key, ti.KeyFrame("sha", "F", "other")).frame == ""  # other words
+    assert ti.with_frame(key, ti.KeyFrame("sha2", "F", "shape")).frame == ""  # other bytes
+    unknown = ti.Ingested("__key__", "sha", "conllu", "w", "full", "s", "sy", "v", "f")
+    assert ti.with_frame(unknown, ti.KeyFrame("sha", "F", "")).frame == ""
+
+
+def test_shape_digests_do_not_depend_on_how_the_arrays_are_cut():
+    n_words, forms = np.array([3, 1, 2]), np.array([7, 8, 9, 10, 11, 12], np.uint64)
+    whole = ti.shape_of([n_words], [forms])
+    assert ti.shape_of([n_words[:1], n_words[1:]], [forms[:4], forms[4:]]) == whole
+    assert ti.shape_of([n_words.astype(np.int32)], [forms]) == whole  # as the sentences hold it
+    assert ti.shape_of([np.array([3, 2, 1])], [forms]) != whole
+    assert ti.shape_of([n_words], [forms[::-1].copy()]) != whole

@@ -204,6 +204,80 @@ def test_ranges_read_by_tasks_of_their_own_give_the_same_tables(files, whole, tm
     assert digests(tmp_path / "wh") == digests(whole)
 
 
+def held_key_read(monkeypatch, ingest, until) -> list[bool]:  # noqa: ANN001 (modules)
+    """The key's full read held back (at most 60 s) until ``until`` (a threading.Event) is
+    set; the list gets whether it was set in time."""
+    seen: list[bool] = []
+    full = ingest.ingest_full
+
+    def held(job):  # noqa: ANN001, ANN202
+        if job.key is None:
+            seen.append(until.wait(60))
+        return full(job)
+
+    monkeypatch.setattr(ingest, "ingest_full", held)
+    return seen
+
+
+def test_large_systems_are_read_on_the_keys_frame_before_its_full_read_ends(
+        files, whole, tmp_path, monkeypatch):
+    """The first large systems' ranges are read once the key's frame is in, while the key's
+    full read goes on (no worker waits for it), and staged once it ends: the same tables."""
+    import threading
+
+    import sysdiff.flows.token_ingest as ingest
+
+    a_range_read = threading.Event()
+    read_piece = ingest.read_piece
+
+    def reading(*args):  # noqa: ANN002, ANN202
+        out = read_piece(*args)
+        a_range_read.set()
+        return out
+
+    monkeypatch.setattr(ingest, "read_piece", reading)
+    seen = held_key_read(monkeypatch, ingest, a_range_read)
+    monkeypatch.setenv("SYSDIFF_RANGE_BYTES", "3000")
+    run(files, tmp_path / "wh")
+    assert seen == [True]  # a system's range was read while the key's full read waited
+    assert query(tmp_path / "wh", "select distinct system from stored.units")[
+        "system"].to_list() == ["__key__"]  # every system lean
+    assert digests(tmp_path / "wh") == digests(whole)
+
+
+def test_systems_read_on_a_frame_the_full_read_disowns_are_read_again(files, whole, tmp_path,
+                                                                      monkeypatch):
+    """A frame whose shape (words per sentence, forms) is not the full read's is not the
+    key's: the systems whose ranges were read on it are read again in full, none is stored
+    lean, and the tables are the same."""
+    import threading
+
+    import sysdiff.flows.token_ingest as ingest
+
+    key_frame, started = ingest.KeyFrame, threading.Event()
+
+    def disowned(sha256: str, folder: str, shape: str = ""):  # noqa: ANN202
+        return key_frame(sha256, folder, "not the full read's")
+
+    start_early = ingest.RangedIngest.__init__
+
+    def starting(self, job, plan=None):  # noqa: ANN001, ANN202
+        start_early(self, job, plan)
+        if not job.key.systems:
+            started.set()
+
+    monkeypatch.setattr(ingest, "KeyFrame", disowned)
+    monkeypatch.setattr(ingest.RangedIngest, "__init__", starting)
+    seen = held_key_read(monkeypatch, ingest, started)
+    monkeypatch.setenv("SYSDIFF_RANGE_BYTES", "3000")
+    run(files, tmp_path / "wh")
+    assert seen == [True]  # systems were started on the frame
+    assert query(tmp_path / "wh", "select distinct system from stored.units order by 1")[
+        "system"].to_list() == ["__key__", *sorted(SYSTEMS)]  # all read in full
+    got, want = digests(tmp_path / "wh"), digests(whole)
+    assert {t for t in want if got.get(t) != want[t]} == set()
+
+
 @pytest.mark.parametrize("stage", ["plan_pass", "read_piece"])
 def test_a_failed_stage_of_a_ranged_file_ends_the_run_with_its_error(stage, files, tmp_path,
                                                                       monkeypatch):
@@ -350,6 +424,7 @@ def test_the_key_frame_is_saved_part_by_part_as_numpy_saves_it_whole(tmp_path, m
         load_array,
         save_array,
         save_parts,
+        shape_of,
     )
 
     rng = np.random.default_rng(3)
@@ -362,11 +437,14 @@ def test_the_key_frame_is_saved_part_by_part_as_numpy_saves_it_whole(tmp_path, m
     data = (SEQUOIA / "key.conllu").read_bytes()
     whole = fast_words(data, "conllu", ())
     want = frame_arrays(whole)
-    assert set(want) == {"digest", "deps", "misc"}
+    assert set(want) == {"digest", "n_words", "forms", "deps", "misc"}
     monkeypatch.setenv("SYSDIFF_RANGE_BYTES", str(len(data) // 7))  # the frame in 7 ranges
     frame = frame_key.fn(FrameJob(str(SEQUOIA / "key.conllu"), "conllu", str(tmp_path)))
     for name, values in want.items():
         assert np.array_equal(load_array(str(Path(frame.folder) / f"{name}.npy")), values)
+    doc = read_conll(SEQUOIA / "key.conllu")  # its shape is the full reader's
+    assert frame.shape == shape_of([doc.sents["n_words"].to_numpy()],
+                                   [form_hashes(doc.words["form"])])
 
 
 @pytest.mark.parametrize("bootstrap", ["200", "0"])

@@ -372,6 +372,39 @@ def test_inputs_on_s3(name, local_runs, bucket, cli, tmp_path):  # noqa: F811
     assert code == 2 and "unsupported input URL scheme" in err, err
 
 
+def test_bad_inputs_on_s3_are_told_in_the_runs_order(bucket, cli):  # noqa: F811
+    """The heads of a run's inputs on a store are fetched at once; what is wrong is still
+    told in the run's order: the key's error first, then the first bad system's, and with
+    --keep-going one line per bad system, in order. Nothing is written."""
+    from sysdiff.flows.store import filesystem
+
+    fs, prefix = filesystem("s3"), f"{bucket}/bad-inputs"
+    sequoia = REPO / "data/sequoia"
+    objects = {"key.conllu": (sequoia / "key.conllu").read_bytes(),
+               "a.conllu": (sequoia / "fr_core_news_md-3.8.0.conllu").read_bytes(),
+               "empty.conllu": b"", "binary.conllu": b"1\tx\x00\n"}
+    for name, data in objects.items():
+        fs.pipe_file(f"{prefix}/{name}".split("://", 1)[1], data)
+    systems = ["a=a.conllu", "gone=nothing.conllu", "empty=empty.conllu",
+               "binary=binary.conllu"]
+    argv = ["run", "--task", "dep", "--corpus", "c", "--ar-trials", "20",
+            *[f"--system={n}={prefix}/{f}" for n, f in (s.split("=") for s in systems)]]
+    root = f"{bucket}/bad-wh"
+    code, _out, err = cli(*argv, "--key", f"{prefix}/empty.conllu", "-w", root)
+    assert code == 2 and f"{prefix}/empty.conllu: file is empty" in err, err
+    assert "nothing.conllu" not in err and "Traceback" not in err
+    code, _out, err = cli(*argv, "--key", f"{prefix}/key.conllu", "-w", root)
+    assert code == 2 and f"{prefix}/nothing.conllu: no such file" in err, err
+    assert "empty.conllu" not in err and "binary.conllu" not in err
+    code, _out, err = cli(*argv, "--key", f"{prefix}/key.conllu", "-w", root, "--keep-going")
+    assert code == 3, err
+    lines = [line for line in err.splitlines() if "skipped:" in line]
+    assert [line.split("'")[1] for line in lines] == ["gone", "empty", "binary"], err
+    assert "binary data (NUL byte)" in lines[2]
+    assert query(StoreURL(root), "select distinct system from scores")["system"].to_list() \
+        == ["a"]
+
+
 @pytest.mark.parametrize("block", [None, 1000])
 def test_a_large_input_on_s3_is_read_once_range_by_range(block, local_runs, bucket, cli,  # noqa: F811
                                                         tmp_path, monkeypatch):
