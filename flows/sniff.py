@@ -23,11 +23,15 @@ def read_head(path: Path, expected: str) -> tuple[bytes, bool]:
         raise InputError("not a regular file" + ("; expected a file, got a folder"
                                                  if path.is_dir() else ""), path)
     try:
-        with path.open("rb") as f:
-            head = f.read(HEAD_BYTES)
-            whole = len(head) < HEAD_BYTES or not f.read(1)
+        if hasattr(path, "read_range"):  # an object: one ranged request, no read-ahead
+            size = path.size()  # (a range of an empty object is refused)
+            data = path.read_range(0, min(size, HEAD_BYTES + 1)) if size else b""
+        else:
+            with path.open("rb") as f:
+                data = f.read(HEAD_BYTES + 1)
     except OSError as e:
         raise InputError(f"cannot read the file: {e.strerror}", path) from None
+    head, whole = data[:HEAD_BYTES], len(data) <= HEAD_BYTES
     head = without_bom(head)  # text encoding, not content: every reader drops it too
     if re.search(rb"\S", head) is None and whole:
         raise InputError(f"file is empty; expected {expected}", path)

@@ -405,6 +405,34 @@ def test_bad_inputs_on_s3_are_told_in_the_runs_order(bucket, cli):  # noqa: F811
         == ["a"]
 
 
+def test_the_head_of_an_input_on_s3_is_one_small_request(bucket, monkeypatch):  # noqa: F811
+    """Format detection reads an object's first MB with one ranged request (a file opened
+    on the store read 50 MB ahead: every input's first 50 MB crossed the network before the
+    run began); whether that is the whole object is told by one byte more."""
+    from sysdiff.flows.sniff import HEAD_BYTES, read_head
+    from sysdiff.flows.store import filesystem
+
+    fs = filesystem("s3")
+    asked: list[tuple[int, int]] = []
+    cat_file = fs.cat_file
+
+    def counting(path, start=None, end=None, **kw):  # noqa: ANN001, ANN003, ANN202
+        asked.append((start, end))
+        return cat_file(path, start=start, end=end, **kw)
+
+    monkeypatch.setattr(fs, "cat_file", counting)
+    monkeypatch.setattr(fs, "open", None)  # no file object: no read-ahead
+    line = b"1\tx\tx\tX\t_\t_\t0\troot\t_\t_\n\n"
+    for size in (1, HEAD_BYTES - 1, HEAD_BYTES, HEAD_BYTES + 1, 3 * HEAD_BYTES):
+        data = (line * (size // len(line) + 1))[:size]
+        url = StoreURL(f"{bucket}/heads/{size}.conllu")
+        fs.pipe_file(url.key, data)
+        asked.clear()
+        head, whole = read_head(url, "tokens")
+        assert head == data[:HEAD_BYTES] and whole == (size <= HEAD_BYTES), size
+        assert asked == [(0, min(size, HEAD_BYTES + 1))], asked
+
+
 @pytest.mark.parametrize("block", [None, 1000])
 def test_a_large_input_on_s3_is_read_once_range_by_range(block, local_runs, bucket, cli,  # noqa: F811
                                                         tmp_path, monkeypatch):
