@@ -204,6 +204,25 @@ def test_ranges_read_by_tasks_of_their_own_give_the_same_tables(files, whole, tm
     assert digests(tmp_path / "wh") == digests(whole)
 
 
+def test_a_system_added_on_a_key_read_by_an_earlier_run_is_stored_lean(files, whole,
+                                                                       tmp_path):
+    """The key of an earlier run gets its frame anew, and its shape from its stored words
+    (``live_key_forms``): a system added now is read fast and stored lean, and the tables
+    are those of one run with every system."""
+    root = tmp_path / "wh"
+    first = next(iter(SYSTEMS))
+    code, _, err = run_cli("run", "--key", str(files["key"]), f"--system={first}={files[first]}",
+                           "--corpus", "c", "--task", "dep", "--ar-trials", "50", "-w", str(root))
+    assert code == 0, err
+    run(files, root)  # the key and the first system unchanged: reused, the others read now
+    assert query(root, "select distinct system from stored.words order by 1")[
+        "system"].to_list() == sorted(SYSTEMS)
+    assert query(root, "select distinct system from stored.units")["system"].to_list() == [
+        "__key__"]
+    got, want = digests(root), digests(whole)
+    assert {t for t in want if got.get(t) != want[t]} == set()
+
+
 def held_key_read(monkeypatch, ingest, until) -> list[bool]:  # noqa: ANN001 (modules)
     """The key's full read held back (at most 60 s) until ``until`` (a threading.Event) is
     set; the list gets whether it was set in time."""
