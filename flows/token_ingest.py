@@ -123,13 +123,17 @@ class Ingested:
     sents: str  # its sentences ('' for a lean system: the key's are its)
     systems: str  # its ``systems`` row
     vocab: str  # its label counts (a lean system's: its codes' dictionaries too)
-    #: the key only: a hash of each word's form, in order (a staged .npy file)
-    forms: str = ""
     staged: tuple[StagedFile, ...] = ()
     #: the key only: its frame (:func:`frame_key`; '' when it has none: no system is lean)
     frame: str = ""
-    #: the key only: the digest of its words per sentence and form hashes (:func:`shape_of`)
+    #: the key only: the digest of its words per sentence and form hashes (:func:`shape_of`;
+    #: '' for a key read by an earlier run, until :func:`live_key_shape`)
     shape: str = ""
+
+    @property
+    def forms(self) -> str:
+        """The key only: a hash of each word's form, in order (its frame's; '' without)."""
+        return frame_file(self.frame, FORMS) if self.frame else ""
 
     def row(self) -> pl.DataFrame:
         return read_parquet(self.systems, glob=False)
@@ -212,7 +216,7 @@ def _differing(found: FastWords, frame: str, first_word: int) -> dict[str, pl.Se
     a column whose every value is the key's is left out."""
     out = {}
     for name, column in found.extras.items():
-        keys = load_array(str(location(frame) / f"{name}.npy"))
+        keys = load_array(frame_file(frame, name))
         differ = value_hashes(column) != keys[first_word:first_word + column.codes.size]
         if differ.any():
             out[name] = pl.repeat(None, column.codes.size, dtype=pl.String, eager=True
@@ -294,19 +298,12 @@ def _same_words(found: FastWords, key: Ingested, first_sent: int, n_sents: int) 
     if not key.frame or found.n_sents != n_sents or not np.array_equal(
             found.n_words, n_words[first_sent:first_sent + n_sents]):
         return False
-    digests = load_array(str(location(key.frame) / "digest.npy"))
+    digests = load_array(frame_file(key.frame, "digest"))
     if not np.array_equal(found.digest, digests[first_sent:first_sent + n_sents]):
         return False
     first_word = int(n_words[:first_sent].sum())
     hashes = load_array(key.forms)[first_word:first_word + found.form_hash.size]
     return np.array_equal(found.form_hash, hashes)
-
-
-def save_form_hashes(stage_dir: str, name: str, hashes: list[np.ndarray]) -> str:
-    """Keep the key's form hashes in the run's staging folder (not in the warehouse)."""
-    path = location(stage_dir) / "aux" / f"{name}-{uuid.uuid4().hex[:12]}.npy"
-    save_parts(path, hashes or [np.zeros(0, np.uint64)])
-    return str(path)
 
 
 def load_array(path: str) -> np.ndarray:
@@ -393,6 +390,11 @@ def frame_key(job: FrameJob) -> KeyFrame:
 N_WORDS, FORMS = "n_words", "forms"
 
 
+def frame_file(folder: str, name: str) -> str:
+    """The file of one of the frame's arrays (``name``: digest, N_WORDS, FORMS, deps, misc)."""
+    return str(location(folder) / f"{name}.npy")
+
+
 def frame_arrays(part: FastWords) -> dict[str, np.ndarray]:
     """What the key's frame keeps of words read: each sentence's digest and words, each
     word's form hash and DEPS and MISC hashes."""
@@ -462,27 +464,23 @@ class KeyIngest:
 def with_frame(key: Ingested, frame: KeyFrame) -> Ingested:
     """The key with its frame, when the frame was taken from the same bytes and the fast
     reader saw the words the full reader did (the same shape)."""
-    if frame.sha256 != key.sha256 or frame.shape != key.shape or not key.shape:
-        return replace(key, frame="")
-    # its form hashes are the frame's then: every system compares with one array (a worker
-    # reading the key from a store holds one copy of it)
-    return replace(key, frame=frame.folder, forms=str(location(frame.folder) / f"{FORMS}.npy"))
+    same = frame.sha256 == key.sha256 and frame.shape == key.shape != ""
+    return replace(key, frame=frame.folder if same else "")
 
 
 def early_key(frame: KeyFrame) -> Ingested:
     """What a large system's range reads take from the key before its full read ends: its
     frame, words per sentence and form hashes as the fast reader read them (:func:`keyed`
     checks them against the full read before a system is staged)."""
-    folder = location(frame.folder)
-    return Ingested(KEY_ID, frame.sha256, "", "", "full", "", "", "", str(folder / f"{FORMS}.npy"),
-                    frame=frame.folder, shape=frame.shape)
+    return Ingested(KEY_ID, frame.sha256, "", "", "full", "", "", "", frame=frame.folder,
+                    shape=frame.shape)
 
 
 def sentence_words(key: Ingested) -> np.ndarray:
     """Words per sentence of the key: from its frame when it has one (the same as its full
     read's, :func:`with_frame`), else from its sentences."""
     if key.frame:
-        return load_array(str(location(key.frame) / f"{N_WORDS}.npy"))
+        return load_array(frame_file(key.frame, N_WORDS))
     return key_shape(key.sents)
 
 
@@ -852,9 +850,8 @@ def ingest_full(job: TokenJob) -> Ingested:
     files.append(stage_frame(job.stage_dir, "vocab", part, sig, counts))
     files.append(stage_frame(job.stage_dir, "systems", part, sig, row))
     here = {f.table: str(location(job.stage_dir) / f.rel) for f in files}
-    forms = save_form_hashes(job.stage_dir, "key-forms", hashes) if key is None else ""
     return Ingested(sid, sha, fmt, words, layout, here["sents"], here["systems"],
-                    here["vocab"], forms, tuple(files),
+                    here["vocab"], tuple(files),
                     shape=shape_of(shape, hashes) if key is None else "")
 
 
@@ -917,14 +914,12 @@ def _live(stage: Staging, corpus: str, row: dict) -> Ingested:
                     str(stage.live_file("systems", part)), str(stage.live_file("vocab", part)))
 
 
-def live_key_forms(stage: Staging, key: Ingested) -> Ingested:
-    """The key read by an earlier run, with its form hashes (computed once, from its stored
-    words, for the systems read now)."""
+def live_key_shape(key: Ingested) -> Ingested:
+    """The key read by an earlier run, with its shape (computed once, from its stored words,
+    for :func:`with_frame`)."""
     forms = (scan_parquet(key.words, glob=False).filter(pl.col("kind") == KIND_WORD)
              .select("form").collect()["form"])
-    hashes = [form_hashes(forms)]
-    return replace(key, forms=save_form_hashes(str(stage.dir), "key-forms", hashes),
-                   shape=shape_of([key_shape(key.sents)], hashes))
+    return replace(key, shape=shape_of([key_shape(key.sents)], [form_hashes(forms)]))
 
 
 def _key_sents(key: Ingested) -> pl.DataFrame:
@@ -992,8 +987,8 @@ def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
         return start
 
     def submit(source: Source, role: str, key: Ingested | None, at: dt.datetime):
-        if key is not None and not key.forms:  # a key read by an earlier run
-            key = forms_once(key)
+        if key is not None and not key.shape:  # a key read by an earlier run
+            key = frame_once(key)
         if source.id in early:
             return early.pop(source.id).keyed(key, at)
         job = TokenJob(spec, source, role, str(stage.dir), key, at)
@@ -1007,9 +1002,9 @@ def ingest_tokens(spec: RunSpec, stage: Staging) -> dict[str, Ingested]:
         return ingest_file.submit(job)
 
     @functools.cache
-    def forms_once(key: Ingested) -> Ingested:
+    def frame_once(key: Ingested) -> Ingested:
         frame = frame_key.submit(FrameJob(str(spec.key.path), key.fmt, str(stage.dir)))
-        return with_frame(live_key_forms(stage, key), frame.result())
+        return with_frame(live_key_shape(key), frame.result())
 
     files = ingest_all(spec, stage, reuse, submit)
     for f in files.values():

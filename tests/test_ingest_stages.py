@@ -226,7 +226,7 @@ def key_ingest(monkeypatch, read: Fake, frame: Fake) -> tuple[ti.KeyIngest, list
 def test_systems_start_once_the_keys_frame_is_in_and_move_on_while_it_is_read(monkeypatch):
     frame = Fake("frame", value=ti.KeyFrame("sha", "stage/aux/frame", "shape"))
     read = Fake("read", value=ti.Ingested("__key__", "sha", "conllu", "w", "full", "s",
-                                          "sy", "v", "forms", shape="shape"))
+                                          "sy", "v", shape="shape"))
     ingest, started = key_ingest(monkeypatch, read, frame)
     polls = SimpleNamespace(n=0)
 
@@ -265,13 +265,12 @@ def test_a_key_that_fails_waits_for_the_systems_started_early(monkeypatch):
 
 
 def test_a_frame_read_otherwise_than_the_full_read_is_not_used():
-    key = ti.Ingested("__key__", "sha", "conllu", "w", "full", "s", "sy", "v", "f",
-                      shape="shape")
+    key = ti.Ingested("__key__", "sha", "conllu", "w", "full", "s", "sy", "v", shape="shape")
     kept = ti.with_frame(key, ti.KeyFrame("sha", "F", "shape"))
     assert kept.frame == "F" and kept.forms == str(Path("F") / "forms.npy")  # one copy
     assert ti.with_frame(key, ti.KeyFrame("sha", "F", "other")).frame == ""  # other words
     assert ti.with_frame(key, ti.KeyFrame("sha2", "F", "shape")).frame == ""  # other bytes
-    unknown = ti.Ingested("__key__", "sha", "conllu", "w", "full", "s", "sy", "v", "f")
+    unknown = ti.Ingested("__key__", "sha", "conllu", "w", "full", "s", "sy", "v")
     assert ti.with_frame(unknown, ti.KeyFrame("sha", "F", "")).frame == ""
 
 
