@@ -20,6 +20,7 @@ import functools
 import hashlib
 import io
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -311,7 +312,14 @@ def load_array(path: str) -> np.ndarray:
     mapped from a local file; read once per process from an object store."""
     if is_url(path):
         return _remote_array(path)
-    return np.load(path, mmap_mode="r")
+    with NPY_HEADER:
+        return np.load(path, mmap_mode="r")
+
+
+#: Held while numpy reads a ``.npy`` header: it parses it with ``ast.literal_eval``, and
+#: CPython 3.11's AST constructor is not thread-safe (cpython#106905: "AST constructor
+#: recursion depth mismatch" when threads build ASTs at once, seen with 8 ingest threads).
+NPY_HEADER = threading.Lock()
 
 
 def save_array(path: Path | StoreURL, array: np.ndarray) -> None:
@@ -337,7 +345,9 @@ def save_parts(path: Path | StoreURL, parts: list[np.ndarray]) -> None:
 @functools.lru_cache(maxsize=8)
 def _remote_array(url: str) -> np.ndarray:
     with open_read(url) as f:
-        out = np.load(io.BytesIO(f.read()))
+        data = io.BytesIO(f.read())
+    with NPY_HEADER:
+        out = np.load(data)
     out.flags.writeable = False
     return out
 
@@ -562,6 +572,14 @@ def read_piece(job: TokenJob, data: bytes, fmt: str, rng: ByteRange, n_sents: in
                ) -> LeanPiece | None:
     """Read the bytes of one range fast and leave its lean words in the run's staging
     folder; None when the fast reader cannot vouch for them."""
+    got = lean_piece(job, data, fmt, rng, n_sents)
+    return None if got is None else leave_piece(job, *got)
+
+
+def lean_piece(job: TokenJob, data: bytes, fmt: str, rng: ByteRange, n_sents: int
+               ) -> tuple[LeanPiece, pl.DataFrame] | None:
+    """The lean words of one range's bytes, read fast (None when the fast reader cannot
+    vouch for them)."""
     if rng.start == 0:
         data = without_bom(data)
     found = read_words(job, data, fmt, rng.first_sent, n_sents)
@@ -569,34 +587,67 @@ def read_piece(job: TokenJob, data: bytes, fmt: str, rng: ByteRange, n_sents: in
     if found is None:
         return None
     words, dictionaries = tokens.lean_codes(*found)
+    return LeanPiece(found[0].n_sents, found[0].sent.size, found[0].n_tokens,
+                     freeze(dictionaries)), words
+
+
+def leave_piece(job: TokenJob, piece: LeanPiece, words: pl.DataFrame) -> LeanPiece:
+    """Leave a piece's words in the run's staging folder, for another task to assemble."""
     path = location(job.stage_dir) / "aux" / f"range-{uuid.uuid4().hex[:16]}.arrow"
     with open_write(path) as f:  # read once, by the assembly: on a store, fewer bytes
         words.write_ipc(f, compression="lz4" if remote(path) else "uncompressed")
-    return LeanPiece(found[0].n_sents, found[0].sent.size, found[0].n_tokens,
-                     freeze(dictionaries), str(path))
+    return replace(piece, path=str(path))
 
 
 @dataclass(frozen=True)
 class Streamed:
     """A large file read once, in order (:func:`stream_file`): its plan, and the piece of
     each of its ranges (None: the fast reader could not vouch for it; no pieces when the
-    plan has no ranges)."""
+    plan has no ranges), or the file staged (``ingested``: read with the key, it assembled
+    its pieces itself)."""
 
     plan: FilePlan
     pieces: tuple[LeanPiece | None, ...]
+    ingested: Ingested | None = None
 
     @property
     def whole(self) -> Whole:
         return self.plan.whole
 
 
+#: Most bytes of lean words a file read once with the key keeps for its own assembly; the
+#: pieces past them are left in the staging folder, as a file started early leaves them all.
+KEPT_BYTES = 1 << 30
+
+
 @task(name="stream", task_run_name="stream {job.source.id}", cache_policy=NONE)
 def stream_file(job: TokenJob) -> Streamed:
     """A large system file on an object store, read once: hashed and cut as
-    :func:`plan_pass` does, each range read (:func:`read_piece`) as soon as its bytes are
-    in, never the file twice. Holds about one range and one block."""
+    :func:`plan_pass` does, each range read (:func:`lean_piece`) as soon as its bytes are
+    in, never the file twice. Read with the key, it is staged here from the pieces it kept
+    (no piece crosses the store twice); started early, on the key's frame, its pieces wait
+    in the staging folder for the key. Holds about one range and one block, and the kept
+    pieces."""
+    pieces = Pieces(job, KEPT_BYTES if job.key.systems else 0)
+    try:
+        plan = _stream(job, pieces)
+        if plan.ranges is None or not pieces.vouched:  # read whole, by the full reader
+            pieces.drop()
+            return Streamed(plan, () if plan.ranges is None else (None,))
+        if not job.key.systems:
+            return Streamed(plan, pieces.left())
+        staged = stage_lean(job, plan.whole, pieces.all)
+    except BaseException:
+        pieces.drop()
+        raise
+    pieces.drop()
+    return Streamed(plan, (), staged)
+
+
+def _stream(job: TokenJob, pieces: Pieces) -> FilePlan:
+    """Read a large file once into ``pieces``; its plan (no ranges: read it whole)."""
     finder, n_key = RangeFinder(range_bytes()), sentence_words(job.key).size
-    fmt, pieces, held = job.source.fmt, [], _Held()
+    fmt, held = job.source.fmt, _Held()
     with StableFile(job.source.path) as f:
         while block := f.read(PLAN_BLOCK):
             if fmt is None:
@@ -606,8 +657,10 @@ def stream_file(job: TokenJob) -> Streamed:
             if finder.irregular:
                 break  # not cut: read whole instead, as a plan without ranges has it
             for rng, n_sents in held.complete(finder.cuts, f.pos):
-                pieces.append(read_piece(job, held.take(rng, n_sents), fmt or "conllu",
-                                         rng, n_sents))
+                pieces.add(lean_piece(job, held.take(rng, n_sents), fmt or "conllu", rng,
+                                      n_sents))
+            if not pieces.vouched:
+                return FilePlan(Whole("", f.stamp, fmt or "conllu"), held.done)
             if held.size > max(HELD_BYTES, 4 * range_bytes()):
                 break  # no cut for long (a huge sentence): read whole, memory bounded
         else:
@@ -615,14 +668,44 @@ def stream_file(job: TokenJob) -> Streamed:
             if held.done:  # the last range: to the end
                 rng = ByteRange(held.start, f.pos, held.first_sent)
                 n_sents = n_key - held.first_sent
-                pieces.append(read_piece(job, held.take(rng, n_sents), fmt or "conllu",
-                                         rng, n_sents))
-                return Streamed(FilePlan(Whole(f.sha256, f.stamp, fmt or "conllu"),
-                                         held.done), tuple(pieces))
-    for piece in pieces:
-        if piece is not None:
-            location(piece.path).unlink(missing_ok=True)
-    return Streamed(FilePlan(Whole("", f.stamp, fmt or "conllu"), None), ())
+                pieces.add(lean_piece(job, held.take(rng, n_sents), fmt or "conllu", rng,
+                                      n_sents))
+                return FilePlan(Whole(f.sha256, f.stamp, fmt or "conllu"), held.done)
+    return FilePlan(Whole("", f.stamp, fmt or "conllu"), None)
+
+
+class Pieces:
+    """The pieces of a file read once, in order: kept in memory up to ``keep`` bytes of
+    words, the others left in the staging folder (:func:`leave_piece`)."""
+
+    def __init__(self, job: TokenJob, keep: int) -> None:
+        self.job, self.room = job, keep
+        self.all: list[tuple[LeanPiece, pl.DataFrame | None] | None] = []
+
+    @property
+    def vouched(self) -> bool:
+        """Whether every piece so far was read fast (if not, the file is read whole)."""
+        return None not in self.all
+
+    def add(self, got: tuple[LeanPiece, pl.DataFrame] | None) -> None:
+        if got is None:
+            self.all.append(None)
+            return
+        piece, words = got
+        self.room -= words.estimated_size()
+        self.all.append((piece, words) if self.room >= 0 else
+                        (leave_piece(self.job, piece, words), None))
+
+    def left(self) -> tuple[LeanPiece, ...]:
+        """Every piece, left in the staging folder (for another task to assemble)."""
+        return tuple(p if w is None else leave_piece(self.job, p, w) for p, w in self.all)
+
+    def drop(self) -> None:
+        """Delete the pieces left in the staging folder."""
+        for got in self.all:
+            if got is not None and got[0].path:
+                location(got[0].path).unlink(missing_ok=True)
+        self.all = []
 
 
 class _Held:
@@ -773,7 +856,8 @@ class RangedIngest:
 
 class StreamedIngest(RangedIngest):
     """A large system file on an object store: read once by one task
-    (:func:`stream_file`) in place of the plan and the range tasks, then assembled as a
+    (:func:`stream_file`) in place of the plan and the range tasks, which stages it too
+    when it had the key; started early, on the key's frame, it is then assembled as a
     :class:`RangedIngest` is."""
 
     def __init__(self, job: TokenJob) -> None:
@@ -781,6 +865,9 @@ class StreamedIngest(RangedIngest):
 
     def _read_ranges(self) -> None:
         streamed = self.plan.result()
+        if streamed.ingested is not None:  # read with the key: staged by its one task
+            self.reads, self.last = [], Done(streamed.ingested)
+            return
         if streamed.plan.ranges is None:
             self._read_whole()
             return

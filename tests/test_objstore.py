@@ -433,18 +433,23 @@ def test_the_head_of_an_input_on_s3_is_one_small_request(bucket, monkeypatch):  
         assert asked == [(0, min(size, HEAD_BYTES + 1))], asked
 
 
-@pytest.mark.parametrize("block", [None, 1000])
-def test_a_large_input_on_s3_is_read_once_range_by_range(block, local_runs, bucket, cli,  # noqa: F811
-                                                        tmp_path, monkeypatch):
+@pytest.mark.parametrize(("block", "kept"), [(None, None), (1000, None), (1000, 0)])
+def test_a_large_input_on_s3_is_read_once_range_by_range(block, kept, local_runs, bucket,  # noqa: F811
+                                                        cli, tmp_path, monkeypatch):
     """A system file cut into ranges is read from the store once, in order (hashed, cut and
     each range read as its bytes come in), not a plan pass and then its ranges: the same
-    tables as the local run, each system object's bytes fetched exactly once."""
+    tables as the local run, each system object's bytes fetched exactly once. Read with the
+    key, its task stages it from the pieces it kept: none crosses the store (only the
+    systems started on the key's frame, at most one per core, leave theirs for the
+    assembly); past ``KEPT_BYTES`` (0 here) it leaves them and reads them back."""
     import sysdiff.flows.token_ingest as ingest
     from sysdiff.schemas.formats import stable
 
     fetched: dict[str, int] = {}
     pieces: dict[str, int] = {}
-    read_at, read_piece = stable.StoreObject.read_at, ingest.read_piece
+    left: dict[str, int] = {}
+    read_at, lean_piece = stable.StoreObject.read_at, ingest.lean_piece
+    leave_piece = ingest.leave_piece
 
     def counting_read(self, offset, n, consume=False):  # noqa: ANN001, ANN202
         data = read_at(self, offset, n, consume)
@@ -453,13 +458,20 @@ def test_a_large_input_on_s3_is_read_once_range_by_range(block, local_runs, buck
 
     def counting_piece(job, *rest):  # noqa: ANN001, ANN202
         pieces[job.source.id] = pieces.get(job.source.id, 0) + 1
-        return read_piece(job, *rest)
+        return lean_piece(job, *rest)
+
+    def counting_leave(job, *rest):  # noqa: ANN001, ANN202
+        left[job.source.id] = left.get(job.source.id, 0) + 1
+        return leave_piece(job, *rest)
 
     monkeypatch.setattr(stable.StoreObject, "read_at", counting_read)
-    monkeypatch.setattr(ingest, "read_piece", counting_piece)
+    monkeypatch.setattr(ingest, "lean_piece", counting_piece)
+    monkeypatch.setattr(ingest, "leave_piece", counting_leave)
     monkeypatch.setenv("SYSDIFF_RANGE_BYTES", "3000")
     if block:  # ranges across blocks (by default a block holds each file here whole)
         monkeypatch.setattr(ingest, "PLAN_BLOCK", block)
+    if kept is not None:
+        monkeypatch.setattr(ingest, "KEPT_BYTES", kept)
     toml = toml_on_store("sequoia", f"{bucket}/inputs", tmp_path / "run.toml")
     code, _out, err = cli("run", toml, "-w", f"{bucket}/wh")
     assert code == 0, err
@@ -470,6 +482,11 @@ def test_a_large_input_on_s3_is_read_once_range_by_range(block, local_runs, buck
     assert len(systems) == 4 and len(pieces) == 4 and min(pieces.values()) > 5, pieces
     for _system, path, size in systems:
         assert fetched[path] == size, (path, fetched[path], size)
+    if kept == 0:
+        assert left == pieces
+    else:
+        assert all(left.get(s, 0) in (0, pieces[s]) for s in pieces), (left, pieces)
+        assert sum(left.get(s, 0) == 0 for s in pieces) >= 4 - (os.cpu_count() or 1), left
 
 
 @pytest.mark.parametrize("case", ["crlf", "huge sentence"])
