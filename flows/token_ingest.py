@@ -23,6 +23,7 @@ import os
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -709,20 +710,19 @@ class Pieces:
 
 
 class _Held:
-    """The bytes of a file read in order, from the start of its first range not read yet."""
+    """The bytes of a file read in order, from the start of its first range not read yet:
+    the blocks as read (a range is copied once, when taken; the blocks never are)."""
 
     def __init__(self) -> None:
-        self.buf = bytearray()
-        self.start = 0  # where buf starts in the file
+        self.blocks: deque[memoryview] = deque()
+        self.size = 0  # bytes held
+        self.start = 0  # where the held bytes start in the file
         self.first_sent = 0  # the first sentence of the range that starts there
         self.done: tuple[ByteRange, ...] = ()  # the ranges taken so far
 
-    @property
-    def size(self) -> int:
-        return len(self.buf)
-
     def add(self, block: bytes) -> None:
-        self.buf += block
+        self.blocks.append(memoryview(block))
+        self.size += len(block)
 
     def complete(self, cuts: list[tuple[int, int]], pos: int) -> list[tuple[ByteRange, int]]:
         """The ranges now complete, each with the sentences it holds: one per cut not
@@ -739,11 +739,21 @@ class _Held:
     def take(self, rng: ByteRange, n_sents: int) -> bytes:
         """The bytes of ``rng``, which must start where the held bytes do; the next range
         starts after it."""
-        data = bytes(self.buf[:rng.end - self.start])
-        del self.buf[:rng.end - self.start]
+        n = rng.end - self.start
+        parts, left = [], n
+        while left > 0:
+            head = self.blocks[0]
+            if len(head) <= left:
+                parts.append(self.blocks.popleft())
+                left -= len(head)
+            else:
+                parts.append(head[:left])
+                self.blocks[0] = head[left:]
+                left = 0
+        self.size -= n
         self.start, self.first_sent = rng.end, rng.first_sent + n_sents
         self.done = (*self.done, rng)
-        return data
+        return b"".join(parts)
 
 
 @dataclass(frozen=True)

@@ -281,3 +281,26 @@ def test_shape_digests_do_not_depend_on_how_the_arrays_are_cut():
     assert ti.shape_of([n_words.astype(np.int32)], [forms]) == whole  # as the sentences hold it
     assert ti.shape_of([np.array([3, 2, 1])], [forms]) != whole
     assert ti.shape_of([n_words], [forms[::-1].copy()]) != whole
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_held_bytes_give_each_range_whole_whatever_the_blocks(seed):
+    """A file streamed in blocks of any size: each range taken is exactly its bytes (a
+    range within a block, across several, ending on a block's end), and the bytes held are
+    counted right as blocks come and ranges go."""
+    rng = np.random.default_rng(seed)
+    data = rng.integers(0, 256, int(rng.integers(1, 5000)), dtype=np.uint8).tobytes()
+    ends = sorted({*rng.integers(1, len(data) + 1, int(rng.integers(1, 12))).tolist(),
+                   len(data)})
+    held, pos, taken = ti._Held(), 0, []
+    for end in ends:
+        while pos < end:  # blocks until the range is in, some past it
+            block = data[pos:pos + int(rng.integers(1, 700))]
+            held.add(block)
+            pos += len(block)
+            assert held.size == pos - held.start
+        start = held.start
+        taken.append(held.take(ByteRange(start, end, len(taken)), 1))
+        assert taken[-1] == data[start:end] and held.start == end
+        assert held.size == pos - end
+    assert b"".join(taken) == data and held.first_sent == len(ends)
