@@ -207,7 +207,7 @@ def test_ranges_read_by_tasks_of_their_own_give_the_same_tables(files, whole, tm
 def test_a_system_added_on_a_key_read_by_an_earlier_run_is_stored_lean(files, whole,
                                                                        tmp_path):
     """The key of an earlier run gets its frame anew, and its shape from its stored words
-    (``live_key_forms``): a system added now is read fast and stored lean, and the tables
+    (``live_key_shape``): a system added now is read fast and stored lean, and the tables
     are those of one run with every system."""
     root = tmp_path / "wh"
     first = next(iter(SYSTEMS))
