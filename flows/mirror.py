@@ -116,6 +116,26 @@ def mirror(root: StoreURL, manifest: dict) -> Mirror:
     return Mirror(folder, paths)
 
 
+def local_copy(url: str, sha256: str, size: int) -> str:
+    """Where a task reads an object of a warehouse on a store that it reads slice by slice
+    (a compare task reads one shard of each system's words): its verified copy in this
+    machine's cache, downloaded once for all the tasks and processes of the machine; the
+    object itself when larger than :func:`mirror_bytes`. A slice read in place costs a
+    footer and column-chunk requests (five or so); a worker reads every file once per
+    shard. An object whose bytes are not the recorded ones is an error (never read)."""
+    if size > mirror_bytes():
+        return url
+    cache = cache_dir()
+    known = (cache / f"{sha256}.parquet").exists()
+    path = cached(StoreURL(url), Wanted("", sha256, size), cache)
+    if path is None:
+        raise RuntimeError(f"{url}: its bytes are not those the run wrote (SHA-256 {sha256}, "
+                           f"{size} bytes): the object store changed or lost it")
+    if not known:
+        prune(cache, cache_bytes())
+    return str(path)
+
+
 def cached(root: StoreURL, w: Wanted, cache: Path) -> Path | None:
     """The cached copy of one object (downloaded and checked when not cached yet), or None
     when the object's bytes are not the ones the manifest records."""

@@ -15,6 +15,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from dataclasses import field as dataclass_field
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from sysdiff.flows.history import stage_history
 from sysdiff.flows.progress import notice, progress
 from sysdiff.flows.shards import map_fold
 from sysdiff.flows.spec import KEY_ID, RunSpec
-from sysdiff.flows.store import open_read, read_parquet, scan_parquet
+from sysdiff.flows.store import open_read, read_parquet, remote, scan_parquet
 from sysdiff.flows.token_ingest import Ingested, ingest_tokens
 from sysdiff.flows.warehouse import (
     ROW_GROUP,
@@ -120,9 +121,24 @@ class CompareJob:
     tree: bool = True
     #: count the per-sentence rows of the bootstrap intervals
     per_sentence: bool = False
+    #: each file above on an object store -> its SHA-256 and size (read from a local copy)
+    remote: dict[str, tuple[str, int]] = dataclass_field(default_factory=dict)
 
     def __post_init__(self) -> None:
         freeze_fields(self)  # a task parameter: nothing in it can change
+
+    def local(self) -> CompareJob:
+        """This job reading its files on an object store from local copies (see
+        :func:`~sysdiff.flows.mirror.local_copy`)."""
+        if not self.remote:
+            return self
+        from sysdiff.flows.mirror import local_copy
+
+        def at(path: str) -> str:
+            return local_copy(path, *self.remote[path]) if path in self.remote else path
+
+        return replace(self, unit_paths={s: at(p) for s, p in self.unit_paths.items()},
+                       sents_path=at(self.sents_path), remote={})
 
 
 def read_shard_words(path: str, shard: Shard, aligned: bool = False, numbered: bool = False
@@ -185,6 +201,7 @@ def shard_lengths(sents_path: str, shard: Shard) -> np.ndarray:
 @task(name="compare", task_run_name="compare {shard.index}", cache_policy=NONE, retries=2)
 def shard_compare(job: CompareJob, shard: Shard) -> dict:
     """Every additive count of one shard (each file read once), for every view setting."""
+    job = job.local()
     key = read_shard_words(job.unit_paths[KEY_ID], shard, numbered=True)
     words = {s: read_shard_codes(job.unit_paths[s], key) if job.layouts[s] == "lean" else
              read_shard_words(job.unit_paths[s], shard, s in job.by_chars)
@@ -377,7 +394,8 @@ def compare_tokens(spec: RunSpec, stage: Staging, ingested: dict[str, Ingested])
         segments={s: (n_tok, n_sent, n_word) for s, n_tok, n_sent, n_word in rows.select(
             "system", "n_tokens", "n_sents", "n_units").rows() if s not in by_chars},
         key_blank=_absent_columns(vocab_rows).get(KEY_ID, set()), tree=spec.task == "dep",
-        per_sentence=spec.intervals.on)
+        per_sentence=spec.intervals.on,
+        remote=_fingerprints(stage, [sents_path, *(path for _layout, path in stored.values())]))
     blocks = pair_blocks(job.pairs, PAIRS_PER_BLOCK)
     samples = None
     with PairWriter(stage, corpus, todo_pairs, pair_sig) as pair_out, \
@@ -415,6 +433,13 @@ def _stored_words(stage: Staging, corpus: str, system: str, by_chars: bool
             return "full", str(find("units", part))
     raise InputError(f"the warehouse holds no words of system '{system}' of corpus "
                      f"'{corpus}'; rerun with its file")
+
+
+def _fingerprints(stage: Staging, paths: list[str]) -> dict[str, tuple[str, int]]:
+    """The SHA-256 and size of each of ``paths`` on an object store (nothing locally)."""
+    if not remote(stage.root):
+        return {}
+    return {p: fp for p in paths if (fp := stage.fingerprint(p)) is not None}
 
 
 def _dictionaries(vocab_rows: pl.DataFrame, lean: list[str]

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -132,3 +133,52 @@ def test_the_links_of_a_dead_reader_are_removed(cache):
     alive.mkdir()
     mirror.prune(cache, 1 << 30)
     assert not dead.exists() and alive.exists()
+
+
+def test_a_compare_reads_each_file_from_its_verified_local_copy(
+        s3_env, cache, monkeypatch, prefect_harness):  # noqa: F811
+    """A run on a store: every file a compare task reads (the key's words and sentences,
+    each system's words) is a copy in the cache, named by the SHA-256 the run recorded for
+    the object; no shard's slice is read from the store."""
+    from sysdiff.flows import tokens
+    from sysdiff.flows.store import filesystem
+    from tests.conftest import run_cli
+
+    read = []
+
+    def scan(source, **options):
+        read.append(str(source))
+        return scan_parquet(source, **options)
+
+    scan_parquet = tokens.scan_parquet
+    monkeypatch.setattr(tokens, "scan_parquet", scan)
+    name = f"compare{os.getpid()}"
+    filesystem("s3").mkdir(name)
+    root = f"s3://{name}/wh"
+    code, _out, err = run_cli("run", str(BUNDLED["sequoia"]), "-w", root)
+    assert code == 0, err
+    _version, manifest = read_versioned(StoreURL(root))
+    copies = {str(cache / f"{e['sha256']}.parquet") for table in ("words", "units", "sents")
+              for e in manifest["tables"].get(table, {}).values()}
+    assert read and set(read) <= copies
+    words = {str(cache / f"{e['sha256']}.parquet") for e in manifest["tables"]["words"].values()}
+    assert words <= set(read)  # (every system's words were read)
+
+
+def test_a_local_copy_is_checked_made_once_and_big_objects_stay_in_place(
+        bucket, cache, monkeypatch):  # noqa: F811
+    import hashlib
+
+    data = b"PAR1" + os.urandom(4000) + b"PAR1"
+    url = f"{bucket}/x.parquet"
+    obj = StoreURL(url)
+    obj.write_bytes(data)
+    sha = hashlib.sha256(data).hexdigest()
+    with pytest.raises(RuntimeError, match="not those the run wrote"):
+        mirror.local_copy(url, hashlib.sha256(b"other").hexdigest(), len(data))
+    path = mirror.local_copy(url, sha, len(data))
+    assert path == str(cache / f"{sha}.parquet") and Path(path).read_bytes() == data
+    inode = os.stat(path).st_ino
+    assert mirror.local_copy(url, sha, len(data)) == path and os.stat(path).st_ino == inode
+    monkeypatch.setenv("SYSDIFF_MIRROR_BYTES", str(len(data) - 1))
+    assert mirror.local_copy(url, sha, len(data)) == url
