@@ -602,14 +602,15 @@ def leave_piece(job: TokenJob, piece: LeanPiece, words: pl.DataFrame) -> LeanPie
 
 @dataclass(frozen=True)
 class Streamed:
-    """A large file read once, in order (:func:`stream_file`): its plan, and the piece of
-    each of its ranges (None: the fast reader could not vouch for it; no pieces when the
-    plan has no ranges), or the file staged (``ingested``: read with the key, it assembled
-    its pieces itself)."""
+    """A large file read once, in order (:func:`stream_file`): its plan and the piece of
+    each of its ranges; or the file staged (``ingested``: read with the key, it assembled
+    its pieces itself); or no pieces and ``read_whole``: the fast reader could not vouch for a
+    piece, or the plan has no ranges (the full reader reads the file)."""
 
     plan: FilePlan
-    pieces: tuple[LeanPiece | None, ...]
+    pieces: tuple[LeanPiece, ...]
     ingested: Ingested | None = None
+    read_whole: bool = False
 
     @property
     def whole(self) -> Whole:
@@ -634,7 +635,7 @@ def stream_file(job: TokenJob) -> Streamed:
         plan = _stream(job, pieces)
         if plan.ranges is None or not pieces.vouched:  # read whole, by the full reader
             pieces.drop()
-            return Streamed(plan, () if plan.ranges is None else (None,))
+            return Streamed(plan, (), read_whole=True)
         if not job.key.systems:
             return Streamed(plan, pieces.left())
         staged = stage_lean(job, plan.whole, pieces.all)
@@ -878,7 +879,7 @@ class StreamedIngest(RangedIngest):
         if streamed.ingested is not None:  # read with the key: staged by its one task
             self.reads, self.last = [], Done(streamed.ingested)
             return
-        if streamed.plan.ranges is None:
+        if streamed.read_whole:
             self._read_whole()
             return
         self.reads = [Done(piece) for piece in streamed.pieces]
