@@ -25,6 +25,7 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from sysdiff.flows.history import stage_history
+from sysdiff.flows.mirror import local_copy
 from sysdiff.flows.progress import notice, progress
 from sysdiff.flows.shards import map_fold
 from sysdiff.flows.spec import KEY_ID, RunSpec
@@ -132,7 +133,6 @@ class CompareJob:
         :func:`~sysdiff.flows.mirror.local_copy`)."""
         if not self.remote:
             return self
-        from sysdiff.flows.mirror import local_copy
 
         def at(path: str) -> str:
             return local_copy(path, *self.remote[path]) if path in self.remote else path
