@@ -44,14 +44,16 @@ def task_runner(dask_address: str | None, dask_local: int):
         forced = os.environ.get("SYSDIFF_INGEST_THREADS")  # files read at once, if set
         return ThreadPoolTaskRunner(max_workers=max(threads, int(forced) if forced else 0))
     try:
-        from sysdiff.flows.dask_runner import KeyedDaskTaskRunner
+        from sysdiff.flows.dask_runner import KeyedDaskTaskRunner, local_cluster
     except ImportError:
         raise InputError("Dask needs the 'dask' extra: pip install 'sysdiff[dask]'") from None
     if dask_address:
         return KeyedDaskTaskRunner(address=dask_address)
-    return KeyedDaskTaskRunner(cluster_kwargs={"n_workers": dask_local, "threads_per_worker": 1,
-                                          "processes": True, "dashboard_address": None,
-                                          "env": ONE_THREAD | {"PREFECT_API_URL": api_url()}})
+    return KeyedDaskTaskRunner(
+        cluster_class=local_cluster,
+        cluster_kwargs={"n_workers": dask_local, "threads_per_worker": 1, "processes": True,
+                        "dashboard_address": None,
+                        "env": ONE_THREAD | {"PREFECT_API_URL": api_url()}})
 
 
 @contextlib.contextmanager

@@ -161,3 +161,19 @@ def test_a_worker_thread_keeps_the_last_settings_it_saw_and_closes_the_others(
     assert Hydrated.of(seen[1][0]) is seen[1][1]
     assert first.client.client._closed and not last.client.client._closed
     assert Hydrated.of(seen[0][0]) is not first  # made again, once evicted
+
+
+def test_a_local_cluster_s_workers_run_no_profiler(prefect_harness):
+    """``--dask-local``'s workers sample no stacks for a dashboard they do not have; the
+    client's own Dask settings are left as they were."""
+    import dask
+    import distributed  # noqa: F401 (its settings)
+
+    from sysdiff.flows.shards import task_runner
+
+    before = dask.config.get("distributed.worker.profile.enabled")
+    runner = task_runner(None, 2)
+    with runner:
+        got = runner.client.run(lambda: dask.config.get("distributed.worker.profile.enabled"))
+    assert len(got) == 2 and set(got.values()) == {False}, got
+    assert dask.config.get("distributed.worker.profile.enabled") == before
