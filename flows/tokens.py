@@ -25,7 +25,7 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from sysdiff.flows.history import stage_history
-from sysdiff.flows.mirror import local_copy
+from sysdiff.flows.mirror import local_copy, wanted
 from sysdiff.flows.progress import notice, progress
 from sysdiff.flows.shards import map_fold
 from sysdiff.flows.spec import KEY_ID, RunSpec
@@ -436,10 +436,14 @@ def _stored_words(stage: Staging, corpus: str, system: str, by_chars: bool
 
 
 def _fingerprints(stage: Staging, paths: list[str]) -> dict[str, tuple[str, int]]:
-    """The SHA-256 and size of each of ``paths`` on an object store (nothing locally)."""
+    """The SHA-256 and size of each of ``paths`` on an object store whose writer recorded
+    them (this run's staged files; the manifest's live ones, as the mirror reads them);
+    nothing locally."""
     if not remote(stage.root):
         return {}
-    return {p: fp for p in paths if (fp := stage.fingerprint(p)) is not None}
+    known = {f"{stage.dir}/{rel}": h for rel, h in stage.hashes.items()}
+    known |= {f"{stage.root}/{w.rel}": (w.sha256, w.size) for w in wanted(stage.manifest)}
+    return {p: known[p] for p in paths if p in known}
 
 
 def _dictionaries(vocab_rows: pl.DataFrame, lean: list[str]

@@ -483,19 +483,6 @@ class Staging:
         lf = scan_parquet([str(f) for f in files], glob=False)
         return (lf.filter(where) if where is not None else lf).collect()
 
-    def fingerprint(self, path: str | Path | StoreURL) -> tuple[str, int] | None:
-        """The SHA-256 and size of a file this run staged on an object store, or of a
-        committed file (the manifest records them); None when not known."""
-        text = str(path)
-        for base, known in ((self.dir, self.hashes), (self.root, self._committed())):
-            if text.startswith(f"{base}/"):
-                return known.get(text[len(f"{base}/"):])
-        return None
-
-    def _committed(self) -> dict[str, tuple[str, int]]:
-        return {e["file"]: (e["sha256"], e["size"]) for parts in self.manifest["tables"].values()
-                for e in parts.values() if e.get("sha256") and isinstance(e.get("size"), int)}
-
     def staged_path(self, table: str, partition: str) -> Path | StoreURL | None:
         """Where a partition staged by this run lies before commit."""
         staged = self.staged.get((table, partition))
