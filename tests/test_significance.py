@@ -78,3 +78,35 @@ def test_exact_and_sampled_trials_agree(monkeypatch):
     assert sampled == pytest.approx(exact, abs=0.01)
     # both directions of a pair give the same p
     assert sig.randomization_from_histogram(-values[::-1], counts[::-1], 40_000, 1) == sampled
+
+
+@pytest.mark.parametrize("m", [1, 3, 63, 64, 65, 130, 1024, 1025, 5000])
+def test_fair_sums_draw_the_heads_of_fair_coins(m):
+    """Bits for small counts, binomials above BITS_KIND: Binomial(m, 1/2) either way, each
+    column independent of the others (a count of 0 draws no heads)."""
+    import sysdiff.transforms.significance as sig
+
+    k = 20_000
+    counts = np.array([m, 0, 7])
+    heads = sig.fair_sums(counts, np.eye(3, dtype=np.int64), k, np.random.default_rng(3))
+    assert heads.shape == (k, 3) and (heads[:, 1] == 0).all()
+    h = heads[:, 0]
+    assert h.min() >= 0 and h.max() <= m
+    assert abs(h.mean() - m / 2) < 5 * np.sqrt(m / 4 / k)
+    assert h.var() == pytest.approx(m / 4, rel=0.06)
+    if m > 1:
+        assert abs(np.corrcoef(h, heads[:, 2])[0, 1]) < 0.04
+    if m <= 3:  # the whole distribution against Binomial(m, 1/2)
+        expected = k * np.array([1, 3, 3, 1][: m + 1] if m == 3 else [1, 1]) / 2**m
+        observed = np.bincount(h, minlength=m + 1)
+        assert (((observed - expected) ** 2) / expected).sum() < 16.3  # chi2(3) p = 0.001
+
+
+def test_fair_sums_weigh_each_count():
+    """The weighted sum of two counts' heads: mean and variance of sum_j w_j H_j."""
+    import sysdiff.transforms.significance as sig
+
+    m, w = np.array([40, 2000]), np.array([[3, 1], [-2, 5]])
+    got = sig.fair_sums(m, w, 40_000, np.random.default_rng(4))
+    assert got.mean(axis=0) == pytest.approx(m @ w / 2, rel=0.01)
+    assert got.var(axis=0) == pytest.approx(m @ w**2 / 4, rel=0.05)

@@ -265,3 +265,34 @@ def test_f1_randomization_finds_a_clear_difference():
     assert p == pytest.approx(1 / 1000)
     assert R.f1_randomization(np.array([1, -1]), np.array([0, 0]), np.array([5, 5]),
                               (10, 20), (10, 20), 30, 999, 0) == 1.0
+
+
+def test_f1_randomization_equals_the_exact_test_of_every_swap():
+    """12 sentences, opposite kinds among them (merged into one kind with a shift): the p of
+    the sampled trials is that of all 4,096 ways to swap, within its sampling error."""
+    import itertools
+
+    sents = [(1, 0)] * 3 + [(-1, 0)] * 2 + [(0, 1)] * 2 + [(0, -1)] + [(1, 1)] * 2 + [(-1, -1),
+                                                                                   (2, 1)]
+    d = np.array(sents)
+    first = (20, 30)
+    second = (first[0] + int(d[:, 0].sum()), first[1] + int(d[:, 1].sum()))
+    gold = 28
+
+    def f1(tp, found):
+        return 2 * tp / (found + gold)
+
+    observed = abs(f1(*second) - f1(*first))
+    hits = 0
+    for swap in itertools.product((0, 1), repeat=len(sents)):
+        moved = np.array(swap) @ d
+        delta = f1(second[0] - moved[0], second[1] - moved[1]) - f1(first[0] + moved[0],
+                                                                     first[1] + moved[1])
+        hits += abs(delta) >= observed - 1e-12
+    q = hits / 2 ** len(sents)
+    kinds, m = np.unique(d, axis=0, return_counts=True)
+    trials = 40_000
+    p = R.f1_randomization(kinds[:, 0], kinds[:, 1], m, first, second, gold, trials, 5)
+    assert 0.05 < q < 0.95
+    error = 4 * np.sqrt(q * (1 - q) / trials)
+    assert p == pytest.approx((q * trials + 1) / (trials + 1), abs=error)

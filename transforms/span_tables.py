@@ -22,7 +22,7 @@ from sysdiff.transforms.reduce import (
     ratio,
     score_intervals,
 )
-from sysdiff.transforms.significance import map_cores
+from sysdiff.transforms.significance import fair_sums, map_cores
 from sysdiff.transforms.spans import _D, SPURIOUS, SpanCounts
 
 ALL = "ALL"
@@ -148,17 +148,36 @@ def f1_randomization(d_tp: np.ndarray, d_pred: np.ndarray, m: np.ndarray,
 
     observed = abs(float(f1(np.float64(second[0]), np.float64(second[1]))
                          - f1(np.float64(first[0]), np.float64(first[1]))))
+    c_tp, c_pred, n, shift = _opposites_merged(d_tp, d_pred, m)
     rng = np.random.default_rng(seed)
     hits, done = 0, 0
     while done < trials:
         k = min(2048, trials - done)
-        swapped = rng.binomial(m[None, :], 0.5, size=(k, m.size))
-        moved_tp, moved_pred = swapped @ d_tp, swapped @ d_pred
+        moved = fair_sums(n, np.stack([c_tp, c_pred], axis=1), k, rng) + shift
+        moved_tp, moved_pred = moved[:, 0], moved[:, 1]
         delta = (f1(second[0] - moved_tp, second[1] - moved_pred)
                  - f1(first[0] + moved_tp, first[1] + moved_pred))
         hits += int(np.count_nonzero(np.abs(delta) >= observed - 1e-12))
         done += k
     return (hits + 1) / (trials + 1)
+
+
+def _opposites_merged(d_tp: np.ndarray, d_pred: np.ndarray, m: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The kinds of sentence differences with each one and its opposite as one kind: what
+    the swapped sentences move is ``sum_k H_k * c_k + shift``, H_k ~ Binomial(n_k, 1/2).
+
+    A kind ``d`` of ``m`` sentences moves ``d * H``, H ~ Binomial(m, 1/2); written as its
+    opposite ``c = -d`` it moves ``c * (m - H) + d * m``, and ``m - H`` is again
+    Binomial(m, 1/2), independent of the other kinds: so kinds equal up to sign add their
+    sentences, and the flipped ones' ``d * m`` is a constant shift (half the draws)."""
+    flip = (d_tp < 0) | ((d_tp == 0) & (d_pred < 0))
+    sign = np.where(flip, -1, 1)
+    c_tp, c_pred = d_tp * sign, d_pred * sign
+    shift = np.array([(d_tp * m)[flip].sum(), (d_pred * m)[flip].sum()], np.int64)
+    pairs, inverse = np.unique(np.stack([c_tp, c_pred], axis=1), axis=0, return_inverse=True)
+    n = np.bincount(inverse.ravel(), weights=m, minlength=pairs.shape[0]).astype(np.int64)
+    return pairs[:, 0], pairs[:, 1], n, shift
 
 
 def transition_rows(c: SpanCounts, names: Sequence[str], types: Sequence[str]
