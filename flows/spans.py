@@ -32,6 +32,7 @@ from prefect.cache_policies import NONE
 
 from sysdiff.flows.history import stage_history
 from sysdiff.flows.ingest import ingest_all
+from sysdiff.flows.once import shared_cache
 from sysdiff.flows.progress import notice, progress
 from sysdiff.flows.shards import map_fold
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
@@ -262,7 +263,7 @@ class LeanKey:
     docs: pl.DataFrame
 
 
-@functools.lru_cache(maxsize=1)
+@shared_cache(maxsize=1)
 def lean_key(path: str, tokens: str, sents: str, systems: str) -> LeanKey | None:
     """The key's :class:`LeanKey` from its staged tables and its file (read once per
     process; None when that file is no longer the version ingested, or is not one the fast

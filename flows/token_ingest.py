@@ -42,6 +42,7 @@ from sysdiff.flows.ingest import (
     ingest_parallelism,
     wait_quietly,
 )
+from sysdiff.flows.once import shared_cache
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
 from sysdiff.flows.store import (
     StoreURL,
@@ -343,7 +344,7 @@ def save_parts(path: Path | StoreURL, parts: list[np.ndarray]) -> None:
             f.write(memoryview(np.ascontiguousarray(part)).cast("B"))
 
 
-@functools.lru_cache(maxsize=8)
+@shared_cache(maxsize=8)
 def _remote_array(url: str) -> np.ndarray:
     with open_read(url) as f:
         data = io.BytesIO(f.read())
