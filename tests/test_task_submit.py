@@ -177,3 +177,30 @@ def test_a_local_cluster_s_workers_run_no_profiler(prefect_harness):
         got = runner.client.run(lambda: dask.config.get("distributed.worker.profile.enabled"))
     assert len(got) == 2 and set(got.values()) == {False}, got
     assert dask.config.get("distributed.worker.profile.enabled") == before
+
+
+def test_a_local_cluster_s_workers_keep_glibc_s_own_trim_threshold(prefect_harness,
+                                                                    monkeypatch):
+    """``--dask-local``'s nannies do not set ``MALLOC_TRIM_THRESHOLD_`` (Dask's 64 kB made
+    every freed array a new mapping to fault in again); one set in the environment still
+    reaches the workers, and the client's own Dask settings are left as they were."""
+    import os
+
+    import dask
+    import distributed  # noqa: F401 (its settings)
+
+    from sysdiff.flows.shards import task_runner
+
+    before = dict(dask.config.get("distributed.nanny.pre-spawn-environ"))
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    runner = task_runner(None, 2)
+    with runner:
+        got = runner.client.run(lambda: (os.environ.get("MALLOC_TRIM_THRESHOLD_"),
+                                         os.environ.get("OMP_NUM_THREADS")))
+    assert len(got) == 2 and set(got.values()) == {(None, "1")}, got
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "1048576")
+    with task_runner(None, 1) as runner:
+        got = runner.client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+    assert set(got.values()) == {"1048576"}, got
+    assert dask.config.get("distributed.nanny.pre-spawn-environ") == before
+    assert before["MALLOC_TRIM_THRESHOLD_"] == 65536  # Dask's default, which this test is about
