@@ -110,3 +110,15 @@ def test_fair_sums_weigh_each_count():
     got = sig.fair_sums(m, w, 40_000, np.random.default_rng(4))
     assert got.mean(axis=0) == pytest.approx(m @ w / 2, rel=0.01)
     assert got.var(axis=0) == pytest.approx(m @ w**2 / 4, rel=0.05)
+
+
+def test_fair_sums_drawn_in_passes_are_the_same_draws(monkeypatch):
+    """Many small counts are drawn a few trials at a time (memory bounded): the same
+    random words in the same order, so the same sums as in one pass."""
+    import sysdiff.transforms.significance as sig
+
+    m = np.arange(1, 300) % 130 + 1  # 299 small counts, 1 to 3 words each
+    w = np.stack([np.arange(m.size), -np.ones(m.size, np.int64)], axis=1)
+    whole = sig.fair_sums(m, w, 1000, np.random.default_rng(9))
+    monkeypatch.setattr(sig, "_WORDS_AT_ONCE", 1000)  # 2-3 trials a pass
+    assert np.array_equal(sig.fair_sums(m, w, 1000, np.random.default_rng(9)), whole)

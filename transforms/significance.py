@@ -21,6 +21,7 @@ _BATCH = 2048
 #: 64 sentences); larger ones as one binomial (about 100 ns a draw here, 16 words' worth).
 BITS_KIND = 1024
 _ALL_ONES = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+_WORDS_AT_ONCE = 1 << 21  # random words drawn at once (16 MB)
 
 
 def map_cores(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
@@ -134,9 +135,12 @@ def fair_sums(m: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generat
     small = (m > 0) & ~large
     if small.any():
         words, word_weights = _coin_words(m[small], weights[small])
-        bits = rng.integers(0, _ALL_ONES, (k, words.size), np.uint64, endpoint=True)
-        bits &= words
-        out += np.bitwise_count(bits).astype(np.int64) @ word_weights
+        step = max(1, _WORDS_AT_ONCE // words.size)  # trials a pass: memory bounded
+        for a in range(0, k, step):
+            bits = rng.integers(0, _ALL_ONES, (min(step, k - a), words.size), np.uint64,
+                                endpoint=True)
+            bits &= words
+            out[a:a + step] += np.bitwise_count(bits).astype(np.int64) @ word_weights
     return out
 
 
