@@ -13,7 +13,8 @@ R = TypeVar("R")
 
 def shared_cache(maxsize: int) -> Callable[[Callable[..., R]], Callable[..., R]]:
     """``functools.lru_cache(maxsize)`` with one computation per arguments at a time: an
-    ingest thread that asks for what another is computing waits for its result."""
+    ingest thread that asks for what another is computing waits for its result. A lock
+    lives while its arguments are asked for, so the locks do not pile up."""
     def decorate(fn: Callable[..., R]) -> Callable[..., R]:
         cached = functools.lru_cache(maxsize)(fn)
         guard, locks = threading.Lock(), {}
@@ -23,7 +24,12 @@ def shared_cache(maxsize: int) -> Callable[[Callable[..., R]], Callable[..., R]]
             with guard:
                 lock = locks.setdefault(args, threading.Lock())
             with lock:
-                return cached(*args)
+                try:
+                    return cached(*args)
+                finally:  # computed (or failed): later callers need no lock of their own
+                    with guard:
+                        if locks.get(args) is lock:
+                            del locks[args]
 
         wrapper.cache_info = cached.cache_info  # type: ignore[attr-defined]
         return wrapper
