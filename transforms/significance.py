@@ -73,8 +73,9 @@ def randomization_from_histogram(values: np.ndarray, counts: np.ndarray,
     small, q is computed exactly (S's characteristic function is the product of
     ``cos(a t) ** m_a`` over the absolute differences a, inverted by an FFT) and the hit count
     is drawn from Binomial(trials, q): the same distribution as running the trials one by
-    one, in O(support log support). Otherwise the trials are drawn, one binomial per
-    distinct ``|d|`` and trial. Both directions of a pair give the same p."""
+    one, in O(support log support). Otherwise the trials are drawn, each distinct
+    ``|d|``'s swapped count at once per trial (:func:`fair_sums`). Both directions of a
+    pair give the same p."""
     if values.size == 0:
         return 1.0
     absolute, inverse = np.unique(np.abs(values), return_inverse=True)

@@ -148,12 +148,12 @@ def f1_randomization(d_tp: np.ndarray, d_pred: np.ndarray, m: np.ndarray,
 
     observed = abs(float(f1(np.float64(second[0]), np.float64(second[1]))
                          - f1(np.float64(first[0]), np.float64(first[1]))))
-    c_tp, c_pred, n, shift = _opposites_merged(d_tp, d_pred, m)
+    kinds, n, shift = _opposites_merged(d_tp, d_pred, m)
     rng = np.random.default_rng(seed)
     hits, done = 0, 0
     while done < trials:
         k = min(2048, trials - done)
-        moved = fair_sums(n, np.stack([c_tp, c_pred], axis=1), k, rng) + shift
+        moved = fair_sums(n, kinds, k, rng) + shift
         moved_tp, moved_pred = moved[:, 0], moved[:, 1]
         delta = (f1(second[0] - moved_tp, second[1] - moved_pred)
                  - f1(first[0] + moved_tp, first[1] + moved_pred))
@@ -163,9 +163,10 @@ def f1_randomization(d_tp: np.ndarray, d_pred: np.ndarray, m: np.ndarray,
 
 
 def _opposites_merged(d_tp: np.ndarray, d_pred: np.ndarray, m: np.ndarray
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The kinds of sentence differences with each one and its opposite as one kind: what
-    the swapped sentences move is ``sum_k H_k * c_k + shift``, H_k ~ Binomial(n_k, 1/2).
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The kinds of sentence differences (rows of (TP, predicted)) with each one and its
+    opposite as one kind, the sentences of each, and the shift: what the swapped sentences
+    move is ``sum_k H_k * kinds[k] + shift``, H_k ~ Binomial(n_k, 1/2).
 
     A kind ``d`` of ``m`` sentences moves ``d * H``, H ~ Binomial(m, 1/2); written as its
     opposite ``c = -d`` it moves ``c * (m - H) + d * m``, and ``m - H`` is again
@@ -175,9 +176,9 @@ def _opposites_merged(d_tp: np.ndarray, d_pred: np.ndarray, m: np.ndarray
     sign = np.where(flip, -1, 1)
     c_tp, c_pred = d_tp * sign, d_pred * sign
     shift = np.array([(d_tp * m)[flip].sum(), (d_pred * m)[flip].sum()], np.int64)
-    pairs, inverse = np.unique(np.stack([c_tp, c_pred], axis=1), axis=0, return_inverse=True)
-    n = np.bincount(inverse.ravel(), weights=m, minlength=pairs.shape[0]).astype(np.int64)
-    return pairs[:, 0], pairs[:, 1], n, shift
+    kinds, inverse = np.unique(np.stack([c_tp, c_pred], axis=1), axis=0, return_inverse=True)
+    n = np.bincount(inverse.ravel(), weights=m, minlength=kinds.shape[0]).astype(np.int64)
+    return kinds, n, shift
 
 
 def transition_rows(c: SpanCounts, names: Sequence[str], types: Sequence[str]
