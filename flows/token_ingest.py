@@ -496,7 +496,7 @@ def sentence_words(key: Ingested) -> np.ndarray:
     return key_shape(key.sents)
 
 
-@functools.lru_cache(maxsize=4)
+@shared_cache(maxsize=4)
 def key_shape(sents: str) -> np.ndarray:
     """Words per sentence of the key (read once per process)."""
     out = read_parquet(sents, columns=["n_words"], glob=False)["n_words"].to_numpy()
