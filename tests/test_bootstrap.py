@@ -83,6 +83,30 @@ def test_matrices_resampled_together_get_the_sums_of_separate_passes(monkeypatch
     assert B.exact(np.array([[True], [False]]))  # Booleans count as 0 and 1
 
 
+def test_products_of_few_columns_run_on_one_blas_thread(monkeypatch):
+    """The products of few distinct columns run on one BLAS thread (the others would spin
+    on the cores that draw W); wider ones on BLAS's own number; the sums are the same and
+    BLAS's setting is given back."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas() -> set[int]:
+        return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+    seen: list[set[int]] = []
+    draw = B.weight_rows
+    monkeypatch.setattr(B, "weight_rows", lambda *a, **k: seen.append(blas()) or draw(*a, **k))
+    rng = np.random.default_rng(8)
+    x, opts = rng.integers(0, 9, (50, 6)), B.Bootstrap(samples=20, seed=2)
+    with threadpool_limits(3, user_api="blas"):  # (whatever the machine's cores)
+        narrow = B.resample([x], opts)[0]
+        assert seen and all(threads == {1} for threads in seen) and blas() == {3}
+        seen.clear()
+        monkeypatch.setattr(B, "ONE_BLAS_THREAD_COLUMNS", 5)
+        assert np.array_equal(B.resample([x], opts)[0], narrow)
+        assert seen and all(threads == {3} for threads in seen)
+    assert B.blas_threads(6) is None and B.blas_threads(5) == 1
+
+
 def test_distinct_columns_rebuild_every_matrix():
     rng = np.random.default_rng(6)
     x = rng.integers(0, 3, (30, 6))

@@ -33,6 +33,7 @@ from typing import TypeVar
 
 import numpy as np
 import polars as pl
+from threadpoolctl import threadpool_limits
 
 K = TypeVar("K", bound=Hashable)
 DEFAULT_SAMPLES = 1_000
@@ -43,6 +44,8 @@ BLOCK_BYTES = 1 << 26
 PROBE_ROWS = 1024
 #: Threads that draw the rows of a block of W.
 DRAW_THREADS = min(4, os.cpu_count() or 1)
+#: Distinct columns up to which ``W @ X`` runs on one BLAS thread (:func:`blas_threads`).
+ONE_BLAS_THREAD_COLUMNS = 256
 
 
 @dataclass(frozen=True)
@@ -270,15 +273,27 @@ def resample(matrices: Sequence[np.ndarray | UnitRows], opts: Bootstrap) -> list
     base = max(1, BLOCK_BYTES // (8 * n))
     rows = base if other else max(base, cols.distinct.shape[1])
     buffer = np.empty((min(rows, opts.samples), n), np.float64)
-    for start in range(0, opts.samples, rows):
-        stop = min(opts.samples, start + rows)
-        w = weight_rows(n, start, stop, opts.seed, buffer)
-        sums = w @ cols.distinct if whole else None
-        for k, at in zip(whole, cols.where, strict=True):
-            out[k][start:stop] = sums[:, at]
-        for x, o in other:
-            o[start:stop] = w @ x
+    widest = max([cols.distinct.shape[1], *(x.shape[1] for x, _o in other)])
+    with threadpool_limits(blas_threads(widest), user_api="blas"):
+        for start in range(0, opts.samples, rows):
+            stop = min(opts.samples, start + rows)
+            w = weight_rows(n, start, stop, opts.seed, buffer)
+            sums = w @ cols.distinct if whole else None
+            for k, at in zip(whole, cols.where, strict=True):
+                out[k][start:stop] = sums[:, at]
+            for x, o in other:
+                o[start:stop] = w @ x
     return out
+
+
+def blas_threads(columns: int) -> int | None:
+    """The BLAS threads for the products of :func:`resample` (None: BLAS's own number).
+    A product with at most :data:`ONE_BLAS_THREAD_COLUMNS` columns is bound by reading its
+    block of W, which one thread does as fast; BLAS's other threads would then spin, after
+    each of the many products, on the cores that draw the next block (a 10M x 10 run on 2
+    cores, 11 columns, 56 blocks: 3.5-3.6 s and 6.5-6.8 s of CPU with BLAS's threads,
+    2.5-3.4 s and 3.5-4.7 s with one)."""
+    return 1 if columns <= ONE_BLAS_THREAD_COLUMNS else None
 
 
 def sample_sums(rows: Mapping[K, UnitRows], opts: Bootstrap) -> dict[K, np.ndarray]:
