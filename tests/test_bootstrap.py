@@ -107,6 +107,45 @@ def test_products_of_few_columns_run_on_one_blas_thread(monkeypatch):
     assert B.blas_threads(6) is None and B.blas_threads(5) == 1
 
 
+def test_passes_of_several_threads_take_turns_with_the_blas_setting(monkeypatch):
+    """BLAS's thread count is the process's: two threads resampling at once do not overlap
+    their passes (each would restore what the other set), and the setting is the same after
+    both."""
+    import threading
+    import time
+
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    inside, most = [0], [0]
+    draw = B.weight_rows
+
+    def counted(*a, **k):
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        time.sleep(0.05)
+        inside[0] -= 1
+        return draw(*a, **k)
+
+    monkeypatch.setattr(B, "weight_rows", counted)
+    x, opts = np.random.default_rng(4).integers(0, 9, (40, 3)), B.Bootstrap(samples=4)
+    start = threading.Barrier(2)
+    sums: list[np.ndarray] = []
+
+    def one() -> None:
+        start.wait()
+        sums.append(B.resample([x], opts)[0])
+
+    with threadpool_limits(3, user_api="blas"):
+        threads = [threading.Thread(target=one) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert {lib["num_threads"] for lib in threadpool_info()
+                if lib["user_api"] == "blas"} == {3}
+    assert most[0] == 1 and len(sums) == 2 and np.array_equal(*sums)
+
+
 def test_distinct_columns_rebuild_every_matrix():
     rng = np.random.default_rng(6)
     x = rng.integers(0, 3, (30, 6))

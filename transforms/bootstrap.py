@@ -26,6 +26,7 @@ observed delta's, or is 0, capped at 1 (1 when the observed delta is 0).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -46,6 +47,9 @@ PROBE_ROWS = 1024
 DRAW_THREADS = min(4, os.cpu_count() or 1)
 #: Distinct columns up to which ``W @ X`` runs on one BLAS thread (:func:`blas_threads`).
 ONE_BLAS_THREAD_COLUMNS = 256
+#: Held while a pass sets BLAS's threads (a process-wide setting): passes of several
+#: threads do not overlap, so the setting each restores is the process's own.
+BLAS_SETTING = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -274,7 +278,7 @@ def resample(matrices: Sequence[np.ndarray | UnitRows], opts: Bootstrap) -> list
     rows = base if other else max(base, cols.distinct.shape[1])
     buffer = np.empty((min(rows, opts.samples), n), np.float64)
     widest = max([cols.distinct.shape[1], *(x.shape[1] for x, _o in other)])
-    with threadpool_limits(blas_threads(widest), user_api="blas"):
+    with BLAS_SETTING, threadpool_limits(blas_threads(widest), user_api="blas"):
         for start in range(0, opts.samples, rows):
             stop = min(opts.samples, start + rows)
             w = weight_rows(n, start, stop, opts.seed, buffer)
