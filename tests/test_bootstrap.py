@@ -9,9 +9,13 @@ and UNL tables are compared column by column, intervals included, by ``test_scal
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import polars as pl
 import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from sysdiff.flows.queries import query
 from sysdiff.transforms import bootstrap as B
@@ -83,15 +87,15 @@ def test_matrices_resampled_together_get_the_sums_of_separate_passes(monkeypatch
     assert B.exact(np.array([[True], [False]]))  # Booleans count as 0 and 1
 
 
+def blas() -> set[int]:
+    """The thread counts of the BLAS libraries this process has loaded."""
+    return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+
 def test_products_of_few_columns_run_on_one_blas_thread(monkeypatch):
     """The products of few distinct columns run on one BLAS thread (the others would spin
     on the cores that draw W); wider ones on BLAS's own number; the sums are the same and
     BLAS's setting is given back."""
-    from threadpoolctl import threadpool_info, threadpool_limits
-
-    def blas() -> set[int]:
-        return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
-
     seen: list[set[int]] = []
     draw = B.weight_rows
     monkeypatch.setattr(B, "weight_rows", lambda *a, **k: seen.append(blas()) or draw(*a, **k))
@@ -111,11 +115,6 @@ def test_passes_of_several_threads_take_turns_with_the_blas_setting(monkeypatch)
     """BLAS's thread count is the process's: two threads resampling at once do not overlap
     their passes (each would restore what the other set), and the setting is the same after
     both."""
-    import threading
-    import time
-
-    from threadpoolctl import threadpool_info, threadpool_limits
-
     inside, most = [0], [0]
     draw = B.weight_rows
 
@@ -141,8 +140,7 @@ def test_passes_of_several_threads_take_turns_with_the_blas_setting(monkeypatch)
             t.start()
         for t in threads:
             t.join()
-        assert {lib["num_threads"] for lib in threadpool_info()
-                if lib["user_api"] == "blas"} == {3}
+        assert blas() == {3}
     assert most[0] == 1 and len(sums) == 2 and np.array_equal(*sums)
 
 
