@@ -121,8 +121,8 @@ def run(
     confidence: Annotated[float | None, typer.Option(
         help="Confidence level of the intervals, between 0 and 1 (default 0.95).")] = None,
     shard_sents: Annotated[int | None, typer.Option(
-        min=1, help="Sentences per shard when a file has no documents (# newdoc; default "
-        "5000).")] = None,
+        min=1, help="Sentences per shard (whole documents). Default: sized by sysdiff from "
+        "the words of all files and the threads, at least 5000.")] = None,
     keep_going: Annotated[bool, typer.Option(
         "--keep-going", help="Skip a system whose file is bad (one line each), evaluate and "
         "commit the others, and exit with status 3.")] = False,

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 from sysdiff.schemas.errors import InputError
+from sysdiff.transforms.plan import Shard, plan_shards, sized_shard_sents
 
 T = TypeVar("T")
 
@@ -127,9 +128,8 @@ def api_url() -> str:
     return server.api_url
 
 
-def in_flight_limit() -> int:
-    """Shard tasks submitted ahead of the fold: twice the threads of the flow's task runner
-    (Dask: the cluster's threads), at least 2."""
+def runner_threads() -> int:
+    """The threads of the flow's task runner (Dask: the cluster's threads), at least 1."""
     from prefect.context import FlowRunContext
 
     ctx = FlowRunContext.get()
@@ -138,7 +138,24 @@ def in_flight_limit() -> int:
     client = getattr(runner, "_client", None)
     if client is not None:
         threads = sum(client.nthreads().values())
-    return 2 * max(1, threads or os.cpu_count() or 1)
+    return max(1, threads or os.cpu_count() or 1)
+
+
+def in_flight_limit() -> int:
+    """Shard tasks submitted ahead of the fold: twice the threads of the flow's task runner,
+    at least 2."""
+    return 2 * runner_threads()
+
+
+def shard_plan(key_sents: pl.DataFrame, shard_sents: int | None, n_files: int) -> list[Shard]:
+    """The run's shards of whole documents: of ``shard_sents`` sentences when the run sets
+    them, else sized from the key's sentences and words (``sent``, ``doc``, ``n_words``),
+    the ``n_files`` files compared and the task runner's threads
+    (:func:`sysdiff.transforms.plan.sized_shard_sents`)."""
+    if shard_sents is None:
+        words = int(key_sents["n_words"].sum())
+        shard_sents = sized_shard_sents(key_sents.height, words, n_files, runner_threads())
+    return plan_shards(key_sents, shard_sents)
 
 
 def map_fold(submit: Callable[[T], Any], items: Iterable[T], fold: Callable[[Any], None],

@@ -34,7 +34,7 @@ from sysdiff.flows.history import stage_history
 from sysdiff.flows.ingest import ingest_all
 from sysdiff.flows.once import shared_cache
 from sysdiff.flows.progress import notice, progress
-from sysdiff.flows.shards import map_fold
+from sysdiff.flows.shards import map_fold, shard_plan
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
 from sysdiff.flows.store import location, read_parquet, scan_parquet
 from sysdiff.flows.warehouse import (
@@ -60,7 +60,7 @@ from sysdiff.transforms import span_decoding as D
 from sysdiff.transforms import span_tables as R
 from sysdiff.transforms import spans as T
 from sysdiff.transforms.alignment import first_difference, words_text
-from sysdiff.transforms.plan import Shard, plan_shards
+from sysdiff.transforms.plan import Shard
 
 log = logging.getLogger("sysdiff")
 SPAN_READ = ["sent", "start", "end", "type", "text"]
@@ -577,8 +577,9 @@ def _compute(spec: RunSpec, stage: Staging, files: dict[str, SpanFile], systems:
     corpus = spec.corpus
     crash_point("compare")
     paths = {s: str(files[s].spans) for s in [KEY_ID, *systems]}
-    key_sents = read_parquet(files[KEY_ID].sents, columns=["sent", "doc"], glob=False)
-    shards = plan_shards(key_sents, spec.shard_sents)
+    key_sents = read_parquet(files[KEY_ID].sents, columns=["sent", "doc", "n_words"],
+                             glob=False)
+    shards = shard_plan(key_sents, spec.shard_sents, len(paths))
     types = corpus_types(paths)
     _type_notice(systems, paths)
     by_chars = tuple(s for s in systems if files[s].by_chars)

@@ -69,7 +69,8 @@ class RunSpec:
     # bootstrap intervals (METRICS 1.6b): samples (0: none) and confidence; seed: ``seed``
     bootstrap: int = 1_000
     confidence: float = 0.95
-    shard_sents: int = 5000
+    # sentences per shard (None: sized by sysdiff, see transforms/plan.py: sized_shard_sents)
+    shard_sents: int | None = None
     unl: Mapping = field(default_factory=FrozenMap)
     versions: Mapping[str, tuple[str, ...]] = field(default_factory=FrozenMap)
     keep_going: bool = False  # skip a system whose file is bad instead of stopping

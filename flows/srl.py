@@ -27,7 +27,7 @@ from prefect.cache_policies import NONE
 from sysdiff.flows.history import stage_history
 from sysdiff.flows.ingest import ingest_all
 from sysdiff.flows.progress import notice, progress
-from sysdiff.flows.shards import map_fold
+from sysdiff.flows.shards import map_fold, shard_plan
 from sysdiff.flows.spec import KEY_ID, RunSpec, Source
 from sysdiff.flows.store import location, read_parquet, scan_parquet
 from sysdiff.flows.warehouse import (
@@ -49,7 +49,7 @@ from sysdiff.schemas.formats.stable import StableFile
 from sysdiff.schemas.frozen import freeze_fields
 from sysdiff.transforms import srl as T
 from sysdiff.transforms import srl_tables as R
-from sysdiff.transforms.plan import Shard, plan_shards
+from sysdiff.transforms.plan import Shard
 
 FILE_TABLES = ("srl_predicates", "srl_arguments", "sents")
 FORMAT_NAMES = {"conllu": "CoNLL-U (Universal PropBank)", "conll09": "CoNLL-2009",
@@ -330,8 +330,8 @@ def _compute(spec: RunSpec, stage: Staging, files: dict[str, SrlFile], systems: 
     key = files[KEY_ID]
     mode = key.mode
     _key_notes(mode, key)
-    key_sents = read_parquet(key.sents, columns=["sent", "doc"], glob=False)
-    shards = plan_shards(key_sents, spec.shard_sents)
+    key_sents = read_parquet(key.sents, columns=["sent", "doc", "n_words"], glob=False)
+    shards = shard_plan(key_sents, spec.shard_sents, 1 + len(systems))
     vocab = corpus_vocab(mode, files)
     job = SrlJob(mode, str(key.tokens), {s: str(files[s].preds) for s in [KEY_ID, *systems]},
                  {s: str(files[s].args) for s in [KEY_ID, *systems]}, systems, vocab, compare,

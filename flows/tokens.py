@@ -27,7 +27,7 @@ from prefect.cache_policies import NONE
 from sysdiff.flows.history import stage_history
 from sysdiff.flows.mirror import local_copy, wanted
 from sysdiff.flows.progress import notice, progress
-from sysdiff.flows.shards import map_fold
+from sysdiff.flows.shards import map_fold, shard_plan
 from sysdiff.flows.spec import KEY_ID, RunSpec
 from sysdiff.flows.store import open_read, read_parquet, remote, scan_parquet
 from sysdiff.flows.token_ingest import Ingested, ingest_tokens
@@ -50,7 +50,7 @@ from sysdiff.schemas.vocabulary import LABEL_FIELDS, TASK_VIEWS, VIEWS, score_na
 from sysdiff.transforms import bootstrap, conll18, reduce, tokens
 from sysdiff.transforms.bootstrap import UnitRows
 from sysdiff.transforms.engine import smallest_uint
-from sysdiff.transforms.plan import Shard, canonical, options_string, plan_shards
+from sysdiff.transforms.plan import Shard, canonical, options_string
 from sysdiff.transforms.tokens import (
     BLANK,
     WORD_COLUMNS,
@@ -375,8 +375,8 @@ def compare_tokens(spec: RunSpec, stage: Staging, ingested: dict[str, Ingested])
         notice(note)
     crash_point("compare")
     sents_path = _path(stage, "sents", corpus, KEY_ID)
-    key_sents = read_parquet(sents_path, columns=["sent", "doc"], glob=False)
-    shards = plan_shards(key_sents, spec.shard_sents)
+    key_sents = read_parquet(sents_path, columns=["sent", "doc", "n_words"], glob=False)
+    shards = shard_plan(key_sents, spec.shard_sents, 1 + len(systems))
     index = {s: i for i, s in enumerate(systems)}
     by_chars = rows.filter(pl.col("alignment") == "characters")["system"].to_list()
     stored = {s: _stored_words(stage, corpus, s, s in by_chars) for s in [KEY_ID, *systems]}

@@ -272,3 +272,43 @@ def test_document_shards_follow_sorted_names(tmp_path):
     assert 1 < len(few) < len(names) and sum(len(s.docs) for s in few) == len(names)
     assert pl.concat([read_shard_mentions(path, s) for s in one]).sort(
         "doc", maintain_order=True).equals(key.sort("doc", maintain_order=True))
+
+
+def test_a_run_that_sets_no_shard_size_is_cut_by_its_words_files_and_threads():
+    """The sized plan (METRICS' sums do not depend on it): words x files / SHARD_CELLS
+    shards, rounded up to a multiple of the threads, never below MIN_SHARD_SENTS sentences."""
+    from sysdiff.transforms.plan import MIN_SHARD_SENTS, SHARD_CELLS, sized_shard_sents
+
+    assert (SHARD_CELLS, MIN_SHARD_SENTS) == (4_000_000, 5000)  # the figures below use them
+    # 1M words, key + 10 systems: 11M cells -> 3 shards -> 4 on 2 threads -> 11,000 each
+    assert sized_shard_sents(44_000, 1_000_000, 11, 2) == 11_000
+    # the same on 8 threads: 8 shards of 5,500; on 1 thread: 3 shards
+    assert sized_shard_sents(44_000, 1_000_000, 11, 8) == 5_500
+    assert sized_shard_sents(44_000, 1_000_000, 11, 1) == 14_667
+    # 10M words x 11 files: 27.5 -> 28 shards (a multiple of 2) of 15,847 sentences
+    assert sized_shard_sents(443_700, 10_000_000, 11, 2) == 15_847
+    # a small corpus is one shard, as with a set size of 5,000; never fewer sentences
+    assert sized_shard_sents(3_000, 60_000, 3, 2) == 5000
+    assert sized_shard_sents(44_000, 1_000_000, 11, 64) == 5000
+    assert sized_shard_sents(0, 0, 1, 0) == 5000
+
+
+def test_shard_plan_sizes_a_run_without_a_size_and_keeps_a_set_one(monkeypatch):
+    """``shard_plan``: a set ``shard_sents`` wins; without one, the sized plan is cut from
+    the key's sentences and words and the task runner's threads (here 2)."""
+    import sysdiff.flows.shards as shards
+    import sysdiff.transforms.plan as plan
+
+    monkeypatch.setattr(shards, "runner_threads", lambda: 2)
+    monkeypatch.setattr(plan, "MIN_SHARD_SENTS", 1)
+    monkeypatch.setattr(plan, "SHARD_CELLS", 1000)
+    # 12 documents of 10 sentences of 5 words: 600 words x 3 files = 1,800 cells
+    key = pl.DataFrame({"sent": np.arange(120), "doc": np.repeat(np.arange(12), 10),
+                        "n_words": np.full(120, 5)})
+    # 2 shards (1,800 / 1,000, a multiple of 2) of 60 sentences: 6 documents each
+    sized = shards.shard_plan(key, None, 3)
+    assert [(s.lo, s.hi) for s in sized] == [(0, 60), (60, 120)]
+    assert [(s.lo, s.hi) for s in shards.shard_plan(key, 30, 3)] == [
+        (0, 30), (30, 60), (60, 90), (90, 120)]
+    # 10 files: 6,000 cells -> 6 shards of 20 sentences
+    assert len(shards.shard_plan(key, None, 10)) == 6

@@ -133,3 +133,25 @@ def test_a_changed_system_file_gives_the_tables_of_a_fresh_run(small, tmp_path, 
     assert_same_tables(fresh, first)
     pairs = read_table(first, "pairs")
     assert pairs.height == pairs.unique(["view", "punct", "sys1", "sys2"]).height
+
+
+def test_a_run_without_a_shard_size_is_cut_by_sysdiff_and_gives_the_same_tables(
+        small, unsharded, tmp_path, cli, monkeypatch):
+    """No ``--shard-sents``: the plan sized from the words, files and threads (here made
+    small enough to cut the 40 sentences) is the plan the compare maps, tables unchanged."""
+    import sysdiff.flows.tokens as flow
+    import sysdiff.transforms.plan as plan
+
+    monkeypatch.setattr(plan, "MIN_SHARD_SENTS", 1)
+    monkeypatch.setattr(plan, "SHARD_CELLS", 2000)
+    planned = []
+    original = flow.shard_plan
+
+    def spy(key_sents, shard_sents, n_files):
+        planned.append((shard_sents, len(out := original(key_sents, shard_sents, n_files))))
+        return out
+
+    monkeypatch.setattr(flow, "shard_plan", spy)
+    run(cli, small, tmp_path / "wh")
+    assert len(planned) == 1 and planned[0][0] is None and planned[0][1] > 1, planned
+    assert_same_tables(unsharded, tmp_path / "wh")

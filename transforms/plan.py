@@ -31,6 +31,25 @@ def plan_ranges(weights: np.ndarray, size: int) -> list[tuple[int, int]]:
     return out
 
 
+#: A shard of a plan sized by sysdiff (no ``--shard-sents``) holds about this many words of all
+#: files together (the key's and every system's): what one task keeps in memory at once.
+SHARD_CELLS = 4_000_000
+#: ... and at least this many sentences: a corpus this small is one shard.
+MIN_SHARD_SENTS = 5000
+
+
+def sized_shard_sents(n_sents: int, n_words: int, n_files: int, workers: int) -> int:
+    """Sentences per shard when the run does not set them: as many shards as the words of
+    all ``n_files`` files need at :data:`SHARD_CELLS` each, rounded up to a multiple of the
+    task runner's ``workers`` (each gets as many), and no fewer than
+    :data:`MIN_SHARD_SENTS` sentences a shard. Every shard costs a task, a read of each
+    file and the per-shard steps of the counts, so a corpus is cut no finer than it needs."""
+    shards = max(1, -(-n_words * n_files // SHARD_CELLS))
+    workers = max(1, workers)
+    shards = -(-shards // workers) * workers
+    return max(MIN_SHARD_SENTS, -(-n_sents // shards))
+
+
 def plan_shards(key_sents: pl.DataFrame, shard_sents: int) -> list[Shard]:
     """Group whole documents (or, without documents, sentences) into shards of about
     ``shard_sents`` sentences; a document is never split."""
