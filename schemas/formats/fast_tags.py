@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 #: Files read this way at most (a larger one is read in chunks by the full reader): a file
 #: is held whole, and the key's side (its tokens and forms) once per process.
@@ -57,7 +58,9 @@ def tag_frame(data: bytes, fmt: str, token_lines: np.ndarray, sep: int) -> TagFr
     ends = np.flatnonzero(text == 10)
     if int(token_lines[-1]) >= ends.size:
         return None
-    starts = np.concatenate(([0], ends[:-1] + 1))[token_lines]
+    starts = ends[np.maximum(token_lines - 1, 0)] + 1  # one gather, not a copy of every end
+    if token_lines[0] == 0:  # increasing: only the first can be the file's first line
+        starts[0] = 0
     ends = ends[token_lines]
     seps = np.flatnonzero(text == sep)
     field = TAG_FIELD[fmt]
@@ -79,8 +82,9 @@ def tag_frame(data: bytes, fmt: str, token_lines: np.ndarray, sep: int) -> TagFr
     cut = np.zeros(text.size, bool)
     cut[inside] = True
     digest = hashlib.sha256(text[~cut].tobytes()).digest()
-    coded = pl.Series("tag", array).cast(pl.Categorical(pl.Categories.random()))
-    return TagFrame(digest, coded.to_physical().to_numpy(), coded.dtype.categories.to_series())
+    coded = pc.dictionary_encode(array)  # codes in order of first use
+    return TagFrame(digest, coded.indices.to_numpy().astype(np.uint32),
+                    pl.Series("tag", coded.dictionary))
 
 
 def _line_starts(data: bytes) -> np.ndarray:
