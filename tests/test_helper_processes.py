@@ -331,3 +331,20 @@ def test_serve_once_keeps_its_verdict_when_the_server_dies(tmp_path):
     status, out, _, _ = cli("sql", "-w", str(root), "-f", "csv",
                             "select distinct corpus from systems")
     assert status == 0 and out.split("CLIENT")[0].split() == ["corpus", "c1"]
+
+
+def test_the_warm_runner_has_the_tables_ddl_before_it_forks_a_run():
+    """``warm_up`` (the runner, before any child) leaves the tables' DuckDB column types
+    computed: a child's commit reuses them; they equal a computation afresh."""
+    code = ("from sysdiff.flows import catalog\n"
+            "from sysdiff.flows.runner_process import warm_up\n"
+            "assert catalog._DDL is None\n"
+            "warm_up()\n"
+            "warmed = catalog._DDL\n"
+            "catalog._DDL = None\n"
+            "print(warmed is not None and warmed == catalog.table_ddl() and len(warmed))\n")
+    env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout.split()[-1]) >= 40  # every table of every task
