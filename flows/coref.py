@@ -45,7 +45,7 @@ from sysdiff.schemas.frozen import FrozenMap
 from sysdiff.schemas.vocabulary import CRITERIA
 from sysdiff.transforms.bootstrap import Bootstrap
 from sysdiff.transforms.corefud import CorefOptions, default_options
-from sysdiff.transforms.plan import MIN_SHARD_SENTS, plan_ranges
+from sysdiff.transforms.plan import plan_ranges
 
 log = logging.getLogger("sysdiff")
 #: In the signature of a mentions partition: the mention table's shape (2: ``head`` and
@@ -265,7 +265,7 @@ def _coref_results(spec: RunSpec, stage: Staging, paths: dict[str, str],
     compare = bool(systems) and not stage.has("coref_oracles", corpus_partition(corpus), all_sig)
     if not (score or compare):
         return
-    shards = plan_doc_shards(paths, spec.shard_sents or MIN_SHARD_SENTS)
+    shards = plan_doc_shards(paths, spec.plain_shard_sents)
     mtypes = corpus_mention_types(paths)
     with progress("score", len(shards)) as tick:
         frozen = (tuple(systems), FrozenMap(paths))

@@ -247,7 +247,7 @@ def _recompute_unl(stage: Staging, spec: RunSpec) -> None:
     import numpy as np
 
     from sysdiff.flows import unl
-    from sysdiff.transforms.plan import MIN_SHARD_SENTS, plan_ranges
+    from sysdiff.transforms.plan import plan_ranges
 
     corpus = spec.corpus
     rows = known_inputs(stage, corpus)
@@ -258,7 +258,7 @@ def _recompute_unl(stage: Staging, spec: RunSpec) -> None:
                                & (pl.col("system") == s)).sort("sent_index")
                  .drop("corpus", "system") for s in shas}
     ranges = plan_ranges(np.ones(int(rows[KEY_ID]["n_sents"]), np.int64),
-                         spec.shard_sents or MIN_SHARD_SENTS) or [(0, 0)]
+                         spec.plain_shard_sents) or [(0, 0)]
     unl.compare_versions(spec, stage, sentences, ranges, rows[KEY_ID]["sha256"], shas,
                          opt_sig)
 

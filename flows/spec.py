@@ -117,6 +117,14 @@ class RunSpec:
         return Bootstrap(self.bootstrap, self.seed, float(self.confidence))
 
     @property
+    def plain_shard_sents(self) -> int:
+        """Sentences per shard of a plan sysdiff does not size (coref, UNL): the run's, or
+        :data:`~sysdiff.transforms.plan.MIN_SHARD_SENTS`."""
+        from sysdiff.transforms.plan import MIN_SHARD_SENTS
+
+        return self.shard_sents or MIN_SHARD_SENTS
+
+    @property
     def sources(self) -> tuple[tuple[Source, str], ...]:
         """The key and every system with its role (``key`` or ``system``), key first."""
         return ((self.key, "key"), *((s, "system") for s in self.systems))

@@ -39,7 +39,7 @@ from sysdiff.flows.warehouse import (
 from sysdiff.schemas.errors import InputError
 from sysdiff.schemas.formats.stable import Stamp, read_stable
 from sysdiff.schemas.frozen import FrozenMap, read_only
-from sysdiff.transforms.plan import MIN_SHARD_SENTS, plan_ranges
+from sysdiff.transforms.plan import plan_ranges
 
 if TYPE_CHECKING:
     from sysdiff.transforms.unl import Alignment
@@ -215,8 +215,7 @@ def run_unl(spec: RunSpec, stage: Staging) -> None:
     expected, key_sha, key_stamp = read_sentences(spec.key, spec.task).value
     shas: dict[str, str] = {}
     stage_system(stage, spec, spec.key, "key", key_sha, key_stamp, len(expected))
-    ranges = plan_ranges(np.ones(len(expected), np.int64),
-                         spec.shard_sents or MIN_SHARD_SENTS) or [(0, 0)]
+    ranges = plan_ranges(np.ones(len(expected), np.int64), spec.plain_shard_sents) or [(0, 0)]
     versions: dict[str, Version] = {}
     for source in spec.systems:
         try:
