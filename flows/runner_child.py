@@ -35,7 +35,9 @@ def child(main: Callable[[], None], conn: socket.socket, request: dict, fds: lis
         try:
             _take_over(request, fds)
             server.quiet_prefect("-v" in argv or "--verbose" in argv)
-            reason = settings_differ()
+            reason = settings_differ(ignore=LOGGING_SETTINGS if can_relog() else ())
+            if not reason:
+                adopt_logging()
         except Exception as e:  # e.g. the client's folder is gone: it reports that itself
             reason = f"{type(e).__name__}: {e}"
         if reason:
@@ -75,16 +77,45 @@ def _take_over(request: dict, fds: list[int]) -> None:
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams
 
 
-def settings_differ() -> str | None:
+#: Prefect settings a child may hold apart from those the runner imported Prefect with:
+#: the levels and prints of its logs, which ``sysdiff run -v`` raises (see
+#: :func:`sysdiff.flows.server.quiet_prefect`) and the child sets itself (:func:`adopt_logging`).
+LOGGING_SETTINGS = frozenset({"logging.level", "logging.log_prints", "server.logging_level",
+                              "internal.logging_level"})
+
+
+def settings_differ(ignore: frozenset[str] | tuple = ()) -> str | None:
     """Why this child's Prefect settings (its environment, folder and profile) differ from
-    those Prefect was imported with, or None."""
+    those Prefect was imported with, or None; the settings in ``ignore`` may differ."""
     from prefect.settings import Settings, get_current_settings
 
     mine, imported = Settings().model_dump(), get_current_settings().model_dump()
     if mine == imported:
         return None
-    differ = sorted(_diff_keys(mine, imported))
-    return "Prefect settings differ: " + ", ".join(differ[:5])
+    differ = sorted(k for k in _diff_keys(mine, imported) if k not in ignore)
+    return "Prefect settings differ: " + ", ".join(differ[:5]) if differ else None
+
+
+def can_relog() -> bool:
+    """Whether this Prefect can take new settings after its import (it has
+    ``refresh_global_settings_context``, which rebuilds them from the environment)."""
+    import prefect.context
+
+    return hasattr(prefect.context, "refresh_global_settings_context")
+
+
+def adopt_logging() -> None:
+    """Make this child's Prefect settings the ones it runs with (they differ from the
+    imported ones at most in :data:`LOGGING_SETTINGS`), and its loggers' levels theirs."""
+    import prefect.context
+    from prefect.settings import Settings, get_current_settings
+
+    if not can_relog() or Settings().model_dump() == get_current_settings().model_dump():
+        return
+    from prefect.logging.configuration import setup_logging
+
+    prefect.context.refresh_global_settings_context()
+    setup_logging()  # incremental when Prefect's logging is set up: the levels change
 
 
 def _diff_keys(a: dict, b: dict, prefix: str = "") -> list[str]:

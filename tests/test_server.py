@@ -209,6 +209,14 @@ def test_server_lifecycle(state, tmp_path):
                 ("ingest one __key__", "COMPLETED"), ("ingest one a", "COMPLETED")]
     assert [r["tasks"] for r in runs] == [computed, computed, computed, []]
 
+    # -v goes to the runner too (its child raises its own log levels): Prefect's INFO
+    # lines and sysdiff's step times, the same tables
+    status, _, err, imported = cli(*run, "-w", str(tmp_path / "warm-v"), "-v")
+    assert status == 0 and not imported and "declined" not in err, err
+    assert "Task run 'compare 0' - Finished in state Completed()" in err
+    assert "sysdiff: ingest: 2 steps in" in err
+    assert scores(tmp_path / "warm-v") == warm
+
     # a client whose import-time environment differs runs the command itself, and the
     # tables are the same as the runner's
     env = dict(os.environ, PYTHONPATH=str(tmp_path / "elsewhere"))
