@@ -14,6 +14,7 @@ command's wall time, peak RSS of the process, warehouse size, report size and bu
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import resource
 import shutil
@@ -91,10 +92,13 @@ def make_corpus(n: int, out: Path, seed: int = 0) -> Path:
 
 
 def timed(cmd: list[str]) -> tuple[float, str, int]:
-    """(wall seconds, stderr, peak RSS in bytes of the child) of one command."""
+    """(wall seconds, stderr, peak RSS in bytes of the child) of one command, run in the
+    child itself (``SYSDIFF_RUNNER=off``: not the warm runner's, whose RSS is not the
+    child's)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    done = subprocess.run(cmd, capture_output=True, text=True,
+                          env=dict(os.environ, SYSDIFF_RUNNER="off"))
     wall = time.perf_counter() - t0
     if done.returncode:
         sys.exit(f"failed: {' '.join(cmd)}\n{done.stderr[-2000:]}")

@@ -171,13 +171,15 @@ def sysdiff_run(paths: dict[str, Path], wh: Path, verbose: bool = False
                 ) -> tuple[float, float]:
     """(wall seconds of the command, the flow's own seconds with ``verbose``, else nan) of
     one fresh ``sysdiff run``. Without ``-v`` the run goes to the warm runner, as a user's
-    does; ``-v`` runs in its own process (Prefect's logging settings differ)."""
+    does; ``-v`` runs in its own process (``SYSDIFF_RUNNER=off``)."""
     shutil.rmtree(wh, ignore_errors=True)
     args = [sys.executable, "-m", "sysdiff", "run", *["-v"] * verbose, "--task", "ner",
             "--corpus", "bench",
             "--key", str(paths["key"]), "-w", str(wh),
             *[f"--system={k}={p}" for k, p in paths.items() if k != "key"]]
     env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    if verbose:  # in its own process (a -v run would go to the warm runner too)
+        env["SYSDIFF_RUNNER"] = "off"
     t0 = time.perf_counter()
     proc = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0

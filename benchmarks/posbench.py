@@ -65,7 +65,7 @@ def main() -> None:
     walls, floors = [], []
     for _ in range(args.repeat):  # as a user runs it: the warm runner, no -v
         shutil.rmtree(wh, ignore_errors=True)
-        wall, _peak, _steps = run_sysdiff(command)
+        wall, _peak, _steps = run_sysdiff(command, warm=True)
         walls.append(wall)
         floors.append(floor(paths))
     shutil.rmtree(wh, ignore_errors=True)  # one -v run (in its own process) for the steps

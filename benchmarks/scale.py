@@ -137,13 +137,18 @@ def bound(paths: dict[str, Path], column: int) -> tuple[float, float]:
 STEP_RE = re.compile(r"^sysdiff: (\w+): \d+ steps in ([0-9.]+) s$")
 
 
-def run_sysdiff(args: list[str]) -> tuple[float, float, dict[str, float]]:
-    """Wall seconds, peak RSS (GiB) and step seconds of one ``sysdiff run -v`` subprocess."""
+def run_sysdiff(args: list[str], warm: bool = False) -> tuple[float, float, dict[str, float]]:
+    """Wall seconds, peak RSS (GiB) and step seconds of one ``sysdiff run -v`` subprocess:
+    the run in that process (``SYSDIFF_RUNNER=off``: the peak RSS is the run's), or with
+    ``warm`` through the warm runner as a user's run goes (the peak RSS is then nan: the
+    run is the runner's child, not this subprocess)."""
     code = ("import resource, sys; from sysdiff.flows.cli import main\n"
             "try:\n    main()\nfinally:\n"
             "    print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"
             " file=sys.stderr)")
     env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    if not warm:
+        env["SYSDIFF_RUNNER"] = "off"
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=env,
                           capture_output=True, text=True)
@@ -153,7 +158,7 @@ def run_sysdiff(args: list[str]) -> tuple[float, float, dict[str, float]]:
     lines = proc.stderr.splitlines()
     kb = [int(ln.split()[1]) for ln in lines if ln.startswith("PEAK_RSS_KB")]
     steps = {m[1]: float(m[2]) for ln in lines if (m := STEP_RE.match(ln))}
-    return wall, (kb[-1] / 2**20 if kb else float("nan")), steps
+    return wall, (kb[-1] / 2**20 if kb and not warm else float("nan")), steps
 
 
 def prefect_api() -> str:
@@ -170,12 +175,13 @@ def prefect_api() -> str:
 def dask_runs(base: list[str], wh: Path, repeat: int) -> dict[str, float | list[float]]:
     """Median wall seconds of the whole run on 1 and on 2 local Dask workers (a fresh
     warehouse each time; 1 and 2 workers alternate, so a slower spell of the machine falls
-    on both), with every run's time."""
+    on both; through the warm runner, as a user's run goes), with every run's time."""
     walls: dict[str, list[float]] = {"1w": [], "2w": []}
     for _ in range(repeat):
         for label in walls:
             subprocess.run(["rm", "-rf", str(wh)], check=True)
-            walls[label].append(round(run_sysdiff([*base, "--dask-local", label[0]])[0], 1))
+            walls[label].append(round(run_sysdiff([*base, "--dask-local", label[0]], warm=True)[0],
+                                      1))
     return {**{f"run_{k}_s": float(np.median(v)) for k, v in walls.items()},
             **{f"runs_{k}_s": v for k, v in walls.items()}}
 

@@ -189,6 +189,8 @@ def sysdiff_run(paths: dict[str, Path], wh: Path, verbose: bool = False
             "--corpus", "bench", "--key", str(paths["key"]), "-w", str(wh),
             *[f"--system={k}={p}" for k, p in paths.items() if k != "key"]]
     env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    if verbose:  # in its own process (a -v run would go to the warm runner too)
+        env["SYSDIFF_RUNNER"] = "off"
     t0 = time.perf_counter()
     proc = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
