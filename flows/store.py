@@ -98,7 +98,8 @@ def filesystem(scheme: str) -> Any:
             fs = fsspec.filesystem(scheme, use_listings_cache=False, skip_instance_cache=True)
         except ImportError:
             package = SCHEMES.get(scheme, scheme)
-            extra = {"s3fs": "sysdiff[s3]", "adlfs": "sysdiff[azure]"}.get(package, package)
+            extra = {"s3fs": "sysdiff[s3]", "adlfs": "sysdiff[azure]",
+                     "gcsfs": "sysdiff[gcs]"}.get(package, package)
             raise InputError(f"{scheme}:// needs the package {package}: "
                              f"pip install '{extra}'") from None
         except ValueError as e:  # adlfs: no account and no credentials in the environment
@@ -120,14 +121,21 @@ def polars_options(source: object) -> dict[str, str] | None:
     """Storage options for polars reading ``source`` (a path, a URL, or a list of them) with
     its own object-store client, where the environment gives the store in a form only
     fsspec reads: an Azure connection string (``AZURE_STORAGE_CONNECTION_STRING``, which
-    adlfs takes first; polars reads ``AZURE_STORAGE_ACCOUNT_NAME``/``_KEY`` but not it).
-    None otherwise: polars then reads the environment fsspec reads (``AWS_*`` with
-    ``AWS_ENDPOINT_URL`` and profiles, ``GOOGLE_APPLICATION_CREDENTIALS``, the Azure
-    account variables)."""
+    adlfs takes first; polars reads ``AZURE_STORAGE_ACCOUNT_NAME``/``_KEY`` but not it);
+    a Google service account file named by ``GOOGLE_SERVICE_ACCOUNT`` (or ``_PATH``), the
+    object-store client's own variables, which polars' Google sign-in (Application Default
+    Credentials) would otherwise shadow. None otherwise: polars then reads the environment
+    fsspec reads (``AWS_*`` with ``AWS_ENDPOINT_URL`` and profiles,
+    ``GOOGLE_APPLICATION_CREDENTIALS``, the Azure account variables)."""
     first = source[0] if isinstance(source, list | tuple) and source else source
     match = _URL.match(str(first))
+    scheme = match.group(1).lower() if match else ""
+    if scheme in ("gs", "gcs"):
+        account = (os.environ.get("GOOGLE_SERVICE_ACCOUNT")
+                   or os.environ.get("GOOGLE_SERVICE_ACCOUNT_PATH"))
+        return {"service_account": account} if account else None
     text = os.environ.get("AZURE_STORAGE_CONNECTION_STRING")
-    if match is None or match.group(1).lower() not in ("az", "abfs", "abfss") or not text:
+    if scheme not in ("az", "abfs", "abfss") or not text:
         return None
     fields = dict(part.split("=", 1) for part in text.split(";") if "=" in part)
     fields = {k.strip().lower(): v.strip() for k, v in fields.items()}
