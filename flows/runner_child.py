@@ -35,9 +35,7 @@ def child(main: Callable[[], None], conn: socket.socket, request: dict, fds: lis
         try:
             _take_over(request, fds)
             server.quiet_prefect("-v" in argv or "--verbose" in argv)
-            reason = settings_differ(ignore=LOGGING_SETTINGS if can_relog() else ())
-            if not reason:
-                adopt_logging()
+            reason = settings_differ()
         except Exception as e:  # e.g. the client's folder is gone: it reports that itself
             reason = f"{type(e).__name__}: {e}"
         if reason:
@@ -84,16 +82,20 @@ LOGGING_SETTINGS = frozenset({"logging.level", "logging.log_prints", "server.log
                               "internal.logging_level"})
 
 
-def settings_differ(ignore: frozenset[str] | tuple = ()) -> str | None:
+def settings_differ() -> str | None:
     """Why this child's Prefect settings (its environment, folder and profile) differ from
-    those Prefect was imported with, or None; the settings in ``ignore`` may differ."""
+    those Prefect was imported with, or None. Log settings alone are no reason: the child
+    then takes its own (:func:`adopt_logging`)."""
     from prefect.settings import Settings, get_current_settings
 
     mine, imported = Settings().model_dump(), get_current_settings().model_dump()
     if mine == imported:
         return None
-    differ = sorted(k for k in _diff_keys(mine, imported) if k not in ignore)
-    return "Prefect settings differ: " + ", ".join(differ[:5]) if differ else None
+    differ = sorted(_diff_keys(mine, imported))
+    if set(differ) <= LOGGING_SETTINGS and can_relog():
+        adopt_logging()
+        return None
+    return "Prefect settings differ: " + ", ".join(differ[:5])
 
 
 def can_relog() -> bool:
@@ -105,13 +107,9 @@ def can_relog() -> bool:
 
 
 def adopt_logging() -> None:
-    """Make this child's Prefect settings the ones it runs with (they differ from the
-    imported ones at most in :data:`LOGGING_SETTINGS`), and its loggers' levels theirs."""
+    """Make this child's Prefect settings (its environment's) the ones it runs with, and its
+    loggers' levels theirs."""
     import prefect.context
-    from prefect.settings import Settings, get_current_settings
-
-    if not can_relog() or Settings().model_dump() == get_current_settings().model_dump():
-        return
     from prefect.logging.configuration import setup_logging
 
     prefect.context.refresh_global_settings_context()
