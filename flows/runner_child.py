@@ -35,7 +35,7 @@ def child(main: Callable[[], None], conn: socket.socket, request: dict, fds: lis
         try:
             _take_over(request, fds)
             server.quiet_prefect("-v" in argv or "--verbose" in argv)
-            reason = settings_differ()
+            reason = take_settings()
         except Exception as e:  # e.g. the client's folder is gone: it reports that itself
             reason = f"{type(e).__name__}: {e}"
         if reason:
@@ -82,10 +82,11 @@ LOGGING_SETTINGS = frozenset({"logging.level", "logging.log_prints", "server.log
                               "internal.logging_level"})
 
 
-def settings_differ() -> str | None:
-    """Why this child's Prefect settings (its environment, folder and profile) differ from
-    those Prefect was imported with, or None. Log settings alone are no reason: the child
-    then takes its own (:func:`adopt_logging`)."""
+def take_settings() -> str | None:
+    """Why this child cannot run with its Prefect settings (its environment, folder and
+    profile): they differ from those Prefect was imported with; None when they do not, or
+    differ in :data:`LOGGING_SETTINGS` alone, which the child then takes
+    (:func:`adopt_logging`)."""
     from prefect.settings import Settings, get_current_settings
 
     mine, imported = Settings().model_dump(), get_current_settings().model_dump()

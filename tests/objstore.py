@@ -23,8 +23,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import BUNDLED, REPO
+
 #: The S3 servers these helpers can start (``SYSDIFF_TEST_S3``; moto by default).
 SERVERS = ("moto", "seaweedfs")
+#: One bundled sample of each stored kind: tokens (lean), coreference, spans (lean).
+KINDS = {"sequoia": BUNDLED["sequoia"], "litbank": BUNDLED["litbank"],
+         "ner-tsv": REPO / "data/ner/ner-tsv.toml"}
 
 
 def free_port() -> int:
@@ -192,11 +197,37 @@ def s3_env(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
             forget_filesystems(store)
 
 
-@pytest.fixture
-def bucket(s3_env) -> str:
-    """A new empty bucket: ``s3://NAME``."""
+def new_bucket(scheme: str) -> str:
+    """A new empty bucket (a container on Azure) of the store ``scheme``: ``SCHEME://NAME``."""
     from sysdiff.flows.store import filesystem
 
     name = f"t{uuid.uuid4().hex[:12]}"
-    filesystem("s3").mkdir(name)
-    return f"s3://{name}"
+    filesystem(scheme).mkdir(name)
+    return f"{scheme}://{name}"
+
+
+@pytest.fixture
+def bucket(s3_env) -> str:
+    """A new empty bucket: ``s3://NAME``."""
+    return new_bucket("s3")
+
+
+def run_equals_the_local_run(run_file: Path, root: str, local: Path) -> None:
+    """``sysdiff run RUN_FILE`` with the warehouse at the store URL ``root`` gives the
+    tables of the same run on the local disk at ``local``, and ``sql`` the same answer."""
+    from sysdiff.flows.store import StoreURL
+    from tests.conftest import run_cli
+    from tests.snapshot import sandbox_dumps
+
+    code, _out, err = run_cli("run", str(run_file), "-w", str(local))
+    assert code == 0, err
+    code, out, err = run_cli("run", str(run_file), "-w", root)
+    assert code == 0, err
+    assert root in out
+    got, want = sandbox_dumps(StoreURL(root)), sandbox_dumps(local)
+    assert got and sorted(got) == sorted(want)
+    assert {t for t in got if got[t] != want[t]} == set()
+    sql = "select system, count(*) as n from systems group by system order by system"
+    code, out, err = run_cli("sql", sql, "-w", root, "-f", "csv")
+    assert code == 0 and out == run_cli("sql", sql, "-w", str(local), "-f", "csv")[1], err
+    assert out.count("\n") > 2  # the key and the systems

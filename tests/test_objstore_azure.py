@@ -17,29 +17,28 @@ import contextlib
 import os
 import shutil
 import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sysdiff.flows.store import StoreURL, polars_options
-from tests.conftest import BUNDLED, REPO, run_cli
+from tests.conftest import BUNDLED, run_cli
 from tests.objstore import (
+    KINDS,
     commit_from_one_version_twice,
     environment,
     free_port,
+    new_bucket,
+    run_equals_the_local_run,
     stop,
     wait_for_port,
 )
-from tests.snapshot import sandbox_dumps
 
 #: Azurite's well-known development account (public, in Microsoft's documentation).
 ACCOUNT = "devstoreaccount1"
 KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/"
        "KBHBeksoGMGw==")
-CORPORA = {"sequoia": BUNDLED["sequoia"], "litbank": BUNDLED["litbank"],
-           "ner-tsv": REPO / "data/ner/ner-tsv.toml"}  # tokens (lean), coreference, spans (lean)
 #: The variables of an Azure client that would bypass the connection string.
 AZURE_VARS = ("AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_ACCOUNT_NAME",
               "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_USE_EMULATOR",
@@ -95,29 +94,12 @@ def az_env(tmp_path_factory) -> Iterator[dict[str, str]]:
 @pytest.fixture
 def container(az_env) -> str:
     """A new empty container: ``az://NAME``."""
-    from sysdiff.flows.store import filesystem
-
-    name = f"t{uuid.uuid4().hex[:12]}"
-    filesystem("az").mkdir(name)
-    return f"az://{name}"
+    return new_bucket("az")
 
 
-@pytest.mark.parametrize("name", sorted(CORPORA))
+@pytest.mark.parametrize("name", sorted(KINDS))
 def test_tables_on_azure_equal_the_local_run(name, container, tmp_path, prefect_harness):
-    local = tmp_path / "wh"
-    code, _out, err = run_cli("run", str(CORPORA[name]), "-w", str(local))
-    assert code == 0, err
-    root = f"{container}/evals/wh"
-    code, out, err = run_cli("run", str(CORPORA[name]), "-w", root)
-    assert code == 0, err
-    assert root in out
-    got, want = sandbox_dumps(StoreURL(root)), sandbox_dumps(local)
-    assert got and sorted(got) == sorted(want)
-    assert {t for t in got if got[t] != want[t]} == set()
-    sql = "select system, count(*) as n from systems group by system order by system"
-    code, out, err = run_cli("sql", sql, "-w", root, "-f", "csv")
-    assert code == 0 and out == run_cli("sql", sql, "-w", str(local), "-f", "csv")[1], err
-    assert out.count("\n") > 2  # the key and the systems
+    run_equals_the_local_run(KINDS[name], f"{container}/evals/wh", tmp_path / "wh")
 
 
 def test_a_lost_lease_cannot_overwrite_a_commit_on_azure(container, monkeypatch):

@@ -19,25 +19,23 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sysdiff.flows.store import StoreURL, polars_options
-from tests.conftest import BUNDLED, REPO, run_cli
 from tests.objstore import (
+    KINDS,
     commit_from_one_version_twice,
     environment,
     free_port,
+    new_bucket,
+    run_equals_the_local_run,
     stop,
     wait_for_port,
 )
-from tests.snapshot import sandbox_dumps
 
-CORPORA = {"sequoia": BUNDLED["sequoia"], "litbank": BUNDLED["litbank"],
-           "ner-tsv": REPO / "data/ner/ner-tsv.toml"}  # tokens (lean), coreference, spans (lean)
 #: Variables of a Google client that would take it elsewhere than the emulator.
 GOOGLE_VARS = ("GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_SERVICE_ACCOUNT",
                "GOOGLE_SERVICE_ACCOUNT_PATH", "GOOGLE_SERVICE_ACCOUNT_KEY",
@@ -102,29 +100,12 @@ def gs_env(tmp_path_factory) -> Iterator[dict[str, str]]:
 @pytest.fixture
 def gcs_bucket(gs_env) -> str:
     """A new empty bucket: ``gs://NAME``."""
-    from sysdiff.flows.store import filesystem
-
-    name = f"t{uuid.uuid4().hex[:12]}"
-    filesystem("gs").mkdir(name)
-    return f"gs://{name}"
+    return new_bucket("gs")
 
 
-@pytest.mark.parametrize("name", sorted(CORPORA))
+@pytest.mark.parametrize("name", sorted(KINDS))
 def test_tables_on_gcs_equal_the_local_run(name, gcs_bucket, tmp_path, prefect_harness):
-    local = tmp_path / "wh"
-    code, _out, err = run_cli("run", str(CORPORA[name]), "-w", str(local))
-    assert code == 0, err
-    root = f"{gcs_bucket}/evals/wh"
-    code, out, err = run_cli("run", str(CORPORA[name]), "-w", root)
-    assert code == 0, err
-    assert root in out
-    got, want = sandbox_dumps(StoreURL(root)), sandbox_dumps(local)
-    assert got and sorted(got) == sorted(want)
-    assert {t for t in got if got[t] != want[t]} == set()
-    sql = "select system, count(*) as n from systems group by system order by system"
-    code, out, err = run_cli("sql", sql, "-w", root, "-f", "csv")
-    assert code == 0 and out == run_cli("sql", sql, "-w", str(local), "-f", "csv")[1], err
-    assert out.count("\n") > 2  # the key and the systems
+    run_equals_the_local_run(KINDS[name], f"{gcs_bucket}/evals/wh", tmp_path / "wh")
 
 
 def test_a_lost_lease_cannot_overwrite_a_commit_on_gcs(gcs_bucket, monkeypatch):
