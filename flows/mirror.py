@@ -25,6 +25,7 @@ import os
 import shutil
 import tempfile
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,24 +117,59 @@ def mirror(root: StoreURL, manifest: dict) -> Mirror:
     return Mirror(folder, paths)
 
 
-def local_copy(url: str, sha256: str, size: int) -> str:
+def local_copy(url: str, sha256: str, size: int, hold: Path | None = None) -> str:
     """Where a task reads an object of a warehouse on a store that it reads slice by slice
     (a compare task reads one shard of each system's words): its verified copy in this
     machine's cache, downloaded once for all the tasks and processes of the machine; the
     object itself when larger than :func:`mirror_bytes`. A slice read in place costs a
     footer and column-chunk requests (five or so); a worker reads every file once per
-    shard. An object whose bytes are not the recorded ones is an error (never read)."""
+    shard. An object whose bytes are not the recorded ones is an error (never read).
+
+    With ``hold`` (a folder of :func:`held_copies`), the copy is read through a hard link
+    in it: a prune by another task or process cannot take it away (a copy linked twice is
+    never pruned), and a copy pruned before it was linked is fetched again."""
     if size > mirror_bytes():
         return url
     cache = cache_dir()
-    known = (cache / f"{sha256}.parquet").exists()
-    path = cached(StoreURL(url), Wanted("", sha256, size), cache)
-    if path is None:
-        raise RuntimeError(f"{url}: its bytes are not those the run wrote (SHA-256 {sha256}, "
-                           f"{size} bytes): the object store changed or lost it")
-    if not known:
-        prune(cache, cache_bytes())
-    return str(path)
+    for _attempt in range(HOLD_ATTEMPTS):
+        known = (cache / f"{sha256}.parquet").exists()
+        path = cached(StoreURL(url), Wanted("", sha256, size), cache)
+        if path is None:
+            raise RuntimeError(f"{url}: its bytes are not those the run wrote (SHA-256 "
+                               f"{sha256}, {size} bytes): the object store changed or lost it")
+        if not known:
+            prune(cache, cache_bytes())
+        if hold is None:
+            return str(path)
+        with contextlib.suppress(FileNotFoundError):  # pruned meanwhile: fetch it again
+            return str(_link(path, hold / path.name))
+    raise RuntimeError(f"{url}: its local copy was pruned {HOLD_ATTEMPTS} times before it "
+                       f"could be read (the cache, {cache_bytes()} bytes, is too small for "
+                       "the tasks that read it at once)")
+
+
+#: Fetches of one copy before a task gives up on holding it (:func:`local_copy`).
+HOLD_ATTEMPTS = 3
+
+
+def _link(path: Path, link: Path) -> Path:
+    """``link``, a hard link to ``path`` (already there: the same copy, held once)."""
+    with contextlib.suppress(FileExistsError):
+        os.link(path, link)
+    return link
+
+
+@contextlib.contextmanager
+def held_copies() -> Iterator[Path]:
+    """A folder that holds a task's local copies (:func:`local_copy` ``hold``) while it
+    reads them; removed on exit, which lets the cache prune them again. Named after this
+    process, as a connection's links are: a killed process's folder goes at the next
+    prune."""
+    folder = Path(tempfile.mkdtemp(prefix=f"links-{os.getpid()}-", dir=cache_dir()))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def cached(root: StoreURL, w: Wanted, cache: Path) -> Path | None:

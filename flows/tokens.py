@@ -25,7 +25,7 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from sysdiff.flows.history import stage_history
-from sysdiff.flows.mirror import local_copy, wanted
+from sysdiff.flows.mirror import held_copies, local_copy, wanted
 from sysdiff.flows.progress import notice, progress
 from sysdiff.flows.shards import map_fold, shard_plan
 from sysdiff.flows.spec import KEY_ID, RunSpec
@@ -128,17 +128,21 @@ class CompareJob:
     def __post_init__(self) -> None:
         freeze_fields(self)  # a task parameter: nothing in it can change
 
-    def local(self) -> CompareJob:
-        """This job reading its files on an object store from local copies (see
-        :func:`~sysdiff.flows.mirror.local_copy`)."""
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[CompareJob]:
+        """This job reading its files on an object store from local copies, held while it
+        reads them (see :func:`~sysdiff.flows.mirror.local_copy`)."""
         if not self.remote:
-            return self
+            yield self
+            return
+        with held_copies() as hold:
 
-        def at(path: str) -> str:
-            return local_copy(path, *self.remote[path]) if path in self.remote else path
+            def at(path: str) -> str:
+                return (local_copy(path, *self.remote[path], hold=hold)
+                        if path in self.remote else path)
 
-        return replace(self, unit_paths={s: at(p) for s, p in self.unit_paths.items()},
-                       sents_path=at(self.sents_path), remote={})
+            yield replace(self, unit_paths={s: at(p) for s, p in self.unit_paths.items()},
+                          sents_path=at(self.sents_path), remote={})
 
 
 def read_shard_words(path: str, shard: Shard, aligned: bool = False, numbered: bool = False
@@ -201,7 +205,12 @@ def shard_lengths(sents_path: str, shard: Shard) -> np.ndarray:
 @task(name="compare", task_run_name="compare {shard.index}", cache_policy=NONE, retries=2)
 def shard_compare(job: CompareJob, shard: Shard) -> dict:
     """Every additive count of one shard (each file read once), for every view setting."""
-    job = job.local()
+    with job.reading() as local:
+        return count_shard(local, shard)
+
+
+def count_shard(job: CompareJob, shard: Shard) -> dict:
+    """:func:`shard_compare` of a job that reads local files."""
     key = read_shard_words(job.unit_paths[KEY_ID], shard, numbered=True)
     words = {s: read_shard_codes(job.unit_paths[s], key) if job.layouts[s] == "lean" else
              read_shard_words(job.unit_paths[s], shard, s in job.by_chars)

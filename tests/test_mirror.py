@@ -138,8 +138,8 @@ def test_the_links_of_a_dead_reader_are_removed(cache):
 def test_a_compare_reads_each_file_from_its_verified_local_copy(
         s3_env, cache, monkeypatch, prefect_harness):  # noqa: F811
     """A run on a store: every file a compare task reads (the key's words and sentences,
-    each system's words) is a copy in the cache, named by the SHA-256 the run recorded for
-    the object; no shard's slice is read from the store."""
+    each system's words) is the task's own link to a copy in the cache, named by the SHA-256
+    the run recorded for the object; no shard's slice is read from the store."""
     from sysdiff.flows import tokens
     from sysdiff.flows.store import filesystem
     from tests.conftest import run_cli
@@ -158,11 +158,15 @@ def test_a_compare_reads_each_file_from_its_verified_local_copy(
     code, _out, err = run_cli("run", str(BUNDLED["sequoia"]), "-w", root)
     assert code == 0, err
     _version, manifest = read_versioned(StoreURL(root))
-    copies = {str(cache / f"{e['sha256']}.parquet") for table in ("words", "units", "sents")
+    copies = {f"{e['sha256']}.parquet" for table in ("words", "units", "sents")
               for e in manifest["tables"].get(table, {}).values()}
-    assert read and set(read) <= copies
-    words = {str(cache / f"{e['sha256']}.parquet") for e in manifest["tables"]["words"].values()}
-    assert words <= set(read)  # (every system's words were read)
+    held = [Path(r) for r in read]
+    assert held and {p.name for p in held} <= copies
+    # each read through the task's own link to the copy, gone once the task ended
+    assert {p.parent.parent for p in held} == {cache}
+    assert all(p.parent.name.startswith("links-") and not p.parent.exists() for p in held)
+    words = {f"{e['sha256']}.parquet" for e in manifest["tables"]["words"].values()}
+    assert words <= {p.name for p in held}  # (every system's words were read)
 
 
 def test_a_local_copy_is_checked_made_once_and_big_objects_stay_in_place(
@@ -182,3 +186,57 @@ def test_a_local_copy_is_checked_made_once_and_big_objects_stay_in_place(
     assert mirror.local_copy(url, sha, len(data)) == path and os.stat(path).st_ino == inode
     monkeypatch.setenv("SYSDIFF_MIRROR_BYTES", str(len(data) - 1))
     assert mirror.local_copy(url, sha, len(data)) == url
+
+
+def _object(bucket: str, name: str) -> tuple[str, bytes, str]:  # noqa: F811
+    """A new object of random bytes in ``bucket``: its URL, bytes and SHA-256."""
+    import hashlib
+
+    data = b"PAR1" + os.urandom(4000) + b"PAR1"
+    url = f"{bucket}/{name}"
+    StoreURL(url).write_bytes(data)
+    return url, data, hashlib.sha256(data).hexdigest()
+
+
+def test_a_held_copy_outlives_a_prune_until_its_task_ends(bucket, cache):  # noqa: F811
+    url, data, sha = _object(bucket, "held.parquet")
+    with mirror.held_copies() as hold:
+        path = Path(mirror.local_copy(url, sha, len(data), hold=hold))
+        assert path.parent == hold and path.read_bytes() == data
+        mirror.prune(cache, 0)  # another task's prune, the cache over its limit
+        assert (cache / f"{sha}.parquet").exists()  # linked twice: never pruned
+        (cache / f"{sha}.parquet").unlink()  # gone from the cache all the same
+        assert path.read_bytes() == data  # the task still reads it
+    assert not hold.exists()
+    mirror.local_copy(url, sha, len(data))
+    mirror.prune(cache, 0)  # held by no task now: pruned
+    assert not (cache / f"{sha}.parquet").exists()
+
+
+def test_a_copy_pruned_before_it_is_held_is_fetched_again(bucket, cache, monkeypatch):  # noqa: F811
+    url, data, sha = _object(bucket, "raced.parquet")
+    fetch, calls = mirror.cached, []
+
+    def pruned_at_once(*args):  # another process prunes the copy as soon as it is made
+        path = fetch(*args)
+        calls.append(path)
+        if len(calls) == 1:
+            path.unlink()
+        return path
+
+    monkeypatch.setattr(mirror, "cached", pruned_at_once)
+    with mirror.held_copies() as hold:
+        path = Path(mirror.local_copy(url, sha, len(data), hold=hold))
+        assert len(calls) == 2 and path.read_bytes() == data
+    calls.clear()
+
+    def always_pruned(*args):
+        calls.append(1)
+        path = fetch(*args)
+        path.unlink()
+        return path
+
+    monkeypatch.setattr(mirror, "cached", always_pruned)
+    with mirror.held_copies() as hold, pytest.raises(RuntimeError, match="pruned 3 times"):
+        mirror.local_copy(url, sha, len(data), hold=hold)
+    assert len(calls) == mirror.HOLD_ATTEMPTS
