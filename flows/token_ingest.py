@@ -18,16 +18,15 @@ import contextlib
 import datetime as dt
 import functools
 import hashlib
-import io
+import itertools
 import os
-import threading
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import polars as pl
@@ -129,7 +128,7 @@ class Ingested:
     staged: tuple[StagedFile, ...] = ()
     #: the key only: its frame (:func:`frame_key`; '' when it has none: no system is lean)
     frame: str = ""
-    #: the key only: the digest of its words per sentence and form hashes (:func:`shape_of`;
+    #: the key only: the digest of its words per sentence and form hashes (:class:`ShapeDigest`;
     #: '' for a key read by an earlier run, until :func:`live_key_shape`)
     shape: str = ""
 
@@ -310,46 +309,21 @@ def _same_words(found: FastWords, key: Ingested, first_sent: int, n_sents: int) 
 
 
 def load_array(path: str) -> np.ndarray:
-    """An array the run keeps in its staging folder (the key's form hashes, its frame):
-    mapped from a local file; read once per process from an object store."""
+    """An array of the key's frame (:class:`FrameWriter`): mapped from a local file; read
+    once per process from an object store. Its type is its file's suffix; there is no
+    header to parse."""
+    dtype = FRAME_SUFFIXES[os.path.splitext(path)[1]]
     if is_url(path):
-        return _remote_array(path)
-    with NPY_HEADER:
-        return np.load(path, mmap_mode="r")
-
-
-#: Held while numpy reads a ``.npy`` header: it parses it with ``ast.literal_eval``, and
-#: CPython 3.11's AST constructor is not thread-safe (cpython#106905: "AST constructor
-#: recursion depth mismatch" when threads build ASTs at once, seen with 8 ingest threads).
-NPY_HEADER = threading.Lock()
-
-
-def save_array(path: Path | StoreURL, array: np.ndarray) -> None:
-    """Write an array :func:`load_array` reads."""
-    with open_write(path) as f:
-        np.save(f, array)
-
-
-def save_parts(path: Path | StoreURL, parts: list[np.ndarray]) -> None:
-    """Write the concatenation of 1-d arrays of one type as :func:`save_array` would, part
-    after part: never a second copy of them all in memory (at 100M words, 0.8 GB a column)."""
-    dtype = parts[0].dtype
-    if any(p.dtype != dtype or p.ndim != 1 for p in parts):
-        raise ValueError("parts of different types or shapes")
-    header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
-              "shape": (sum(p.size for p in parts),)}
-    with open_write(path) as f:
-        np.lib.format.write_array_header_1_0(f, header)
-        for part in parts:
-            f.write(memoryview(np.ascontiguousarray(part)).cast("B"))
+        return _remote_array(path, dtype)
+    if not os.path.getsize(path):
+        return np.zeros(0, dtype)  # (an empty file cannot be mapped)
+    return np.memmap(path, dtype, mode="r")
 
 
 @shared_cache(maxsize=8)
-def _remote_array(url: str) -> np.ndarray:
+def _remote_array(url: str, dtype: np.dtype) -> np.ndarray:
     with open_read(url) as f:
-        data = io.BytesIO(f.read())
-    with NPY_HEADER:
-        out = np.load(data)
+        out = np.frombuffer(f.read(), dtype)
     out.flags.writeable = False
     return out
 
@@ -365,9 +339,9 @@ class FrameJob:
 
 @dataclass(frozen=True)
 class KeyFrame:
-    """The key's frame (a folder of .npy files: each sentence's digest, each word's DEPS
-    and MISC hashes; '' when the fast reader cannot read the key) and the SHA-256 of the
-    bytes it was taken from."""
+    """The key's frame (a folder of :class:`FrameWriter` files: each sentence's digest and
+    words, each word's form, DEPS and MISC hashes; '' when the fast reader cannot read the
+    key), the SHA-256 of the bytes it was taken from and its shape (:class:`ShapeDigest`)."""
 
     sha256: str
     folder: str
@@ -381,20 +355,18 @@ def frame_key(job: FrameJob) -> KeyFrame:
     plan = plan_pass(job.path, job.fmt)
     sha, stamp = plan.whole.sha256, plan.whole.stamp
     ranges = plan.ranges or (ByteRange(0, stamp.size, 0),)
-    frame: dict[str, list[np.ndarray]] = {}
-    with StableFile(job.path, expect=stamp, hashed=False) as f:
+    with StableFile(job.path, expect=stamp, hashed=False) as f, \
+            FrameWriter(job.stage_dir) as frame:
         for rng in ranges:
             data = f.read_at(rng.start, rng.end - rng.start)
             part = fast_words(without_bom(data) if rng.start == 0 else data, plan.whole.fmt,
                               ())
             if part is None:
                 return KeyFrame(sha, "")
-            for name, values in frame_arrays(part).items():
-                frame.setdefault(name, []).append(values)
-            del part, data  # only the frame's arrays are kept: memory ~ 32 bytes a word
+            frame.add(frame_arrays(part))
+            del part, data  # memory of one range: its arrays are written as they come
         f.check()
-    shape = shape_of(frame[N_WORDS], frame[FORMS])
-    return KeyFrame(sha, save_frame(job.stage_dir, frame), shape)
+    return KeyFrame(sha, str(frame.folder), frame.shape.hexdigest())
 
 
 #: The frame's arrays of the key's words per sentence and form hashes (as the fast reader
@@ -402,39 +374,73 @@ def frame_key(job: FrameJob) -> KeyFrame:
 N_WORDS, FORMS = "n_words", "forms"
 
 
+#: The type of each of the frame's arrays, and the suffix of its file.
+FRAME_TYPES = {"digest": np.dtype("<u8"), N_WORDS: np.dtype("<i8"), FORMS: np.dtype("<u8"),
+               "deps": np.dtype("<u8"), "misc": np.dtype("<u8")}
+FRAME_SUFFIXES = {".u64": np.dtype("<u8"), ".i64": np.dtype("<i8")}
+
+
 def frame_file(folder: str, name: str) -> str:
     """The file of one of the frame's arrays (``name``: digest, N_WORDS, FORMS, deps, misc)."""
-    return str(location(folder) / f"{name}.npy")
+    suffix = next(k for k, t in FRAME_SUFFIXES.items() if t == FRAME_TYPES[name])
+    return str(location(folder) / f"{name}{suffix}")
 
 
 def frame_arrays(part: FastWords) -> dict[str, np.ndarray]:
     """What the key's frame keeps of words read: each sentence's digest and words, each
     word's form hash and DEPS and MISC hashes."""
-    return {"digest": part.digest, N_WORDS: part.n_words.astype(np.int64),
-            FORMS: part.form_hash.astype(np.uint64),
+    return {"digest": part.digest, N_WORDS: part.n_words, FORMS: part.form_hash,
             **{name: value_hashes(column) for name, column in part.extras.items()}}
 
 
+class ShapeDigest:
+    """The digest of a key's words per sentence and form hashes, fed part by part: equal
+    digests, equal arrays, however they were cut."""
+
+    def __init__(self) -> None:
+        self.words, self.forms = hashlib.sha256(), hashlib.sha256()
+
+    def add(self, n_words: np.ndarray, forms: np.ndarray) -> None:
+        self.words.update(memoryview(np.ascontiguousarray(n_words, np.int64)).cast("B"))
+        self.forms.update(memoryview(np.ascontiguousarray(forms, np.uint64)).cast("B"))
+
+    def hexdigest(self) -> str:
+        return hashlib.sha256(self.words.digest() + b"|" + self.forms.digest()).hexdigest()
+
+
 def shape_of(n_words: list[np.ndarray], forms: list[np.ndarray]) -> str:
-    """The digest of a key's words per sentence and form hashes (each a list of parts):
-    equal digests, equal arrays, however each was read."""
-    h = hashlib.sha256()
-    for part in n_words:
-        h.update(memoryview(np.ascontiguousarray(part, np.int64)).cast("B"))
-    h.update(b"|")
-    for part in forms:
-        h.update(memoryview(np.ascontiguousarray(part, np.uint64)).cast("B"))
-    return h.hexdigest()
+    """:class:`ShapeDigest` of arrays given as lists of parts."""
+    shape = ShapeDigest()
+    for words, hashes in itertools.zip_longest(n_words, forms, fillvalue=np.zeros(0)):
+        shape.add(words, hashes)
+    return shape.hexdigest()
 
 
-def save_frame(stage_dir: str, frame: dict[str, list[np.ndarray]]) -> str:
-    """Keep the key's frame (name -> its arrays, range by range) in the run's staging
-    folder (not in the warehouse)."""
-    folder = location(stage_dir) / "aux" / f"key-frame-{uuid.uuid4().hex[:12]}"
-    folder.mkdir(parents=True)
-    for name in list(frame):
-        save_parts(folder / f"{name}.npy", frame.pop(name))
-    return str(folder)
+class FrameWriter:
+    """The key's frame, kept in the run's staging folder (not in the warehouse) range by
+    range: each array appended to its raw file (:data:`FRAME_TYPES`) as it is read, so the
+    frame task holds one range's arrays, never the key's; and its shape digest."""
+
+    def __init__(self, stage_dir: str) -> None:
+        self.folder = location(stage_dir) / "aux" / f"key-frame-{uuid.uuid4().hex[:12]}"
+        self.shape = ShapeDigest()
+        self.files = contextlib.ExitStack()
+        self.open: dict[str, IO[bytes]] = {}
+
+    def add(self, arrays: Mapping[str, np.ndarray]) -> None:
+        for name, values in arrays.items():
+            if name not in self.open:
+                path = location(frame_file(str(self.folder), name))
+                self.open[name] = self.files.enter_context(open_write(path))
+            data = np.ascontiguousarray(values, FRAME_TYPES[name])
+            self.open[name].write(memoryview(data).cast("B"))
+        self.shape.add(arrays[N_WORDS], arrays[FORMS])
+
+    def __enter__(self) -> FrameWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.files.close()
 
 
 class KeyIngest:
@@ -907,7 +913,7 @@ def ingest_full(job: TokenJob) -> Ingested:
     check = None if key is None else WordCheck(str(spec.key.path), _key_sents(key),
                                                str(source.path))
     fmt, n_sents, n_units, n_docs, n_tokens = source.fmt, 0, 0, 0, 0
-    vocab, hashes, shape = [], [], []
+    vocab, shape = [], ShapeDigest()
     # one version of the file: hash, rows, stamp; the staged files dropped on an error
     with StableFile(source.path) as file, PieceWriters(job.stage_dir, part) as writers:
         for chunk in iter_conll(file, source.fmt):
@@ -916,9 +922,8 @@ def ingest_full(job: TokenJob) -> Ingested:
                 writers.open(("units", "sents"))
             if check is not None:
                 check.add(chunk, _key_words(key, chunk.sents))
-            else:
-                hashes.append(form_hashes(chunk.words["form"]))
-                shape.append(chunk.sents["n_words"].to_numpy())
+            else:  # the key: its shape, a digest of 8 bytes a word not kept
+                shape.add(chunk.sents["n_words"].to_numpy(), form_hashes(chunk.words["form"]))
             writers.append("units", with_literals(chunk.tokens.with_columns(
                 tokens.word_numbers(n_units)), corpus=spec.corpus, system=sid))
             writers.append("sents", with_literals(chunk.sents, corpus=spec.corpus, system=sid))
@@ -951,7 +956,7 @@ def ingest_full(job: TokenJob) -> Ingested:
     here = {f.table: str(location(job.stage_dir) / f.rel) for f in files}
     return Ingested(sid, sha, fmt, words, layout, here["sents"], here["systems"],
                     here["vocab"], tuple(files),
-                    shape=shape_of(shape, hashes) if key is None else "")
+                    shape=shape.hexdigest() if key is None else "")
 
 
 def align_with_key(spec: RunSpec, source: Source, key: Ingested, units: str,

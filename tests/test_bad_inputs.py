@@ -110,15 +110,14 @@ def test_a_bad_key_leaves_no_staging_folder_when_its_frame_ends_after_it(tmp_pat
 
     import sysdiff.flows.token_ingest as ingest
 
-    saved = []
+    saved, add = [], ingest.FrameWriter.add
 
-    def late(stage_dir: str, frame: dict) -> str:
+    def late(self, arrays) -> None:  # noqa: ANN001
         time.sleep(1.5)  # after the full read has failed
-        saved.append(stage_dir)
-        return save_frame(stage_dir, frame)
+        saved.append(self.folder)
+        add(self, arrays)
 
-    save_frame = ingest.save_frame
-    monkeypatch.setattr(ingest, "save_frame", late)
+    monkeypatch.setattr(ingest.FrameWriter, "add", late)
     run_bad_key(tmp_path, cli, "head_out_of_range")
     assert saved  # the frame was taken
 

@@ -241,7 +241,7 @@ def test_systems_start_once_the_keys_frame_is_in_and_move_on_while_it_is_read(mo
     assert len(started) == 1  # started once, with the frame's key
     assert (started[0].frame, started[0].shape, started[0].systems) == (
         "stage/aux/frame", "shape", "")
-    assert started[0].forms.endswith("stage/aux/frame/forms.npy")
+    assert started[0].forms.endswith("stage/aux/frame/forms.u64")
     assert ingest.early[0].steps == 3  # moved on at each of the 3 looks from the 2nd on
     assert key.frame == "stage/aux/frame" and key.systems == "sy"
 
@@ -267,7 +267,7 @@ def test_a_key_that_fails_waits_for_the_systems_started_early(monkeypatch):
 def test_a_frame_read_otherwise_than_the_full_read_is_not_used():
     key = ti.Ingested("__key__", "sha", "conllu", "w", "full", "s", "sy", "v", shape="shape")
     kept = ti.with_frame(key, ti.KeyFrame("sha", "F", "shape"))
-    assert kept.frame == "F" and kept.forms == str(Path("F") / "forms.npy")  # one copy
+    assert kept.frame == "F" and kept.forms == str(Path("F") / "forms.u64")  # one copy
     assert ti.with_frame(key, ti.KeyFrame("sha", "F", "other")).frame == ""  # other words
     assert ti.with_frame(key, ti.KeyFrame("sha2", "F", "shape")).frame == ""  # other bytes
     unknown = ti.Ingested("__key__", "sha", "conllu", "w", "full", "s", "sy", "v")

@@ -4,6 +4,7 @@ range; a file the fast reader cannot vouch for is read in full, with the same ta
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -432,35 +433,39 @@ def test_two_blank_lines_in_a_ranged_file_send_it_to_the_full_reader(files, whol
     assert query(tmp_path / "wh", sql).equals(query(whole, sql))
 
 
-def test_the_key_frame_is_saved_part_by_part_as_numpy_saves_it_whole(tmp_path, monkeypatch):
-    """The key's frame and form hashes are written range by range (``save_parts``: no copy
-    of a whole column in memory): the file is byte for byte ``np.save`` of the concatenation,
-    and the frame task keeps only the frame's arrays of each range it reads."""
+def test_the_key_frame_is_written_range_by_range(tmp_path, monkeypatch):
+    """The key's frame task appends each range's arrays to their files as it reads them
+    (the task holds one range, never the key's 8 bytes a word): the files hold the arrays of
+    the whole key, and its shape is the full reader's."""
     from sysdiff.flows.token_ingest import (
         FrameJob,
+        FrameWriter,
         frame_arrays,
+        frame_file,
         frame_key,
         load_array,
-        save_array,
-        save_parts,
         shape_of,
     )
 
-    rng = np.random.default_rng(3)
-    parts = [rng.integers(0, 2**63, k, dtype=np.uint64) for k in (5, 0, 17, 1)]
-    save_parts(tmp_path / "parts.npy", parts)
-    save_array(tmp_path / "whole.npy", np.concatenate(parts))
-    assert (tmp_path / "parts.npy").read_bytes() == (tmp_path / "whole.npy").read_bytes()
-    with pytest.raises(ValueError):
-        save_parts(tmp_path / "mixed.npy", [parts[0], parts[0].astype(np.int64)])
     data = (SEQUOIA / "key.conllu").read_bytes()
     whole = fast_words(data, "conllu", ())
     want = frame_arrays(whole)
     assert set(want) == {"digest", "n_words", "forms", "deps", "misc"}
+    sizes, add = [], FrameWriter.add
+
+    def add_and_look(self, arrays):  # noqa: ANN001, ANN202
+        add(self, arrays)
+        for f in self.open.values():
+            f.flush()
+        sizes.append(os.path.getsize(frame_file(str(self.folder), "forms")))
+
+    monkeypatch.setattr(FrameWriter, "add", add_and_look)
     monkeypatch.setenv("SYSDIFF_RANGE_BYTES", str(len(data) // 7))  # the frame in 7 ranges
     frame = frame_key.fn(FrameJob(str(SEQUOIA / "key.conllu"), "conllu", str(tmp_path)))
+    assert len(sizes) == 7 and sizes == sorted(sizes) and sizes[-1] == 8 * whole.form_hash.size
+    assert sizes[0] < sizes[-1] / 2  # written as each range was read
     for name, values in want.items():
-        assert np.array_equal(load_array(str(Path(frame.folder) / f"{name}.npy")), values)
+        assert np.array_equal(load_array(frame_file(frame.folder, name)), values)
     doc = read_conll(SEQUOIA / "key.conllu")  # its shape is the full reader's
     assert frame.shape == shape_of([doc.sents["n_words"].to_numpy()],
                                    [form_hashes(doc.words["form"])])
