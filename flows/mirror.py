@@ -101,23 +101,20 @@ def mirror(root: StoreURL, manifest: dict) -> Mirror:
     if not want:
         return Mirror(None, {})
     cache = cache_dir()
-    with ThreadPoolExecutor(min(FETCHERS, len(want))) as pool:
-        ok = dict(zip([w.rel for w in want],
-                      pool.map(lambda w: cached(root, w, cache), want), strict=True))
-    folder = Path(tempfile.mkdtemp(prefix=f"links-{os.getpid()}-", dir=cache))
-    paths = {}
-    for w in want:
-        if ok[w.rel] is None:
-            continue  # damaged: left out, its table says it cannot be read
-        link = folder / w.rel
-        link.parent.mkdir(parents=True, exist_ok=True)
-        os.link(ok[w.rel], link)
-        paths[w.rel] = str(link)
+    folder = links_folder(cache)
+    try:
+        with ThreadPoolExecutor(min(FETCHERS, len(want))) as pool:
+            held = list(pool.map(lambda w: hold(root, w, cache, folder / w.rel), want))
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    # a damaged object is left out: its table says it cannot be read
+    paths = {w.rel: str(link) for w, link in zip(want, held, strict=True) if link is not None}
     prune(cache, cache_bytes())
     return Mirror(folder, paths)
 
 
-def local_copy(url: str, sha256: str, size: int, hold: Path | None = None) -> str:
+def local_copy(url: str, sha256: str, size: int, folder: Path | None = None) -> str:
     """Where a task reads an object of a warehouse on a store that it reads slice by slice
     (a compare task reads one shard of each system's words): its verified copy in this
     machine's cache, downloaded once for all the tasks and processes of the machine; the
@@ -125,47 +122,57 @@ def local_copy(url: str, sha256: str, size: int, hold: Path | None = None) -> st
     footer and column-chunk requests (five or so); a worker reads every file once per
     shard. An object whose bytes are not the recorded ones is an error (never read).
 
-    With ``hold`` (a folder of :func:`held_copies`), the copy is read through a hard link
-    in it: a prune by another task or process cannot take it away (a copy linked twice is
-    never pruned), and a copy pruned before it was linked is fetched again."""
+    With ``folder`` (of :func:`held_copies`), the copy is read through a link in it
+    (:func:`hold`), which no prune by another task or process can take away."""
     if size > mirror_bytes():
         return url
     cache = cache_dir()
-    for _attempt in range(HOLD_ATTEMPTS):
-        known = (cache / f"{sha256}.parquet").exists()
-        path = cached(StoreURL(url), Wanted("", sha256, size), cache)
-        if path is None:
-            raise RuntimeError(f"{url}: its bytes are not those the run wrote (SHA-256 "
-                               f"{sha256}, {size} bytes): the object store changed or lost it")
-        if not known:
-            prune(cache, cache_bytes())
-        if hold is None:
-            return str(path)
-        with contextlib.suppress(FileNotFoundError):  # pruned meanwhile: fetch it again
-            return str(_link(path, hold / path.name))
-    raise RuntimeError(f"{url}: its local copy was pruned {HOLD_ATTEMPTS} times before it "
-                       f"could be read (the cache, {cache_bytes()} bytes, is too small for "
-                       "the tasks that read it at once)")
+    known = (cache / f"{sha256}.parquet").exists()
+    w = Wanted("", sha256, size)
+    path = (cached(StoreURL(url), w, cache) if folder is None else
+            hold(StoreURL(url), w, cache, folder / f"{sha256}.parquet"))
+    if path is None:
+        raise RuntimeError(f"{url}: its bytes are not those the run wrote (SHA-256 {sha256}, "
+                           f"{size} bytes): the object store changed or lost it")
+    if not known:
+        prune(cache, cache_bytes())
+    return str(path)
 
 
-#: Fetches of one copy before a task gives up on holding it (:func:`local_copy`).
+#: Fetches of one copy before a reader gives up on holding it (:func:`hold`).
 HOLD_ATTEMPTS = 3
 
 
-def _link(path: Path, link: Path) -> Path:
-    """``link``, a hard link to ``path`` (already there: the same copy, held once)."""
-    with contextlib.suppress(FileExistsError):
-        os.link(path, link)
-    return link
+def hold(root: StoreURL, w: Wanted, cache: Path, link: Path) -> Path | None:
+    """``link``, a hard link to the cached copy of one object (fetched and checked when not
+    cached; None when its bytes are not the manifest's): a prune never removes a copy linked
+    twice, and the link outlives the cache's entry. A copy pruned by another process between
+    its fetch and its link is fetched again, :data:`HOLD_ATTEMPTS` times at most."""
+    link.parent.mkdir(parents=True, exist_ok=True)
+    for _attempt in range(HOLD_ATTEMPTS):
+        path = cached(root, w, cache)
+        if path is None:
+            return None
+        with contextlib.suppress(FileNotFoundError):  # pruned meanwhile: fetch it again
+            with contextlib.suppress(FileExistsError):  # already held: the same bytes
+                os.link(path, link)
+            return link
+    raise RuntimeError(f"{root / w.rel if w.rel else root}: its local copy was pruned "
+                       f"{HOLD_ATTEMPTS} times before it could be read (the cache, "
+                       f"{cache_bytes()} bytes, is too small for the readers at once)")
+
+
+def links_folder(cache: Path) -> Path:
+    """A new folder of links in the cache, named after this process: a prune leaves it (and
+    every copy it links) while the process runs, and removes it once the process is gone."""
+    return Path(tempfile.mkdtemp(prefix=f"links-{os.getpid()}-", dir=cache))
 
 
 @contextlib.contextmanager
 def held_copies() -> Iterator[Path]:
-    """A folder that holds a task's local copies (:func:`local_copy` ``hold``) while it
-    reads them; removed on exit, which lets the cache prune them again. Named after this
-    process, as a connection's links are: a killed process's folder goes at the next
-    prune."""
-    folder = Path(tempfile.mkdtemp(prefix=f"links-{os.getpid()}-", dir=cache_dir()))
+    """A folder that holds a task's local copies (:func:`local_copy` ``folder``) while it
+    reads them; removed on exit, which lets the cache prune them again."""
+    folder = links_folder(cache_dir())
     try:
         yield folder
     finally:

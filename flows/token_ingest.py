@@ -374,16 +374,14 @@ def frame_key(job: FrameJob) -> KeyFrame:
 N_WORDS, FORMS = "n_words", "forms"
 
 
-#: The type of each of the frame's arrays, and the suffix of its file.
-FRAME_TYPES = {"digest": np.dtype("<u8"), N_WORDS: np.dtype("<i8"), FORMS: np.dtype("<u8"),
-               "deps": np.dtype("<u8"), "misc": np.dtype("<u8")}
+#: The suffix of each of the frame's files, which names its arrays' type.
+FRAME_FILES = {"digest": ".u64", N_WORDS: ".i64", FORMS: ".u64", "deps": ".u64", "misc": ".u64"}
 FRAME_SUFFIXES = {".u64": np.dtype("<u8"), ".i64": np.dtype("<i8")}
 
 
 def frame_file(folder: str, name: str) -> str:
     """The file of one of the frame's arrays (``name``: digest, N_WORDS, FORMS, deps, misc)."""
-    suffix = next(k for k, t in FRAME_SUFFIXES.items() if t == FRAME_TYPES[name])
-    return str(location(folder) / f"{name}{suffix}")
+    return str(location(folder) / f"{name}{FRAME_FILES[name]}")
 
 
 def frame_arrays(part: FastWords) -> dict[str, np.ndarray]:
@@ -418,7 +416,7 @@ def shape_of(n_words: list[np.ndarray], forms: list[np.ndarray]) -> str:
 
 class FrameWriter:
     """The key's frame, kept in the run's staging folder (not in the warehouse) range by
-    range: each array appended to its raw file (:data:`FRAME_TYPES`) as it is read, so the
+    range: each array appended to its raw file (:data:`FRAME_FILES`) as it is read, so the
     frame task holds one range's arrays, never the key's; and its shape digest."""
 
     def __init__(self, stage_dir: str) -> None:
@@ -432,7 +430,7 @@ class FrameWriter:
             if name not in self.open:
                 path = location(frame_file(str(self.folder), name))
                 self.open[name] = self.files.enter_context(open_write(path))
-            data = np.ascontiguousarray(values, FRAME_TYPES[name])
+            data = np.ascontiguousarray(values, FRAME_SUFFIXES[FRAME_FILES[name]])
             self.open[name].write(memoryview(data).cast("B"))
         self.shape.add(arrays[N_WORDS], arrays[FORMS])
 

@@ -138,7 +138,7 @@ class CompareJob:
         with held_copies() as hold:
 
             def at(path: str) -> str:
-                return (local_copy(path, *self.remote[path], hold=hold)
+                return (local_copy(path, *self.remote[path], folder=hold)
                         if path in self.remote else path)
 
             yield replace(self, unit_paths={s: at(p) for s, p in self.unit_paths.items()},

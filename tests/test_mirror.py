@@ -173,11 +173,7 @@ def test_a_local_copy_is_checked_made_once_and_big_objects_stay_in_place(
         bucket, cache, monkeypatch):  # noqa: F811
     import hashlib
 
-    data = b"PAR1" + os.urandom(4000) + b"PAR1"
-    url = f"{bucket}/x.parquet"
-    obj = StoreURL(url)
-    obj.write_bytes(data)
-    sha = hashlib.sha256(data).hexdigest()
+    url, data, sha = _object(bucket, "x.parquet")
     with pytest.raises(RuntimeError, match="not those the run wrote"):
         mirror.local_copy(url, hashlib.sha256(b"other").hexdigest(), len(data))
     path = mirror.local_copy(url, sha, len(data))
@@ -201,7 +197,7 @@ def _object(bucket: str, name: str) -> tuple[str, bytes, str]:  # noqa: F811
 def test_a_held_copy_outlives_a_prune_until_its_task_ends(bucket, cache):  # noqa: F811
     url, data, sha = _object(bucket, "held.parquet")
     with mirror.held_copies() as hold:
-        path = Path(mirror.local_copy(url, sha, len(data), hold=hold))
+        path = Path(mirror.local_copy(url, sha, len(data), folder=hold))
         assert path.parent == hold and path.read_bytes() == data
         mirror.prune(cache, 0)  # another task's prune, the cache over its limit
         assert (cache / f"{sha}.parquet").exists()  # linked twice: never pruned
@@ -226,7 +222,7 @@ def test_a_copy_pruned_before_it_is_held_is_fetched_again(bucket, cache, monkeyp
 
     monkeypatch.setattr(mirror, "cached", pruned_at_once)
     with mirror.held_copies() as hold:
-        path = Path(mirror.local_copy(url, sha, len(data), hold=hold))
+        path = Path(mirror.local_copy(url, sha, len(data), folder=hold))
         assert len(calls) == 2 and path.read_bytes() == data
     calls.clear()
 
@@ -238,5 +234,5 @@ def test_a_copy_pruned_before_it_is_held_is_fetched_again(bucket, cache, monkeyp
 
     monkeypatch.setattr(mirror, "cached", always_pruned)
     with mirror.held_copies() as hold, pytest.raises(RuntimeError, match="pruned 3 times"):
-        mirror.local_copy(url, sha, len(data), hold=hold)
+        mirror.local_copy(url, sha, len(data), folder=hold)
     assert len(calls) == mirror.HOLD_ATTEMPTS
