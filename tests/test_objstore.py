@@ -504,9 +504,9 @@ def _odd(data: bytes, case: str) -> bytes:
 def test_a_large_input_on_s3_not_cut_is_read_whole(case, bucket, cli, tmp_path,  # noqa: F811
                                                    monkeypatch):
     """A large file on a store that cannot be cut as it streams (CR LF line ends; no cut
-    within ``HELD_BYTES``: a sentence of 8.7 kB, 1100 held bytes here), or whose last range
-    the fast reader cannot vouch for after the first were read, is read by the full reader:
-    the same tables as the same files run from the local disk."""
+    within ``HELD_BYTES`` or 4 ranges: a sentence of 8.7 kB, 6000 bytes here), or whose last
+    range the fast reader cannot vouch for after the first were read, is read by the full
+    reader: the same tables as the same files run from the local disk."""
     import sysdiff.flows.token_ingest as ingest
     from sysdiff.flows.store import filesystem
 
@@ -519,7 +519,9 @@ def test_a_large_input_on_s3_not_cut_is_read_whole(case, bucket, cli, tmp_path, 
         local[name] = tmp_path / file
         local[name].write_bytes(_odd(data, case) if name == "sm" else data)
         filesystem("s3").put_file(str(local[name]), f"{bucket}/in/{file}".split("://")[1])
-    monkeypatch.setenv("SYSDIFF_RANGE_BYTES", "50" if case == "huge sentence" else "3000")
+    # ranges of 1500 bytes: the 8.7 kB sentence outgrows 4 of them (so it did 4 of 50 bytes,
+    # but the files were then read a sentence a range: 34-55 s a case against 23 s)
+    monkeypatch.setenv("SYSDIFF_RANGE_BYTES", "1500" if case == "huge sentence" else "3000")
     monkeypatch.setattr(ingest, "PLAN_BLOCK", 1000)
     monkeypatch.setattr(ingest, "HELD_BYTES", 1100)
     read = []  # (file, vouched) of each piece, in order
