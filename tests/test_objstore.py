@@ -519,8 +519,8 @@ def test_a_large_input_on_s3_not_cut_is_read_whole(case, bucket, cli, tmp_path, 
         local[name] = tmp_path / file
         local[name].write_bytes(_odd(data, case) if name == "sm" else data)
         filesystem("s3").put_file(str(local[name]), f"{bucket}/in/{file}".split("://")[1])
-    # ranges of 1500 bytes: the 8.7 kB sentence outgrows 4 of them (so it did 4 of 50 bytes,
-    # but the files were then read a sentence a range: 34-55 s a case against 23 s)
+    # ranges of 1500 bytes: the 8.7 kB sentence outgrows 4 of them, and the other files are
+    # not read a sentence a range (their time: benchmarks/RESULTS.md)
     monkeypatch.setenv("SYSDIFF_RANGE_BYTES", "1500" if case == "huge sentence" else "3000")
     monkeypatch.setattr(ingest, "PLAN_BLOCK", 1000)
     monkeypatch.setattr(ingest, "HELD_BYTES", 1100)
