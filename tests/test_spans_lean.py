@@ -69,6 +69,21 @@ def test_only_the_tags_differ_same_frame_and_the_tags_are_the_full_reader_s(case
     assert key.values.gather(key.codes).to_list() == read_tags_text(text, fmt)["tag"].to_list()
 
 
+@pytest.mark.parametrize("long", ["B-WORK_OF_ART", "B-A_TYPE_OF_MORE_THAN_24_BYTES"])
+def test_tags_longer_than_a_word_are_read_whole_to_the_last_line(long):
+    """Tags of 9 to 32 bytes (read as 2 to 4 words of 8 bytes) beside short ones, a short
+    one on the file's last line (its later words lie past the file's end): the full
+    reader's tags, the key's frame."""
+    other = retag(TSV, "tsv").replace("B-X", long)
+    last = other.rstrip("\n").rsplit("\n", 1)[1]
+    other = other[:other.rindex(last)] + last.rsplit("\t", 1)[0] + "\tO\n"
+    assert long in other and other.endswith("\tO\n")
+    mine = frame_of(other, "tsv", TSV)
+    assert mine.digest == frame_of(TSV, "tsv").digest
+    assert mine.values.gather(mine.codes).to_list() == read_tags_text(other, "tsv")["tag"].to_list()
+    assert frame_of(other.replace(long, long[:-1] + "Ö"), "tsv", TSV) is None  # not ASCII
+
+
 @pytest.mark.parametrize("change", [
     ("Smith\t", "Smyth\t"),          # a form
     ("\n\nHe", "\nHe"),               # a sentence boundary
