@@ -27,9 +27,6 @@ import pyarrow.compute as pc
 LEAN_BYTES = 256 << 20
 #: The tag field of each format (0-based), as :data:`sysdiff.schemas.formats.spans.FIELDS`.
 TAG_FIELD = {"tsv": 1, "conll2003": 3, "uner": 2}
-#: Per byte count k (0-8): the mask of a word's first k bytes (little-endian).
-_LOW_BYTES = np.array([(1 << 8 * k) - 1 for k in range(8)] + [(1 << 64) - 1], np.uint64)
-_HIGH_BITS = np.uint64(0x8080808080808080)  # a byte outside ASCII in a word
 
 
 @dataclass(frozen=True)
@@ -58,59 +55,36 @@ def tag_frame(data: bytes, fmt: str, token_lines: np.ndarray, sep: int) -> TagFr
             or not token_lines.size):
         return None
     text = np.frombuffer(data, np.uint8)
-    delims = np.flatnonzero((text == 10) | (text == sep))  # every separator and newline
-    newlines = np.flatnonzero(text[delims] == 10)  # line i's newline is delims[newlines[i]]
-    if int(token_lines[-1]) >= newlines.size:
+    ends = np.flatnonzero(text == 10)
+    if int(token_lines[-1]) >= ends.size:
         return None
-    field = TAG_FIELD[fmt]
-    at = newlines[token_lines - 1] + field  # (in delims) the separator before the tag
+    starts = ends[np.maximum(token_lines - 1, 0)] + 1  # one gather, not a copy of every end
     if token_lines[0] == 0:  # increasing: only the first can be the file's first line
-        at[0] = field - 1
-    if (at >= newlines[token_lines]).any():  # the line has fewer fields
+        starts[0] = 0
+    ends = ends[token_lines]
+    seps = np.flatnonzero(text == sep)
+    field = TAG_FIELD[fmt]
+    at = np.searchsorted(seps, starts) + field - 1  # the separator before the tag
+    if at[-1] >= seps.size or (seps[at] >= ends).any():
         return None
-    first, after = delims[at] + 1, delims[at + 1]  # after: the next separator or the newline
+    first = seps[at] + 1
+    after = np.minimum(np.append(seps, text.size)[at + 1], ends)  # the next separator or EOL
+    if (after <= first).any():
+        return None
     size = after - first
-    if (size <= 0).any():
+    offsets = np.concatenate(([0], np.cumsum(size))).astype(np.int32)
+    inside = np.repeat(first - offsets[:-1], size) + np.arange(int(offsets[-1]))  # tag bytes
+    chars = text[inside]
+    if chars.size and chars.max() >= 128:  # left to the full reader's UTF-8 check
         return None
-    coded = _coded_tags(text, first, size)
-    if coded is None:
-        return None
-    codes, values = coded
-    return TagFrame(_frame_digest(text, first, after), codes, values)
-
-
-def _coded_tags(text: np.ndarray, first: np.ndarray, size: np.ndarray
-                ) -> tuple[np.ndarray, pl.Series] | None:
-    """Each tag (``size`` bytes from ``first``) coded in order of first use, with the
-    distinct tags; None when one is not ASCII (left to the full reader's UTF-8 check). A tag
-    is taken as its bytes in 8-byte words (the bytes after it zeroed: no tag holds a NUL), so
-    coding compares integers, not strings."""
-    n_words = -(-int(size.max()) // 8)
-    padded = np.zeros(text.size + 8 * n_words, np.uint8)
-    padded[:text.size] = text
-    every = np.ndarray((padded.size - 7,), "<u8", padded, 0, (1,))  # 8 bytes from each byte
-    words = np.empty((size.size, n_words), np.uint64)
-    for k in range(n_words):
-        words[:, k] = every[first + 8 * k] & _LOW_BYTES[np.clip(size - 8 * k, 0, 8)]
-    if (words & _HIGH_BITS).any():
-        return None
-    array = (pa.array(words[:, 0]) if n_words == 1 else pa.FixedSizeBinaryArray.from_buffers(
-        pa.binary(8 * n_words), size.size, [None, pa.py_buffer(words)]))
-    coded = pc.dictionary_encode(array)
-    distinct = coded.dictionary.to_numpy(zero_copy_only=False) if n_words == 1 else \
-        coded.dictionary.to_pylist()
-    values = [(int(v).to_bytes(8, "little") if n_words == 1 else v).rstrip(b"\x00").decode()
-              for v in distinct]
-    return coded.indices.to_numpy().astype(np.uint32), pl.Series("tag", values, pl.String)
-
-
-def _frame_digest(text: np.ndarray, first: np.ndarray, after: np.ndarray) -> bytes:
-    """SHA-256 of ``text`` without the bytes ``first[i] .. after[i] - 1`` (the tags): a
-    running sum of +1 at each tag's end and -1 at its start marks the bytes kept."""
-    marks = np.zeros(text.size + 1, np.int8)
-    marks[0], marks[first], marks[after] = 1, -1, 1  # (tags are apart: after < next first)
-    kept = np.cumsum(marks[:-1], dtype=np.int8).view(bool)
-    return hashlib.sha256(text[kept].tobytes()).digest()
+    array = pa.StringArray.from_buffers(size.size, pa.py_buffer(offsets),
+                                             pa.py_buffer(chars.tobytes()))
+    cut = np.zeros(text.size, bool)
+    cut[inside] = True
+    digest = hashlib.sha256(text[~cut].tobytes()).digest()
+    coded = pc.dictionary_encode(array)  # codes in order of first use
+    return TagFrame(digest, coded.indices.to_numpy().astype(np.uint32),
+                    pl.Series("tag", coded.dictionary))
 
 
 def _line_starts(data: bytes) -> np.ndarray:
