@@ -284,11 +284,13 @@ def build_catalog(path: Path, root: Path, manifest: dict) -> None:
     con = duckdb.connect(str(path), config={"autoinstall_known_extensions": False,
                                             "autoload_known_extensions": False})
     try:
+        con.execute("begin")  # one transaction: one write of the log, not one a statement
         for sql in catalog_statements(manifest, root):
             con.execute(sql)
         files = sorted({e["file"] for t in manifest["tables"].values() for e in t.values()})
         con.execute("create table stored.catalog as select ? as manifest, ? as root, "
                     "?::varchar[] as files", [manifest_digest(manifest), str(root), files])
+        con.execute("commit")
         con.execute("checkpoint")
     finally:
         con.close()
