@@ -49,8 +49,24 @@ def install() -> bool:
     TyperOption.display_type_rich = option_type
     if hasattr(TyperArgument, "display_type_rich"):
         TyperArgument.display_type_rich = argument_type
-    _rewrap_paragraphs()
+    _rewrap_when_help_shows()
     return True
+
+
+def _rewrap_when_help_shows() -> None:
+    """:func:`_rewrap_paragraphs` once a help is formatted, not before: typer's help module
+    imports rich's Markdown and Pygments (about 50 ms), which a command that shows no help
+    does not need."""
+    from typer.core import TyperCommand, TyperGroup
+
+    for cls in (TyperCommand, TyperGroup):
+        shown = cls.format_help
+
+        def format_help(self: Any, ctx: Any, formatter: Any, _shown: Any = shown) -> Any:
+            _rewrap_paragraphs()
+            return _shown(self, ctx, formatter)
+
+        cls.format_help = format_help
 
 
 def _rewrap_paragraphs() -> None:
@@ -60,7 +76,8 @@ def _rewrap_paragraphs() -> None:
         from typer import rich_utils
     except ImportError:
         return
-    if not hasattr(rich_utils, "_fix_linebreaks"):
+    if not hasattr(rich_utils, "_fix_linebreaks") or \
+            getattr(rich_utils._fix_linebreaks, "__name__", "") == "reflow":
         return
 
     def reflow(paragraphs: list[str], markup_mode: Any = None) -> str:

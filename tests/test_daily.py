@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,6 +81,37 @@ def test_help_has_no_type_tags_and_describes_every_option(argv):
     for param in command.get_params(ctx):
         if isinstance(param, click.Option):
             assert (param.help or "").strip(), (argv, param.name)
+
+
+@pytest.mark.parametrize("argv", [[], *all_commands()], ids=lambda a: " ".join(a) or "top")
+def test_help_reflows_every_paragraph(argv, monkeypatch):
+    """A docstring's later paragraphs are reflowed like its first: on a wide terminal each
+    is one line of the help, not broken where the source broke it."""
+    import typer.main
+
+    from sysdiff.flows.cli import build_app
+
+    monkeypatch.setenv("COLUMNS", "500")
+    code, out, err = run_cli(*argv, "--help")
+    assert code == 0, err
+    lines = {" ".join(line.split()) for line in out.splitlines()}
+    command = typer.main.get_command(build_app())
+    for name in argv:
+        command = command.commands[name]
+    later = [p for p in (command.help or "").strip().split("\n\n")[1:]
+             if not p.startswith("\b")]
+    for paragraph in later:  # (rich shows an escaped "\\[" as "[")
+        assert " ".join(paragraph.replace("\\[", "[").split()) in lines, (argv, paragraph)
+
+
+def test_the_command_line_loads_the_help_s_modules_only_for_a_help():
+    """Typer's help module (rich's Markdown, Pygments: about 50 ms) is imported when a help
+    is shown, not by every command."""
+    probe = ("import sys; import sysdiff.flows.cli; "
+             "print('typer.rich_utils' in sys.modules, 'rich.markdown' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, cwd=REPO)
+    assert done.stdout.split() == ["False", "False"], done.stdout + done.stderr
 
 
 def test_version():
