@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -78,11 +79,25 @@ def start_client(*argv: str, env: dict | None = None) -> subprocess.Popen:
                             env=env or dict(os.environ))
 
 
-def api_post(api: str, path: str, body: dict) -> list[dict]:
+#: The answers Prefect's own client retries (``prefect.client.base``: a busy server, e.g. its
+#: SQLite database locked by another writer, answers 503).
+RETRIED = (429, 502, 503)
+
+
+def api_post(api: str, path: str, body: dict, tries: int = 6) -> list[dict]:
+    """POST to the Prefect API; an answer Prefect's client retries is retried the same way
+    (up to ``tries`` times, waiting 0.5, 1, 2, ... s)."""
     req = urllib.request.Request(api + path, json.dumps(body).encode(),
                                  {"content-type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as response:
-        return json.load(response)
+    for attempt in range(tries):
+        try:
+            with urllib.request.urlopen(req, timeout=30) as response:
+                return json.load(response)
+        except urllib.error.HTTPError as e:
+            if e.code not in RETRIED or attempt == tries - 1:
+                raise
+            time.sleep(0.5 * 2 ** attempt)
+    raise AssertionError("unreachable")
 
 
 def flow_runs(api: str) -> list[dict]:
