@@ -9,6 +9,7 @@ installed (the help keeps typer's tags).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 #: ``-h`` is ``--help`` for the group and every command (click passes it to subcommands).
@@ -69,6 +70,7 @@ def _rewrap_when_help_shows() -> None:
         cls.format_help = format_help
 
 
+@functools.cache  # once a process: the first help formatted installs it
 def _rewrap_paragraphs() -> None:
     """A command's later help paragraphs are reflowed like its first (typer keeps their
     source line breaks, so a docstring's 88-column lines break mid-sentence)."""
@@ -76,8 +78,7 @@ def _rewrap_paragraphs() -> None:
         from typer import rich_utils
     except ImportError:
         return
-    if not hasattr(rich_utils, "_fix_linebreaks") or \
-            getattr(rich_utils._fix_linebreaks, "__name__", "") == "reflow":
+    if not hasattr(rich_utils, "_fix_linebreaks"):
         return
 
     def reflow(paragraphs: list[str], markup_mode: Any = None) -> str:

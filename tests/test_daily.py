@@ -57,12 +57,21 @@ def all_commands() -> list[list[str]]:
     return [[c] for c in COMMANDS] + [["server", c] for c in ("start", "stop", "status")]
 
 
-@pytest.mark.parametrize("argv", [[], *all_commands()], ids=lambda a: " ".join(a) or "top")
-def test_help_has_no_type_tags_and_describes_every_option(argv):
-    import click
+def click_command(argv: list[str]):  # noqa: ANN201 (a click command)
+    """The click command that ``sysdiff ARGV --help`` describes."""
     import typer.main
 
     from sysdiff.flows.cli import build_app
+
+    command = typer.main.get_command(build_app())
+    for name in argv:
+        command = command.commands[name]
+    return command
+
+
+@pytest.mark.parametrize("argv", [[], *all_commands()], ids=lambda a: " ".join(a) or "top")
+def test_help_has_no_type_tags_and_describes_every_option(argv):
+    import click
 
     code, out, err = run_cli(*argv, "--help")
     assert code == 0, err
@@ -71,10 +80,7 @@ def test_help_has_no_type_tags_and_describes_every_option(argv):
     assert "(dep); (token corpora)" not in out
     code_h, out_h, _ = run_cli(*argv, "-h")
     assert code_h == 0 and out_h == out
-    group = typer.main.get_command(build_app())
-    command = group
-    for name in argv:
-        command = command.commands[name]
+    command = click_command(argv)
     summary = (command.help or "").strip().split("\n\n")[0]
     assert "\n" not in summary, summary  # a command's summary: one line in its group's list
     ctx = click.Context(command)
@@ -87,18 +93,11 @@ def test_help_has_no_type_tags_and_describes_every_option(argv):
 def test_help_reflows_every_paragraph(argv, monkeypatch):
     """A docstring's later paragraphs are reflowed like its first: on a wide terminal each
     is one line of the help, not broken where the source broke it."""
-    import typer.main
-
-    from sysdiff.flows.cli import build_app
-
     monkeypatch.setenv("COLUMNS", "500")
     code, out, err = run_cli(*argv, "--help")
     assert code == 0, err
     lines = {" ".join(line.split()) for line in out.splitlines()}
-    command = typer.main.get_command(build_app())
-    for name in argv:
-        command = command.commands[name]
-    later = [p for p in (command.help or "").strip().split("\n\n")[1:]
+    later = [p for p in (click_command(argv).help or "").strip().split("\n\n")[1:]
              if not p.startswith("\b")]
     for paragraph in later:  # (rich shows an escaped "\\[" as "[")
         assert " ".join(paragraph.replace("\\[", "[").split()) in lines, (argv, paragraph)

@@ -89,15 +89,19 @@ def api_post(api: str, path: str, body: dict, tries: int = 6) -> list[dict]:
     (up to ``tries`` times, waiting 0.5, 1, 2, ... s)."""
     req = urllib.request.Request(api + path, json.dumps(body).encode(),
                                  {"content-type": "application/json"})
-    for attempt in range(tries):
+    for attempt in range(tries - 1):
         try:
-            with urllib.request.urlopen(req, timeout=30) as response:
-                return json.load(response)
+            return _post(req)
         except urllib.error.HTTPError as e:
-            if e.code not in RETRIED or attempt == tries - 1:
+            if e.code not in RETRIED:
                 raise
             time.sleep(0.5 * 2 ** attempt)
-    raise AssertionError("unreachable")
+    return _post(req)
+
+
+def _post(req: urllib.request.Request) -> list[dict]:
+    with urllib.request.urlopen(req, timeout=30) as response:
+        return json.load(response)
 
 
 def flow_runs(api: str) -> list[dict]:

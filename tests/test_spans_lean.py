@@ -70,10 +70,10 @@ def test_only_the_tags_differ_same_frame_and_the_tags_are_the_full_reader_s(case
 
 
 @pytest.mark.parametrize("long", ["B-WORK_OF_ART", "B-A_TYPE_OF_MORE_THAN_24_BYTES"])
-def test_tags_longer_than_a_word_are_read_whole_to_the_last_line(long):
-    """Tags of 9 to 32 bytes (read as 2 to 4 words of 8 bytes) beside short ones, a short
-    one on the file's last line (its later words lie past the file's end): the full
-    reader's tags, the key's frame."""
+def test_long_tags_beside_short_ones_are_the_full_reader_s(long):
+    """Tags of 13 and 29 bytes beside one-byte ones, a short one on the file's last line:
+    the full reader's tags, the key's frame (and a byte outside ASCII in a long tag is left
+    to the full reader)."""
     other = retag(TSV, "tsv").replace("B-X", long)
     last = other.rstrip("\n").rsplit("\n", 1)[1]
     other = other[:other.rindex(last)] + last.rsplit("\t", 1)[0] + "\tO\n"
