@@ -332,8 +332,9 @@ class Warehouse:
     def tables(self) -> list[str]:
         """The names of the warehouse's tables."""
         rows = self._box().con.execute(
-            "select table_name from information_schema.tables where table_catalog = 'memory' "
-            "and table_schema = 'main' order by 1").fetchall()
+            "select table_name from information_schema.tables "
+            "where table_catalog = current_database() and table_schema = 'main' order by 1"
+        ).fetchall()
         return [r[0] for r in rows]
 
     def __getitem__(self, table: str) -> pl.DataFrame:

@@ -50,7 +50,13 @@ def cache_bytes() -> int:
 
 def cache_dir() -> Path:
     """The private object cache of this user (under the system's temporary directory)."""
-    path = Path(tempfile.gettempdir()) / f"sysdiff-objects-{os.getuid()}"
+    return private_dir("objects")
+
+
+def private_dir(name: str) -> Path:
+    """A private folder of this user under the system's temporary directory (made when
+    needed); PermissionError when the folder there is not this user's own."""
+    path = Path(tempfile.gettempdir()) / f"sysdiff-{name}-{os.getuid()}"
     path.mkdir(mode=0o700, exist_ok=True)
     if path.is_symlink() or path.stat().st_uid != os.getuid():
         raise PermissionError(f"{path}: not this user's own folder")

@@ -8,7 +8,9 @@ nothing else:
   connection opens: its views name every file by absolute path under that root, so nothing
   resolves against the current folder, and each connection sees the latest commit;
 - a file that is not a regular file inside the warehouse (a symlink out of it) is refused;
-- an in-memory database holds the views; ``allowed_paths`` lists exactly their files, then
+- an in-memory database holds the views, or attaches them read-only as its default database
+  from a private cache where they were built for exactly these files
+  (:mod:`sysdiff.flows.view_cache`); ``allowed_paths`` lists exactly their files, then
   ``enable_external_access = false`` refuses every other file, folder, glob, ``ATTACH``,
   ``COPY ... TO``, ``EXPORT DATABASE``, ``INSTALL`` and ``LOAD``; extension auto-install and
   auto-load are off and ``lock_configuration = true`` refuses every later ``SET``;
@@ -145,20 +147,50 @@ def connect(root: Path | StoreURL) -> Sandbox:
     try:
         manifest = read_manifest(root)
         files = live_paths(root, manifest)
-        con = duckdb.connect(":memory:", config={
-            "autoinstall_known_extensions": False, "autoload_known_extensions": False,
-            "temp_directory": spill_dir(),
-            "memory_limit": f"{current_limits().memory}B"})
+        con = duckdb.connect(":memory:", config=sandbox_config())
     except BaseException:
         release(lock)
         raise
     try:
-        allowed = seal(con, root, manifest, files)
+        use_views(con, root, manifest, files)
+        allowed = lock_down(con, files)
     except BaseException:
         con.close()
         release(lock)
         raise
     return Sandbox(root, con, lock, allowed)
+
+
+def sandbox_config() -> dict[str, str | bool]:
+    """A sandbox's connection settings: no extension installed or loaded behind the user's
+    back, spills in a private folder, the memory limit."""
+    return {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
+            "temp_directory": spill_dir(), "memory_limit": f"{current_limits().memory}B"}
+
+
+def use_views(con: duckdb.DuckDBPyConnection, root: Path, manifest: dict,
+              files: dict[str, list[str]]) -> None:
+    """Give ``con`` the warehouse's views: their cached database attached read-only as the
+    default database (:mod:`sysdiff.flows.view_cache`), else built in ``con``'s own."""
+    from sysdiff.flows import view_cache
+
+    def build(target: duckdb.DuckDBPyConnection) -> None:
+        natural_macro(target)
+        build_views(target, root, manifest)
+
+    statements = [NATURAL_MACRO, *catalog_statements(manifest, root, manifest.get("ddl"))]
+    key = view_cache.views_key(statements, (f for paths in files.values() for f in paths))
+    cached = view_cache.cached_views(key, build)
+    if cached is not None:
+        try:
+            con.execute(f"ATTACH {sql_literal(str(cached))} AS warehouse (READ_ONLY)")
+            con.execute("USE warehouse")
+            return
+        except duckdb.Error:
+            with contextlib.suppress(duckdb.Error):
+                con.execute("DETACH warehouse")
+            view_cache.forget(cached)  # made again by the next reader
+    build(con)
 
 
 #: SQL: ``natural_key(s)``, the sort key of names in natural order (A2 before A10): digit
@@ -181,10 +213,16 @@ def natural_macro(con: duckdb.DuckDBPyConnection) -> None:
 
 def seal(con: duckdb.DuckDBPyConnection, root: Path | StoreURL, manifest: dict,
          files: dict[str, list[str]], place: Callable[[str], str] | None = None) -> list[str]:
-    """Build the views, then allow exactly their files and lock the configuration."""
-    con.execute("set enable_progress_bar = false")
+    """Build the views in ``con``, then lock it down (:func:`lock_down`)."""
     natural_macro(con)
     build_views(con, root, manifest, place)
+    return lock_down(con, files)
+
+
+def lock_down(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]]) -> list[str]:
+    """Allow exactly the views' files, refuse every other access and lock the
+    configuration; the files allowed."""
+    con.execute("set enable_progress_bar = false")
     allowed = sorted({f for paths in files.values() for f in paths})
     con.execute("set allowed_paths = [" + ", ".join(map(sql_literal, allowed)) + "]")
     con.execute("set enable_external_access = false")
@@ -205,9 +243,7 @@ def connect_store(root: StoreURL) -> Sandbox:
     copies = mirror(root, manifest)
     place = functools.partial(copies.place, root)
     files = {t: [place(rel) for rel in table_files(manifest, t)] for t in manifest["tables"]}
-    con = duckdb.connect(":memory:", config={
-        "autoinstall_known_extensions": False, "autoload_known_extensions": False,
-        "temp_directory": spill_dir(), "memory_limit": f"{current_limits().memory}B"})
+    con = duckdb.connect(":memory:", config=sandbox_config())
     try:
         con.register_filesystem(root.fs)
         allowed = seal(con, root, manifest, files, place)

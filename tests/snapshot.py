@@ -125,7 +125,7 @@ def sandbox_dumps(root) -> dict[str, str]:  # noqa: ANN001 (a Path or a StoreURL
         names = sorted(r[0] for r in con.execute(
             "select table_name from information_schema.tables "
             "where table_name not like 'sysdiff_%' and table_schema = 'main' "
-            "and table_catalog = 'memory'").fetchall())
+            "and table_catalog = current_database()").fetchall())
         dumps = {}
         for name in names:
             cols = [r[0] for r in con.execute(f"describe {name}").fetchall()]
