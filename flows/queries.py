@@ -289,7 +289,8 @@ def build_views(con: duckdb.DuckDBPyConnection, root: Path, manifest: dict,
             why = (f"the table {name.removeprefix('stored.')} cannot be read "
                    f"({_first_line(e)}); the next 'sysdiff run' on this corpus checks the "
                    "files and recomputes a damaged one")
-            con.execute(f"CREATE VIEW {name} AS SELECT error({sql_literal(why)}) AS damaged")
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM (SELECT error({sql_literal(why)}) "
+                        "AS damaged) WHERE damaged IS NULL")  # count(*) too: no number
 
 
 @contextlib.contextmanager
