@@ -174,12 +174,14 @@ def use_views(con: duckdb.DuckDBPyConnection, root: Path, manifest: dict,
     default database (:mod:`sysdiff.flows.view_cache`), else built in ``con``'s own."""
     from sysdiff.flows import view_cache
 
+    views = catalog_statements(manifest, root)
+
     def build(target: duckdb.DuckDBPyConnection) -> None:
         natural_macro(target)
-        build_views(target, root, manifest)
+        build_views(target, views)
 
-    statements = [NATURAL_MACRO, *catalog_statements(manifest, root, manifest.get("ddl"))]
-    key = view_cache.views_key(statements, (f for paths in files.values() for f in paths))
+    key = view_cache.views_key([NATURAL_MACRO, *views],
+                               (f for paths in files.values() for f in paths))
     cached = view_cache.cached_views(key, build)
     if cached is not None:
         try:
@@ -189,7 +191,7 @@ def use_views(con: duckdb.DuckDBPyConnection, root: Path, manifest: dict,
         except duckdb.Error:
             with contextlib.suppress(duckdb.Error):
                 con.execute("DETACH warehouse")
-            view_cache.forget(cached)  # made again by the next reader
+            cached.unlink(missing_ok=True)  # made again by the next reader
     build(con)
 
 
@@ -215,7 +217,7 @@ def seal(con: duckdb.DuckDBPyConnection, root: Path | StoreURL, manifest: dict,
          files: dict[str, list[str]], place: Callable[[str], str] | None = None) -> list[str]:
     """Build the views in ``con``, then lock it down (:func:`lock_down`)."""
     natural_macro(con)
-    build_views(con, root, manifest, place)
+    build_views(con, catalog_statements(manifest, root, place=place))
     return lock_down(con, files)
 
 
@@ -271,17 +273,12 @@ def live_paths(root: Path, manifest: dict) -> dict[str, list[str]]:
     return out
 
 
-def build_views(con: duckdb.DuckDBPyConnection, root: Path, manifest: dict,
-                place: Callable[[str], str] | None = None) -> None:
-    """One view per table over its live files, an empty typed table for a table without
-    files (column types from the manifest; from the schemas for an older manifest), and the
-    views built over them (``units``)."""
-    ddl = manifest.get("ddl")
-    if ddl is None:
-        from sysdiff.flows.catalog import table_ddl  # pyarrow: only for an older manifest
-
-        ddl = table_ddl()
-    for sql in catalog_statements(manifest, root, ddl, place):
+def build_views(con: duckdb.DuckDBPyConnection, statements: list[str]) -> None:
+    """Run the views' statements (:func:`sysdiff.flows.catalog.catalog_statements`): one view
+    per table over its live files, an empty typed table for a table without files, and the
+    views built over them (``units``). A table whose files cannot be read is a view that
+    says so."""
+    for sql in statements:
         try:
             con.execute(sql)
         except duckdb.Error as e:  # a damaged file: that table says so, the others work

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -83,16 +84,9 @@ def cached_views(key: str, build: Callable[[duckdb.DuckDBPyConnection], None]) -
     return path
 
 
-def forget(path: Path) -> None:
-    """Drop a cached database that could not be attached (it is made again)."""
-    path.unlink(missing_ok=True)
-
-
 def prune(folder: Path, keep: int = KEEP) -> None:
     """Keep the ``keep`` most recently used databases, and half-built ones younger than
     :data:`STALE_S` (a reader may still be building them)."""
-    import time
-
     done = []
     for entry in folder.iterdir():
         with contextlib.suppress(FileNotFoundError):

@@ -28,14 +28,14 @@ def cache(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.fixture
-def built(monkeypatch) -> list[Path]:
-    """The warehouses whose views were built (in a cached database or in a connection)."""
-    calls: list[Path] = []
+def built(monkeypatch) -> list[int]:
+    """One entry a build of the views (in a cached database or in a connection)."""
+    calls: list[int] = []
     build_views = queries.build_views
 
-    def counting(con, root, manifest, place=None):  # noqa: ANN001, ANN202
-        calls.append(root)
-        return build_views(con, root, manifest, place)
+    def counting(con, statements):  # noqa: ANN001, ANN202
+        calls.append(len(statements))
+        return build_views(con, statements)
 
     monkeypatch.setattr(queries, "build_views", counting)
     return calls
